@@ -1,0 +1,108 @@
+// tk/types.cuh -- scalar conversions and small vector load/store helpers.
+//
+// Part of the TrainKernel device library (header-only, namespace tk). Depends
+// only on the CUDA toolkit headers.
+//
+// Conversions follow PyTorch's semantics:
+//   * to_float(x): exact widening for __nv_bfloat16 and __half (every bf16 /
+//     f16 value is representable in fp32), identity for float.
+//   * from_float<T>(f): round-to-nearest-even, NaN stays NaN, overflow goes to
+//     +-inf -- the same as PyTorch's float->bfloat16 / float->half casts.
+//     (__float2bfloat16_rn / __float2half_rn implement exactly that.)
+//
+// Vector helpers: Vec<T, N> is an N-element aligned pack so that a single
+// 4/8/16-byte load/store is issued. They require the pointer to be aligned to
+// sizeof(Vec<T,N>); use is_aligned() to check and fall back to scalars.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+namespace tk {
+
+// ---------------------------------------------------------------------------
+// Scalar conversions
+// ---------------------------------------------------------------------------
+__host__ __device__ __forceinline__ float to_float(float x) { return x; }
+__host__ __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__host__ __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+
+template <typename T>
+__host__ __device__ __forceinline__ T from_float(float x);
+
+template <>
+__host__ __device__ __forceinline__ float from_float<float>(float x) { return x; }
+template <>
+__host__ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
+template <>
+__host__ __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
+
+// Generic cast through fp32 (the only cast path generated code needs:
+// every low-precision op computes in fp32).
+template <typename To, typename From>
+__host__ __device__ __forceinline__ To cast(From x) { return from_float<To>(to_float(x)); }
+
+// ---------------------------------------------------------------------------
+// Alignment and vector packs
+// ---------------------------------------------------------------------------
+__host__ __device__ __forceinline__ bool is_aligned(const void* p, unsigned bytes) {
+  return (reinterpret_cast<uintptr_t>(p) & (uintptr_t)(bytes - 1)) == 0;
+}
+
+// N elements of T packed so that the whole pack is one naturally aligned
+// memory transaction (N * sizeof(T) must be 2, 4, 8 or 16 bytes).
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  static_assert(sizeof(T) * N == 2 || sizeof(T) * N == 4 || sizeof(T) * N == 8 ||
+                    sizeof(T) * N == 16,
+                "Vec<T,N> must be 2, 4, 8 or 16 bytes");
+  T v[N];
+};
+
+// Number of T elements in one 16-byte transaction (8 for bf16/f16, 4 for float).
+template <typename T>
+__host__ __device__ constexpr int vec16_elems() { return 16 / (int)sizeof(T); }
+
+// Aligned vector load / store. Precondition: is_aligned(p, sizeof(Vec<T,N>)).
+template <int N, typename T>
+__device__ __forceinline__ Vec<T, N> load_vec(const T* p) {
+  return *reinterpret_cast<const Vec<T, N>*>(p);
+}
+template <int N, typename T>
+__device__ __forceinline__ void store_vec(T* p, const Vec<T, N>& v) {
+  *reinterpret_cast<Vec<T, N>*>(p) = v;
+}
+
+// Load N consecutive elements converted to fp32. Uses one vector load when p
+// is aligned to the pack size, scalar loads otherwise (the branch is uniform
+// when all threads see the same base alignment).
+template <int N, typename T>
+__device__ __forceinline__ void load_as_float(const T* p, float (&out)[N]) {
+  if (is_aligned(p, sizeof(Vec<T, N>))) {
+    Vec<T, N> v = load_vec<N>(p);
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i] = to_float(v.v[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) out[i] = to_float(p[i]);
+  }
+}
+
+// Store N fp32 values converted (RNE) to T; vector store when aligned.
+template <int N, typename T>
+__device__ __forceinline__ void store_from_float(T* p, const float (&in)[N]) {
+  if (is_aligned(p, sizeof(Vec<T, N>))) {
+    Vec<T, N> v;
+#pragma unroll
+    for (int i = 0; i < N; ++i) v.v[i] = from_float<T>(in[i]);
+    store_vec<N>(p, v);
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) p[i] = from_float<T>(in[i]);
+  }
+}
+
+}  // namespace tk

@@ -1,0 +1,931 @@
+"""The `tk` dialect: a training step as a pure SSA graph on builtin tensors.
+
+Value semantics only: every op produces new tensors, nothing aliases. Shapes are
+static. Element types are f32, bf16, f16 (floating point), i1 and i64 (argmax).
+
+Numeric contract (mirrors PyTorch, so the CPU interpreter is an exact oracle):
+- floating-point ops compute in their "opmath" type (f32 for bf16/f16 inputs) and
+  round once to the result type;
+- elementwise binary ops broadcast NumPy-style; operands of rank >= 1 share the
+  result's element type, while rank-0 operands are *scalars* and may have any
+  floating type (PyTorch's wrapped-number rule: a scalar never changes the
+  computation's dtype);
+- matmul accumulates in f32 and rounds the result once;
+- reductions accumulate in f32 and round once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    BFloat16Type,
+    DenseArrayBase,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntegerType,
+    TensorType,
+    UnitAttr,
+    f64,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
+from xdsl.irdl import (
+    AnyAttr,
+    IRDLOperation,
+    VarConstraint,
+    base,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.pattern_rewriter import RewritePattern
+from xdsl.traits import HasCanonicalizationPatternsTrait, IsTerminator, Pure
+from xdsl.utils.exceptions import VerifyException
+
+FLOAT_TYPES = (Float32Type, BFloat16Type, Float16Type)
+
+
+def _tensor(value: SSAValue | Attribute) -> TensorType:
+    t = value.type if isinstance(value, SSAValue) else value
+    assert isinstance(t, TensorType)
+    return t
+
+
+def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:
+    return tuple(_tensor(value).get_shape())
+
+
+def element_type_of(value: SSAValue | Attribute) -> Attribute:
+    return _tensor(value).get_element_type()
+
+
+def is_float(t: Attribute) -> bool:
+    return isinstance(t, FLOAT_TYPES)
+
+
+def type_str(t: Attribute) -> str:
+    """Short spelling of a type for error messages: `tensor<4x8xbf16>`."""
+    return str(t).replace("!", "")
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...] | None:
+    """NumPy broadcasting of static shapes; None when they do not broadcast."""
+    rank = max((len(s) for s in shapes), default=0)
+    out: list[int] = []
+    for axis in range(rank):
+        size = 1
+        for s in shapes:
+            k = axis - (rank - len(s))
+            if k < 0:
+                continue
+            d = s[k]
+            if d == 1:
+                continue
+            if size not in (1, d):
+                return None
+            size = d
+        out.append(size)
+    return tuple(out)
+
+
+def _float_value(op: Operation, name: str) -> float:
+    attr = op.properties[name]
+    assert isinstance(attr, FloatAttr)
+    return float(attr.value.data)
+
+
+def _print_float(printer: Printer, value: float) -> None:
+    # repr() keeps every bit of a double and parses back exactly.
+    text = repr(float(value))
+    if text in ("inf", "-inf", "nan"):
+        raise VerifyException(f"tk cannot print non-finite constant {text}")
+    if "e" not in text and "." not in text:
+        text += ".0"
+    printer.print_string(text)
+
+
+def _parse_float(parser: Parser) -> float:
+    value = parser.parse_number()
+    return float(value)
+
+
+def _print_int_list(printer: Printer, values: Sequence[int]) -> None:
+    printer.print_string("[" + ", ".join(str(v) for v in values) + "]")
+
+
+def _parse_int_list(parser: Parser) -> list[int]:
+    return parser.parse_comma_separated_list(
+        parser.Delimiter.SQUARE, parser.parse_integer
+    )
+
+
+def _int_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+def _ints(attr: Attribute) -> tuple[int, ...]:
+    assert isinstance(attr, DenseArrayBase)
+    return tuple(int(v) for v in attr.get_values())
+
+
+TensorT = base(TensorType)
+
+
+class TkCanonicalization(HasCanonicalizationPatternsTrait):
+    """Lets xDSL's `canonicalize` pass find tk patterns; they live, one list per
+    op name, in `trainkernel/passes/tk_canonicalize.py` (loaded on first use)."""
+
+    def get_patterns(self, op: type[Operation]) -> tuple[RewritePattern, ...]:
+        from trainkernel.passes.tk_canonicalize import patterns_for
+
+        return patterns_for(op.name)
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        return ()
+
+
+# --------------------------------------------------------------------------- fill
+
+
+@irdl_op_definition
+class FillOp(IRDLOperation):
+    """A tensor whose every element is one constant; rank 0 is a scalar constant.
+
+    `%c = tk.fill 0.001 : tensor<f32>`
+    """
+
+    name = "tk.fill"
+    value = prop_def(FloatAttr)
+    result = result_def(TensorT)
+    traits = traits_def(Pure(), TkCanonicalization())
+
+    def __init__(self, value: float, result_type: TensorType):
+        super().__init__(
+            properties={"value": FloatAttr(float(value), f64)},
+            result_types=[result_type],
+        )
+
+    @property
+    def fill_value(self) -> float:
+        return _float_value(self, "value")
+
+    def verify_(self) -> None:
+        et = element_type_of(self.result)
+        v = self.fill_value
+        if not is_float(et) and v != int(v):
+            raise VerifyException(
+                f"tk.fill of integer type {type_str(et)} needs an integral value, got {v}"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_float(printer, self.fill_value)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FillOp:
+        value = _parse_float(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        if not isinstance(t, TensorType):
+            parser.raise_error(f"tk.fill result must be a tensor type, got {t}")
+        op = cls(value, t)
+        op.attributes.update(attrs)
+        return op
+
+
+# ------------------------------------------------------------------ elementwise
+
+
+class ElementwiseBinaryOp(IRDLOperation):
+    """Broadcasting elementwise binary op (see the module docstring for dtypes)."""
+
+    lhs = operand_def(TensorT)
+    rhs = operand_def(TensorT)
+    result = result_def(TensorT)
+    traits = traits_def(Pure(), TkCanonicalization())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, result_type: Attribute):
+        super().__init__(operands=[lhs, rhs], result_types=[result_type])
+
+    def verify_(self) -> None:
+        rt = _tensor(self.result)
+        et = rt.get_element_type()
+        if not is_float(et):
+            raise VerifyException(f"{self.name} computes on floating types only, got {type_str(rt)}")
+        for operand in (self.lhs, self.rhs):
+            ot = _tensor(operand)
+            if ot.get_shape() and ot.get_element_type() != et:
+                raise VerifyException(
+                    f"{self.name}: operand {type_str(ot)} must have the result's element type "
+                    f"{type_str(et)} (only rank-0 scalars may differ)"
+                )
+            if not is_float(ot.get_element_type()):
+                raise VerifyException(f"{self.name}: operand {type_str(ot)} is not floating point")
+        expected = broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
+        if expected is None:
+            raise VerifyException(
+                f"{self.name}: shapes {list(shape_of(self.lhs))} and {list(shape_of(self.rhs))} do not broadcast"
+            )
+        if expected != shape_of(self.result):
+            raise VerifyException(
+                f"{self.name}: result shape {list(shape_of(self.result))} is not the broadcast shape {list(expected)}"
+            )
+
+
+@irdl_op_definition
+class AddOp(ElementwiseBinaryOp):
+    """`%r = tk.add %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>`"""
+
+    name = "tk.add"
+
+
+@irdl_op_definition
+class SubOp(ElementwiseBinaryOp):
+    """`%r = tk.sub %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>`"""
+
+    name = "tk.sub"
+
+
+@irdl_op_definition
+class MulOp(ElementwiseBinaryOp):
+    """`%r = tk.mul %a, %s : (tensor<4x8xbf16>, tensor<f32>) -> tensor<4x8xbf16>`"""
+
+    name = "tk.mul"
+
+
+@irdl_op_definition
+class DivOp(ElementwiseBinaryOp):
+    """`%r = tk.div %a, %b : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>`"""
+
+    name = "tk.div"
+
+
+@irdl_op_definition
+class MaximumOp(ElementwiseBinaryOp):
+    """Elementwise maximum (NaN-propagating, as torch.maximum)."""
+
+    name = "tk.maximum"
+
+
+class ElementwiseUnaryOp(IRDLOperation):
+    T: ClassVar = VarConstraint("T", TensorT)
+    input = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure(), TkCanonicalization())
+    assembly_format = "$input attr-dict `:` type($result)"
+
+    def __init__(self, input: SSAValue | Operation):
+        v = SSAValue.get(input)
+        super().__init__(operands=[v], result_types=[v.type])
+
+    def verify_(self) -> None:
+        if not is_float(element_type_of(self.result)):
+            raise VerifyException(f"{self.name} computes on floating types only, got {type_str(self.result.type)}")
+
+
+@irdl_op_definition
+class NegOp(ElementwiseUnaryOp):
+    """`%r = tk.neg %x : tensor<4x8xf32>`"""
+
+    name = "tk.neg"
+
+
+@irdl_op_definition
+class ReluOp(ElementwiseUnaryOp):
+    """`%r = tk.relu %x : tensor<4x8xbf16>`"""
+
+    name = "tk.relu"
+
+
+@irdl_op_definition
+class ExpOp(ElementwiseUnaryOp):
+    name = "tk.exp"
+
+
+@irdl_op_definition
+class LogOp(ElementwiseUnaryOp):
+    name = "tk.log"
+
+
+@irdl_op_definition
+class SqrtOp(ElementwiseUnaryOp):
+    name = "tk.sqrt"
+
+
+@irdl_op_definition
+class ReluGradOp(IRDLOperation):
+    """Backward of relu: `grad` where `out > 0`, else 0 (aten.threshold_backward at 0).
+
+    `%dx = tk.relu_grad %grad, %out : tensor<4x8xbf16>`
+    """
+
+    name = "tk.relu_grad"
+    T: ClassVar = VarConstraint("T", TensorT)
+    grad = operand_def(T)
+    output = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure(), TkCanonicalization())
+    assembly_format = "$grad `,` $output attr-dict `:` type($result)"
+
+    def __init__(self, grad: SSAValue | Operation, output: SSAValue | Operation):
+        g = SSAValue.get(grad)
+        super().__init__(operands=[g, output], result_types=[g.type])
+
+    def verify_(self) -> None:
+        if not is_float(element_type_of(self.result)):
+            raise VerifyException(f"tk.relu_grad computes on floating types only, got {type_str(self.result.type)}")
+
+
+@irdl_op_definition
+class PowOp(IRDLOperation):
+    """Elementwise power by a constant exponent: `%r = tk.pow %x, 2.0 : tensor<4x8xf32>`"""
+
+    name = "tk.pow"
+    T: ClassVar = VarConstraint("T", TensorT)
+    input = operand_def(T)
+    exponent = prop_def(FloatAttr)
+    result = result_def(T)
+    traits = traits_def(Pure(), TkCanonicalization())
+
+    def __init__(self, input: SSAValue | Operation, exponent: float):
+        v = SSAValue.get(input)
+        super().__init__(
+            operands=[v],
+            properties={"exponent": FloatAttr(float(exponent), f64)},
+            result_types=[v.type],
+        )
+
+    @property
+    def exponent_value(self) -> float:
+        return _float_value(self, "exponent")
+
+    def verify_(self) -> None:
+        if not is_float(element_type_of(self.result)):
+            raise VerifyException(f"tk.pow computes on floating types only, got {type_str(self.result.type)}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        printer.print_string(", ")
+        _print_float(printer, self.exponent_value)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PowOp:
+        operand = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        exponent = _parse_float(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        (value,) = parser.resolve_operands([operand], [t], parser.pos)
+        op = cls(value, exponent)
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class CastOp(IRDLOperation):
+    """Element type conversion, same shape; rounds to nearest even.
+
+    `%r = tk.cast %x : tensor<4x8xf32> to tensor<4x8xbf16>`
+    """
+
+    name = "tk.cast"
+    input = operand_def(TensorT)
+    result = result_def(TensorT)
+    traits = traits_def(Pure(), TkCanonicalization())
+    assembly_format = "$input attr-dict `:` type($input) `to` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, result_type: Attribute):
+        super().__init__(operands=[input], result_types=[result_type])
+
+    def verify_(self) -> None:
+        if shape_of(self.input) != shape_of(self.result):
+            raise VerifyException(
+                f"tk.cast keeps the shape: {type_str(self.input.type)} cannot become {type_str(self.result.type)}"
+            )
+
+
+# ----------------------------------------------------------------------- matmul
+
+
+class _MatmulBase(IRDLOperation):
+    def _check_matmul(
+        self, a: SSAValue, b: SSAValue, result: SSAValue, ta: bool = False, tb: bool = False
+    ) -> tuple[int, int]:
+        sa, sb, sr = shape_of(a), shape_of(b), shape_of(result)
+        if len(sa) != 2 or len(sb) != 2 or len(sr) != 2:
+            raise VerifyException(f"{self.name} takes and returns rank-2 tensors, got {list(sa)} x {list(sb)} -> {list(sr)}")
+        et = element_type_of(result)
+        if not is_float(et) or element_type_of(a) != et or element_type_of(b) != et:
+            raise VerifyException(
+                f"{self.name} needs one floating element type for both operands and the result, "
+                f"got {type_str(a.type)}, {type_str(b.type)} -> {type_str(result.type)}"
+            )
+        m, ka = (sa[1], sa[0]) if ta else sa
+        kb, n = (sb[1], sb[0]) if tb else sb
+        if ka != kb:
+            raise VerifyException(f"{self.name}: contraction sizes differ ({ka} vs {kb})")
+        if sr != (m, n):
+            raise VerifyException(f"{self.name}: result shape {list(sr)} should be {[m, n]}")
+        return m, n
+
+
+@irdl_op_definition
+class MatmulOp(_MatmulBase):
+    """2-D matrix product, f32 accumulation. `transpose_a`/`transpose_b` read the
+    stored operand transposed.
+
+    `%c = tk.matmul %a, %b transpose_b : (tensor<16x32xbf16>, tensor<64x32xbf16>) -> tensor<16x64xbf16>`
+    """
+
+    name = "tk.matmul"
+    transpose_a = opt_prop_def(UnitAttr)
+    transpose_b = opt_prop_def(UnitAttr)
+    lhs = operand_def(TensorT)
+    rhs = operand_def(TensorT)
+    result = result_def(TensorT)
+    traits = traits_def(Pure(), TkCanonicalization())
+    assembly_format = (
+        "$lhs `,` $rhs (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)? attr-dict "
+        "`:` functional-type(operands, results)"
+    )
+
+    def __init__(self, lhs, rhs, result_type: Attribute, transpose_a: bool = False, transpose_b: bool = False):
+        props: dict[str, Attribute] = {}
+        if transpose_a:
+            props["transpose_a"] = UnitAttr()
+        if transpose_b:
+            props["transpose_b"] = UnitAttr()
+        super().__init__(operands=[lhs, rhs], result_types=[result_type], properties=props)
+
+    def verify_(self) -> None:
+        self._check_matmul(
+            self.lhs, self.rhs, self.result, self.transpose_a is not None, self.transpose_b is not None
+        )
+
+
+@irdl_op_definition
+class AddmmOp(_MatmulBase):
+    """`bias + a @ b` with the bias broadcast to the product's shape (aten.addmm with
+    alpha = beta = 1). Decomposed by `tk-decompose`.
+
+    `%r = tk.addmm %bias, %a, %b : (tensor<64xf32>, tensor<16x32xf32>, tensor<32x64xf32>) -> tensor<16x64xf32>`
+    """
+
+    name = "tk.addmm"
+    bias = operand_def(TensorT)
+    lhs = operand_def(TensorT)
+    rhs = operand_def(TensorT)
+    result = result_def(TensorT)
+    traits = traits_def(Pure(), TkCanonicalization())
+    assembly_format = "$bias `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, bias, lhs, rhs, result_type: Attribute):
+        super().__init__(operands=[bias, lhs, rhs], result_types=[result_type])
+
+    def verify_(self) -> None:
+        m, n = self._check_matmul(self.lhs, self.rhs, self.result)
+        if element_type_of(self.bias) != element_type_of(self.result):
+            raise VerifyException(f"tk.addmm: bias {type_str(self.bias.type)} must have the result's element type")
+        if broadcast_shapes(shape_of(self.bias), (m, n)) != (m, n):
+            raise VerifyException(f"tk.addmm: bias shape {list(shape_of(self.bias))} does not broadcast to {[m, n]}")
+
+
+# ------------------------------------------------------------------- reductions
+
+
+class ReductionOp(IRDLOperation):
+    """Reduction along `axes`; `keepdim` keeps reduced axes with size 1.
+
+    `%r = tk.sum %x axes [0] keepdim : tensor<16x8xf32> -> tensor<1x8xf32>`
+    """
+
+    input = operand_def(TensorT)
+    axes = prop_def(DenseArrayBase)
+    keepdim = opt_prop_def(UnitAttr)
+    result = result_def(TensorT)
+    traits = traits_def(Pure(), TkCanonicalization())
+
+    def __init__(self, input, axes: Sequence[int], result_type: Attribute, keepdim: bool = False):
+        props: dict[str, Attribute] = {"axes": _int_array(axes)}
+        if keepdim:
+            props["keepdim"] = UnitAttr()
+        super().__init__(operands=[input], result_types=[result_type], properties=props)
+
+    @property
+    def axes_list(self) -> tuple[int, ...]:
+        return _ints(self.axes)
+
+    def expected_shape(self) -> tuple[int, ...]:
+        shape = shape_of(self.input)
+        axes = set(self.axes_list)
+        if self.keepdim:
+            return tuple(1 if i in axes else d for i, d in enumerate(shape))
+        return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+    def verify_(self) -> None:
+        rank = len(shape_of(self.input))
+        axes = self.axes_list
+        if len(set(axes)) != len(axes) or any(a < 0 or a >= rank for a in axes):
+            raise VerifyException(f"{self.name}: axes {list(axes)} must be distinct and in [0, {rank})")
+        if list(axes) != sorted(axes):
+            raise VerifyException(f"{self.name}: axes {list(axes)} must be sorted")
+        if shape_of(self.result) != self.expected_shape():
+            raise VerifyException(
+                f"{self.name}: result shape {list(shape_of(self.result))} should be {list(self.expected_shape())}"
+            )
+        self._verify_types()
+
+    def _verify_types(self) -> None:
+        if element_type_of(self.input) != element_type_of(self.result) or not is_float(element_type_of(self.result)):
+            raise VerifyException(
+                f"{self.name}: input {type_str(self.input.type)} and result {type_str(self.result.type)} "
+                "need one floating element type"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        printer.print_string(" axes ")
+        _print_int_list(printer, self.axes_list)
+        if self.keepdim:
+            printer.print_string(" keepdim")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        operand = parser.parse_unresolved_operand()
+        parser.parse_keyword("axes")
+        axes = _parse_int_list(parser)
+        keepdim = parser.parse_optional_keyword("keepdim") is not None
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        in_t = parser.parse_type()
+        parser.parse_punctuation("->")
+        out_t = parser.parse_type()
+        (value,) = parser.resolve_operands([operand], [in_t], parser.pos)
+        op = cls(value, axes, out_t, keepdim)
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class SumOp(ReductionOp):
+    name = "tk.sum"
+
+
+@irdl_op_definition
+class MeanOp(ReductionOp):
+    name = "tk.mean"
+
+
+@irdl_op_definition
+class MaxOp(ReductionOp):
+    name = "tk.max"
+
+
+@irdl_op_definition
+class ArgmaxOp(ReductionOp):
+    """Index of the first maximum along one axis; i64 result.
+
+    `%r = tk.argmax %x axes [1] : tensor<16x10xf32> -> tensor<16xi64>`
+    """
+
+    name = "tk.argmax"
+
+    def _verify_types(self) -> None:
+        if len(self.axes_list) != 1:
+            raise VerifyException("tk.argmax reduces exactly one axis")
+        et = element_type_of(self.result)
+        if not (isinstance(et, IntegerType) and et.width.data == 64):
+            raise VerifyException(f"tk.argmax returns i64 indices, got {type_str(self.result.type)}")
+        if not is_float(element_type_of(self.input)):
+            raise VerifyException(f"tk.argmax input must be floating point, got {type_str(self.input.type)}")
+
+
+# ------------------------------------------------------------------------ views
+
+
+class _ViewOp(IRDLOperation):
+    input = operand_def(TensorT)
+    result = result_def(TensorT)
+    traits = traits_def(Pure(), TkCanonicalization())
+
+    def _same_element_type(self) -> None:
+        if element_type_of(self.input) != element_type_of(self.result):
+            raise VerifyException(
+                f"{self.name} keeps the element type: {type_str(self.input.type)} -> {type_str(self.result.type)}"
+            )
+
+
+@irdl_op_definition
+class ReshapeOp(_ViewOp):
+    """Same elements in row-major order, new shape.
+
+    `%r = tk.reshape %x : tensor<1x8xf32> -> tensor<8xf32>`
+    """
+
+    name = "tk.reshape"
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input, result_type: Attribute):
+        super().__init__(operands=[input], result_types=[result_type])
+
+    def verify_(self) -> None:
+        self._same_element_type()
+        from math import prod
+
+        if prod(shape_of(self.input)) != prod(shape_of(self.result)):
+            raise VerifyException(
+                f"tk.reshape: {list(shape_of(self.input))} and {list(shape_of(self.result))} have different element counts"
+            )
+
+
+@irdl_op_definition
+class ExpandOp(_ViewOp):
+    """Broadcast to a larger shape (NumPy rules: leading axes added, size-1 axes
+    repeated).
+
+    `%r = tk.expand %x : tensor<1x8xf32> -> tensor<16x8xf32>`
+    """
+
+    name = "tk.expand"
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input, result_type: Attribute):
+        super().__init__(operands=[input], result_types=[result_type])
+
+    def verify_(self) -> None:
+        self._same_element_type()
+        src, dst = shape_of(self.input), shape_of(self.result)
+        if len(src) > len(dst) or broadcast_shapes(src, dst) != dst:
+            raise VerifyException(f"tk.expand: {list(src)} does not broadcast to {list(dst)}")
+
+
+@irdl_op_definition
+class TransposeOp(_ViewOp):
+    """Axis permutation: result axis i is input axis perm[i].
+
+    `%r = tk.transpose %x perm [1, 0] : tensor<16x8xf32> -> tensor<8x16xf32>`
+    """
+
+    name = "tk.transpose"
+    perm = prop_def(DenseArrayBase)
+
+    def __init__(self, input, perm: Sequence[int], result_type: Attribute | None = None):
+        if result_type is None:
+            t = _tensor(SSAValue.get(input))
+            result_type = TensorType(t.get_element_type(), [t.get_shape()[p] for p in perm])
+        super().__init__(operands=[input], result_types=[result_type], properties={"perm": _int_array(perm)})
+
+    @property
+    def perm_list(self) -> tuple[int, ...]:
+        return _ints(self.perm)
+
+    def verify_(self) -> None:
+        self._same_element_type()
+        src, perm = shape_of(self.input), self.perm_list
+        if sorted(perm) != list(range(len(src))):
+            raise VerifyException(f"tk.transpose: perm {list(perm)} is not a permutation of {len(src)} axes")
+        want = tuple(src[p] for p in perm)
+        if shape_of(self.result) != want:
+            raise VerifyException(f"tk.transpose: result shape {list(shape_of(self.result))} should be {list(want)}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        printer.print_string(" perm ")
+        _print_int_list(printer, self.perm_list)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> TransposeOp:
+        operand = parser.parse_unresolved_operand()
+        parser.parse_keyword("perm")
+        perm = _parse_int_list(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        in_t = parser.parse_type()
+        parser.parse_punctuation("->")
+        out_t = parser.parse_type()
+        (value,) = parser.resolve_operands([operand], [in_t], parser.pos)
+        op = cls(value, perm, out_t)
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class SliceOp(_ViewOp):
+    """Strided slice: result[i] = input[starts + i * steps] per axis; the result
+    type gives the sizes.
+
+    `%r = tk.slice %x starts [0, 2] steps [1, 2] : tensor<16x8xf32> -> tensor<16x3xf32>`
+    """
+
+    name = "tk.slice"
+    starts = prop_def(DenseArrayBase)
+    steps = prop_def(DenseArrayBase)
+
+    def __init__(self, input, starts: Sequence[int], steps: Sequence[int], result_type: Attribute):
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={"starts": _int_array(starts), "steps": _int_array(steps)},
+        )
+
+    def verify_(self) -> None:
+        self._same_element_type()
+        src, dst = shape_of(self.input), shape_of(self.result)
+        starts, steps = _ints(self.starts), _ints(self.steps)
+        if not (len(src) == len(dst) == len(starts) == len(steps)):
+            raise VerifyException(
+                f"tk.slice: input rank {len(src)}, result rank {len(dst)}, {len(starts)} starts and "
+                f"{len(steps)} steps must agree"
+            )
+        for axis, (n, size, start, step) in enumerate(zip(src, dst, starts, steps)):
+            if step < 1 or start < 0 or (size > 0 and start + (size - 1) * step >= n):
+                raise VerifyException(
+                    f"tk.slice: axis {axis} reads [{start} : {start + size * step} : {step}] outside size {n}"
+                )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        printer.print_string(" starts ")
+        _print_int_list(printer, _ints(self.starts))
+        printer.print_string(" steps ")
+        _print_int_list(printer, _ints(self.steps))
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SliceOp:
+        operand = parser.parse_unresolved_operand()
+        parser.parse_keyword("starts")
+        starts = _parse_int_list(parser)
+        parser.parse_keyword("steps")
+        steps = _parse_int_list(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        in_t = parser.parse_type()
+        parser.parse_punctuation("->")
+        out_t = parser.parse_type()
+        (value,) = parser.resolve_operands([operand], [in_t], parser.pos)
+        op = cls(value, starts, steps, out_t)
+        op.attributes.update(attrs)
+        return op
+
+
+# ------------------------------------------------------------------------ fused
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Terminator of `tk.fused`: the values the fused region produces."""
+
+    name = "tk.yield"
+    values = var_operand_def(TensorT)
+    traits = traits_def(IsTerminator())
+    assembly_format = "($values^ `:` type($values))? attr-dict"
+
+    # Regions that hold tk ops and hand values back through tk.yield.
+    PARENTS: ClassVar[tuple[str, ...]] = ("tk.fused", "sched.compute", "tile.gemm", "tile.map", "tile.reduce")
+
+    def __init__(self, *values: SSAValue | Operation):
+        super().__init__(operands=[list(values)])
+
+    def verify_(self) -> None:
+        parent = self.parent_op()
+        if parent is None or parent.name not in self.PARENTS:
+            where = parent.name if parent is not None else "no op"
+            raise VerifyException(f"tk.yield must terminate one of {', '.join(self.PARENTS)}, not {where}")
+
+
+@irdl_op_definition
+class FusedOp(IRDLOperation):
+    """A group of `tk` ops that lower to one kernel stage: a pointwise chain, or a
+    matmul with its pointwise epilogue. The region's arguments are the operands;
+    its `tk.yield` gives the results. Semantics are exactly those of the body.
+
+    ```
+    %r = tk.fused %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%x: tensor<4xf32>, %y: tensor<4xf32>):
+      %s = tk.add %x, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      tk.yield %s : tensor<4xf32>
+    }
+    ```
+    """
+
+    name = "tk.fused"
+    inputs = var_operand_def(TensorT)
+    outputs = var_result_def(TensorT)
+    body = region_def("single_block")
+    traits = traits_def(Pure(), TkCanonicalization())
+    assembly_format = "$inputs attr-dict `:` functional-type($inputs, $outputs) $body"
+
+    def __init__(self, inputs: Sequence[SSAValue], result_types: Sequence[Attribute], body: Region):
+        super().__init__(operands=[list(inputs)], result_types=[list(result_types)], regions=[body])
+
+    def verify_(self) -> None:
+        block = self.body.block
+        arg_types = [a.type for a in block.args]
+        in_types = [v.type for v in self.inputs]
+        if arg_types != in_types:
+            raise VerifyException("tk.fused: region argument types must equal the operand types")
+        term = block.last_op
+        if not isinstance(term, YieldOp):
+            raise VerifyException("tk.fused: region must end with tk.yield")
+        if [v.type for v in term.values] != [r.type for r in self.outputs]:
+            raise VerifyException("tk.fused: tk.yield types must equal the result types")
+        for op in block.ops:
+            if op is not term and not isinstance(op, FUSIBLE_OPS):
+                raise VerifyException(f"tk.fused: {op.name} cannot be fused")
+
+
+FUSIBLE_OPS: tuple[type[IRDLOperation], ...] = (
+    FillOp,
+    AddOp,
+    SubOp,
+    MulOp,
+    DivOp,
+    MaximumOp,
+    NegOp,
+    ReluOp,
+    ExpOp,
+    LogOp,
+    SqrtOp,
+    ReluGradOp,
+    PowOp,
+    CastOp,
+    MatmulOp,
+    ExpandOp,
+    ReshapeOp,
+    TransposeOp,
+)
+
+TK = Dialect(
+    "tk",
+    [
+        FillOp,
+        AddOp,
+        SubOp,
+        MulOp,
+        DivOp,
+        MaximumOp,
+        NegOp,
+        ReluOp,
+        ExpOp,
+        LogOp,
+        SqrtOp,
+        ReluGradOp,
+        PowOp,
+        CastOp,
+        MatmulOp,
+        AddmmOp,
+        SumOp,
+        MeanOp,
+        MaxOp,
+        ArgmaxOp,
+        ReshapeOp,
+        ExpandOp,
+        TransposeOp,
+        SliceOp,
+        FusedOp,
+        YieldOp,
+    ],
+    [],
+)

@@ -1,0 +1,55 @@
+"""Registry of every pass `trainkernel-opt` and the compile pipeline can run.
+
+Factories import lazily so that listing passes costs nothing. The opt driver
+and `trainkernel.pipeline` both read `PASSES`; a pass is one file under
+`trainkernel/passes/`, named after what it does.
+"""
+
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+
+def _canonicalize() -> type[ModulePass]:
+    from xdsl.transforms.canonicalize import CanonicalizePass
+
+    return CanonicalizePass
+
+
+def _cse() -> type[ModulePass]:
+    from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
+
+    return CommonSubexpressionElimination
+
+
+def _dce() -> type[ModulePass]:
+    from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+
+    return DeadCodeElimination
+
+
+PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "canonicalize": _canonicalize,
+    "cse": _cse,
+    "dce": _dce,
+}
+
+
+def register(name: str, factory: Callable[[], type[ModulePass]]) -> None:
+    PASSES[name] = factory
+
+
+def _local(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    def factory() -> type[ModulePass]:
+        import importlib
+
+        return getattr(importlib.import_module(f"trainkernel.passes.{module}"), cls)
+
+    return factory
+
+
+# Project passes: name -> (module under trainkernel/passes, class name).
+_PROJECT_PASSES: dict[str, tuple[str, str]] = {}
+
+for _name, (_module, _cls) in _PROJECT_PASSES.items():
+    PASSES[_name] = _local(_module, _cls)
