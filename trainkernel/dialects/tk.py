@@ -108,18 +108,25 @@ def _float_value(op: Operation, name: str) -> float:
 
 
 def _print_float(printer: Printer, value: float) -> None:
-    # repr() keeps every bit of a double and parses back exactly.
+    # repr() keeps every bit of a double and parses back exactly. MLIR's float
+    # literal needs a '.' in the mantissa (`1e-07` lexes as `1` `e`), so write
+    # `1.0e-07`. Non-finite values print as the keywords inf, -inf and nan.
     text = repr(float(value))
-    if text in ("inf", "-inf", "nan"):
-        raise VerifyException(f"tk cannot print non-finite constant {text}")
-    if "e" not in text and "." not in text:
-        text += ".0"
+    mantissa, e, exponent = text.partition("e")
+    if "." not in mantissa and text not in ("inf", "-inf", "nan"):
+        text = mantissa + ".0" + e + exponent
     printer.print_string(text)
 
 
 def _parse_float(parser: Parser) -> float:
-    value = parser.parse_number()
-    return float(value)
+    """A float or integer literal, or inf, -inf, nan (as `_print_float` writes)."""
+    negative = parser.parse_optional_punctuation("-") is not None
+    if parser.parse_optional_keyword("inf") is not None:
+        return float("-inf") if negative else float("inf")
+    if not negative and parser.parse_optional_keyword("nan") is not None:
+        return float("nan")
+    value = float(parser.parse_number(context_msg=" (or inf, -inf, nan)"))
+    return -value if negative else value
 
 
 def _print_int_list(printer: Printer, values: Sequence[int]) -> None:
@@ -838,7 +845,7 @@ class YieldOp(IRDLOperation):
 @irdl_op_definition
 class FusedOp(IRDLOperation):
     """A group of `tk` ops that lower to one kernel stage: a pointwise chain, or a
-    matmul with its pointwise epilogue. The region's arguments are the operands;
+    matmul or reduction with its pointwise epilogue. The region's arguments are the operands;
     its `tk.yield` gives the results. Semantics are exactly those of the body.
 
     ```
@@ -892,6 +899,9 @@ FUSIBLE_OPS: tuple[type[IRDLOperation], ...] = (
     PowOp,
     CastOp,
     MatmulOp,
+    SumOp,
+    MaxOp,
+    ArgmaxOp,
     ExpandOp,
     ReshapeOp,
     TransposeOp,

@@ -49,7 +49,13 @@ def _local(module: str, cls: str) -> Callable[[], type[ModulePass]]:
 
 
 # Project passes: name -> (module under trainkernel/passes, class name).
-_PROJECT_PASSES: dict[str, tuple[str, str]] = {}
+_PROJECT_PASSES: dict[str, tuple[str, str]] = {
+    "tk-fuse-elementwise": ("tk_fuse_elementwise", "TkFuseElementwisePass"),
+    "tk-to-sched": ("tk_to_sched", "TkToSchedPass"),
+    "sched-inplace-state": ("sched_inplace_state", "SchedInplaceStatePass"),
+    "sched-allocate": ("sched_allocate", "SchedAllocatePass"),
+    "sched-to-tile": ("sched_to_tile", "SchedToTilePass"),
+}
 
 for _name, (_module, _cls) in _PROJECT_PASSES.items():
     PASSES[_name] = _local(_module, _cls)

@@ -1,0 +1,221 @@
+"""`tk-fuse-elementwise`: group ops into `tk.fused` regions that lower to one
+kernel stage each.
+
+A group has a root and an iteration shape:
+- a `tk.matmul` root: its pointwise consumers become the GEMM epilogue (bias,
+  relu, casts, loss gradient, SGD update), computed per output element;
+- a reduction root (`tk.sum`/`tk.max`/`tk.argmax`): pointwise consumers on the
+  reduced shape become its epilogue (the 1/n of a mean, say);
+- a pointwise root: a chain of pointwise ops over one shape.
+
+A pointwise op joins the group of one of its operands when its result has that
+group's iteration shape and joining cannot create a cycle between groups.
+Values used outside the group become results of the `tk.fused`. Fills are
+cloned into every group that reads them (constants cost nothing per element).
+
+Before grouping, a 2-D `tk.transpose` feeding a matmul is folded into the
+matmul's transpose flags, so backward-pass `t()` views never materialize.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import builtin, func
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from trainkernel.dialects import tk
+
+POINTWISE = (
+    tk.AddOp,
+    tk.SubOp,
+    tk.MulOp,
+    tk.DivOp,
+    tk.MaximumOp,
+    tk.NegOp,
+    tk.ReluOp,
+    tk.ExpOp,
+    tk.LogOp,
+    tk.SqrtOp,
+    tk.ReluGradOp,
+    tk.PowOp,
+    tk.CastOp,
+    tk.ExpandOp,
+)
+REDUCTIONS = (tk.SumOp, tk.MaxOp, tk.ArgmaxOp)
+
+
+def fold_transposes_into_matmul(body: Block) -> None:
+    for op in list(body.ops):
+        if not isinstance(op, tk.MatmulOp):
+            continue
+        for idx, flag in ((0, "transpose_a"), (1, "transpose_b")):
+            src = op.operands[idx].owner
+            if isinstance(src, tk.TransposeOp) and src.perm_list == (1, 0):
+                ta, tb = op.transpose_a is not None, op.transpose_b is not None
+                new = tk.MatmulOp(
+                    src.input if idx == 0 else op.lhs,
+                    src.input if idx == 1 else op.rhs,
+                    op.result.type,
+                    transpose_a=not ta if idx == 0 else ta,
+                    transpose_b=not tb if idx == 1 else tb,
+                )
+                Rewriter.replace_op(op, new)
+                op = new
+                if not src.result.uses:
+                    Rewriter.erase_op(src)
+
+
+@dataclass(eq=False)
+class Group:
+    root: Operation
+    shape: tuple[int, ...]
+    ops: list[Operation] = field(default_factory=list)
+
+
+def _result_shape(op: Operation) -> tuple[int, ...]:
+    return tk.shape_of(op.results[0])
+
+
+def _depends_on(value: SSAValue, target: Group, group_of: dict[Operation, Group], memo: dict) -> bool:
+    """Whether `value` is (transitively) computed from an op of `target`."""
+    owner = value.owner
+    if not isinstance(owner, Operation):
+        return False
+    key = owner
+    if key in memo:
+        return memo[key]
+    memo[key] = False
+    g = group_of.get(owner)
+    if g is target:
+        memo[key] = True
+        return True
+    ops = g.ops if g is not None else [owner]
+    result = any(_depends_on(o, target, group_of, memo) for op in ops for o in op.operands)
+    memo[key] = result
+    return result
+
+
+def form_groups(body: Block) -> list[Group]:
+    group_of: dict[Operation, Group] = {}
+    groups: list[Group] = []
+    for op in body.ops:
+        if isinstance(op, tk.FillOp) or isinstance(op, func.ReturnOp):
+            continue
+        if isinstance(op, POINTWISE):
+            shape = _result_shape(op)
+            joined = None
+            for operand in op.operands:
+                g = group_of.get(operand.owner) if isinstance(operand.owner, Operation) else None
+                if g is None or g.shape != shape or g is joined:
+                    continue
+                # Joining must not make g depend on another group that depends on g.
+                others = [o for o in op.operands if o is not operand]
+                if any(
+                    group_of.get(o.owner) is not g and _depends_on(o, g, group_of, {}) for o in others
+                ):
+                    continue
+                joined = g
+                break
+            if joined is not None:
+                joined.ops.append(op)
+                group_of[op] = joined
+                continue
+            g = Group(op, shape, [op])
+        elif isinstance(op, (tk.MatmulOp, *REDUCTIONS)):
+            g = Group(op, _result_shape(op), [op])
+        else:
+            continue  # views and other ops stay as they are
+        groups.append(g)
+        group_of[op] = g
+    return groups
+
+
+def outline(group: Group) -> None:
+    """Replace the group's ops by one tk.fused holding clones of them."""
+    members = set(group.ops)
+    inputs: list[SSAValue] = []
+    fills: list[tk.FillOp] = []
+    for op in group.ops:
+        for operand in op.operands:
+            owner = operand.owner
+            if isinstance(owner, tk.FillOp):
+                if owner not in fills:
+                    fills.append(owner)
+            elif owner not in members and operand not in inputs:
+                inputs.append(operand)
+    outputs = [
+        r for op in group.ops for r in op.results if any(use.operation not in members for use in r.uses)
+    ]
+    block = Block(arg_types=[v.type for v in inputs])
+    mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
+    for f in fills:
+        clone = f.clone()
+        block.add_op(clone)
+        mapping[f.result] = clone.result
+    for op in group.ops:
+        clone = op.clone(value_mapper=mapping)
+        block.add_op(clone)
+    block.add_op(tk.YieldOp(*[mapping[v] for v in outputs]))
+    fused = tk.FusedOp(inputs, [v.type for v in outputs], Region(block))
+    last = group.ops[-1]
+    assert last.parent is not None
+    last.parent.insert_op_after(fused, last)
+    for old, new in zip(outputs, fused.outputs):
+        old.replace_all_uses_with(new)
+    for op in reversed(group.ops):
+        Rewriter.erase_op(op)
+    for f in fills:
+        if not f.result.uses:
+            Rewriter.erase_op(f)
+
+
+def topological_sort(body: Block) -> None:
+    """Reorder ops so every value is defined before use, keeping the original
+    order where it already is (outlining puts a group where its last op was,
+    which can be after an outside user of an earlier member)."""
+    ops = list(body.ops)
+    position = {op: i for i, op in enumerate(ops)}
+    placed: set[Operation] = set()
+    order: list[Operation] = []
+
+    def visit(op: Operation) -> None:
+        if op in placed:
+            return
+        placed.add(op)
+        deps = [o.owner for o in op.operands if isinstance(o.owner, Operation) and o.owner in position]
+        for region in op.regions:
+            for inner in region.walk():
+                deps += [o.owner for o in inner.operands if isinstance(o.owner, Operation) and o.owner in position]
+        for dep in sorted(set(deps), key=position.__getitem__):
+            visit(dep)
+        order.append(op)
+
+    for op in ops:
+        visit(op)
+    for op in order:
+        op.detach()
+        body.add_op(op)
+
+
+def fuse_function(f: func.FuncOp) -> None:
+    body = f.body.block
+    fold_transposes_into_matmul(body)
+    for group in form_groups(body):
+        outline(group)
+    topological_sort(body)
+
+
+@dataclass(frozen=True)
+class TkFuseElementwisePass(ModulePass):
+    """Group pointwise chains and matmul/reduction epilogues into tk.fused."""
+
+    name = "tk-fuse-elementwise"
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        for f in op.walk():
+            if isinstance(f, func.FuncOp):
+                fuse_function(f)
