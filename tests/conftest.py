@@ -1,0 +1,37 @@
+"""Shared pytest configuration.
+
+Tests marked ``@pytest.mark.cuda`` need an NVIDIA GPU. Where torch sees none
+(CI, laptops), they are skipped at collection with the reason spelled out,
+so a run without a GPU still collects them and reports them as skipped.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def _no_gpu_reason() -> str | None:
+    try:
+        import torch
+    except Exception as exc:  # pragma: no cover
+        return f"needs an NVIDIA GPU: torch cannot be imported ({exc})"
+    if torch.cuda.is_available():
+        return None
+    built = torch.version.cuda
+    if built is None:
+        return f"needs an NVIDIA GPU: this torch {torch.__version__} is a CPU-only build"
+    return f"needs an NVIDIA GPU: torch.cuda.is_available() is False (torch {torch.__version__}, CUDA {built})"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: needs an NVIDIA GPU; skipped where none is visible")
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = _no_gpu_reason()
+    if reason is None:
+        return
+    skip = pytest.mark.skip(reason=reason)
+    for item in items:
+        if item.get_closest_marker("cuda") is not None:
+            item.add_marker(skip)

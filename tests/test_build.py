@@ -1,0 +1,194 @@
+"""trainkernel.backend.build: nvcc through ninja, content-addressed cache, concurrency.
+
+Needs nvcc (not a GPU); skipped where the CUDA toolkit is absent.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing as mp
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from trainkernel.backend import build as B
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").is_file() and not os.environ.get("CUDA_HOME"),
+    reason="nvcc (CUDA toolkit) not found",
+)
+
+TINY = r"""
+#include <cuda_runtime.h>
+__global__ void tk_tiny(float* x, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += 1.0f;
+}
+extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {
+  float* x = (float*)buffers[0];
+  int n = 1;
+  void* args[] = {&x, &n};
+  return (int)cudaLaunchCooperativeKernel((const void*)tk_tiny, dim3(grid), dim3(32), args, 0, (cudaStream_t)stream);
+}
+extern "C" int tk_max_active_blocks_per_sm() {
+  int n = 0;
+  cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, tk_tiny, 32, 0);
+  return e == cudaSuccess ? n : -(int)e;
+}
+// variant: %s
+"""
+
+
+def tiny(variant: str = "0") -> str:
+    return TINY % variant
+
+
+def sos(root: Path) -> list[Path]:
+    return sorted(root.glob("*.so"))
+
+
+def test_build_then_cache_hit(tmp_path):
+    first = B.build(tiny(), cache_dir=tmp_path)
+    assert first.path.is_file() and not first.cached
+    assert first.path.parent == tmp_path.resolve()
+    assert first.arch == "sm_90" or first.arch == B.default_arch()
+    assert first.seconds > 0
+    second = B.build(tiny(), cache_dir=tmp_path)
+    assert second.cached and second.path == first.path
+    assert second.seconds < first.seconds
+    # source and metadata kept next to the library; no temporaries left behind
+    assert (tmp_path / f"{first.key}.cu").read_text() == tiny()
+    assert (tmp_path / f"{first.key}.json").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_library_exports_the_launch_abi(tmp_path):
+    from trainkernel.runtime import KernelLibrary
+
+    lib = KernelLibrary(B.build(tiny(), cache_dir=tmp_path).path)
+    assert lib.path.is_file()
+    raw = ctypes.CDLL(str(lib.path))
+    assert raw.tk_launch and raw.tk_max_active_blocks_per_sm
+
+
+def test_different_source_or_arch_is_a_different_artifact(tmp_path):
+    a = B.build(tiny("a"), cache_dir=tmp_path)
+    b = B.build(tiny("b"), cache_dir=tmp_path)
+    c = B.build(tiny("a"), arch="sm_80", cache_dir=tmp_path)
+    assert len({a.path, b.path, c.path}) == 3
+    assert c.arch == "sm_80"
+
+
+def test_header_contents_are_part_of_the_key(tmp_path):
+    inc = tmp_path / "inc"
+    (inc / "my").mkdir(parents=True)
+    (inc / "my" / "h.cuh").write_text("#define VALUE 1\n")
+    src = '#include "my/h.cuh"\n' + tiny("hdr")
+    cache = tmp_path / "cache"
+    a = B.build(src, cache_dir=cache, include_dirs=[inc])
+    assert B.build(src, cache_dir=cache, include_dirs=[inc]).cached
+    (inc / "my" / "h.cuh").write_text("#define VALUE 2\n")
+    b = B.build(src, cache_dir=cache, include_dirs=[inc])
+    assert not b.cached and b.path != a.path
+
+
+def test_package_headers_are_on_the_include_path(tmp_path):
+    header = B.include_dir() / "tk" / "tk.cuh"
+    if not header.is_file():
+        pytest.skip("trainkernel/backend/include/tk/tk.cuh not written yet")
+    res = B.build('#include "tk/tk.cuh"\n' + tiny("tk"), cache_dir=tmp_path)
+    assert res.path.is_file()
+
+
+def test_env_var_and_argument_choose_the_cache_dir(tmp_path, monkeypatch):
+    env_dir = tmp_path / "env"
+    monkeypatch.setenv("TRAINKERNEL_CACHE_DIR", str(env_dir))
+    assert B.default_cache_dir() == env_dir
+    res = B.build(tiny("env"))
+    assert res.path.parent == env_dir.resolve()
+    arg_dir = tmp_path / "arg"
+    res2 = B.build(tiny("env"), cache_dir=arg_dir)
+    assert res2.path.parent == arg_dir.resolve() and not res2.cached
+    monkeypatch.delenv("TRAINKERNEL_CACHE_DIR")
+    assert B.default_cache_dir() == Path("~/.cache/trainkernel").expanduser()
+
+
+def test_compile_error_reports_nvcc_output(tmp_path):
+    bad = tiny("bad") + "\nint broken( { return undeclared_identifier_xyz; }\n"
+    with pytest.raises(B.BuildError) as info:
+        B.build(bad, cache_dir=tmp_path)
+    msg = str(info.value)
+    assert "nvcc failed" in msg and B.default_arch() in msg
+    assert "undeclared_identifier_xyz" in msg and "error" in info.value.log
+    assert "command:" in msg and "nvcc" in info.value.command
+    assert info.value.source_path is not None and info.value.source_path.is_file()
+    assert sos(tmp_path) == []  # nothing committed to the cache
+
+
+def test_build_many_parallel_and_partial_failure(tmp_path):
+    sources = [tiny(f"m{i}") for i in range(3)] + [tiny("m0")]
+    results = B.build_many(sources, cache_dir=tmp_path)
+    assert [r.path for r in results][0] == results[3].path
+    assert len(sos(tmp_path)) == 3 and not any(r.cached for r in results)
+    assert all(r.cached for r in B.build_many(sources, cache_dir=tmp_path))
+
+    ok, bad = tiny("m9"), tiny("m10") + "\n#error deliberately broken\n"
+    with pytest.raises(B.BuildError) as info:
+        B.build_many([ok, bad], cache_dir=tmp_path)
+    assert "1 of 2" in str(info.value) and "deliberately broken" in str(info.value)
+    assert B.build(ok, cache_dir=tmp_path).cached  # the good one was kept
+
+
+def _build_in_child(args):
+    src, cache, barrier = args
+    barrier.wait()
+    res = B.build(src, cache_dir=cache)
+    return str(res.path), res.cached
+
+
+def _worker(src, cache, barrier, queue):
+    try:
+        queue.put(("ok",) + _build_in_child((src, cache, barrier)))
+    except BaseException as exc:  # pragma: no cover - reported by the test
+        queue.put(("error", repr(exc), False))
+
+
+def test_concurrent_processes_build_one_artifact(tmp_path):
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(4)
+    queue = ctx.Queue()
+    src = tiny("concurrent")
+    procs = [ctx.Process(target=_worker, args=(src, str(tmp_path), barrier, queue)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    results = [queue.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert all(r[0] == "ok" for r in results), results
+    paths = {r[1] for r in results}
+    assert len(paths) == 1
+    assert sos(tmp_path) == [Path(paths.pop())]
+    # the fcntl lock lets exactly one process compile; the others find it cached
+    assert sorted(r[2] for r in results) == [False, True, True, True]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_normalize_arch():
+    assert B.normalize_arch("sm_90") == "sm_90"
+    assert B.normalize_arch("90") == "sm_90"
+    assert B.normalize_arch(90) == "sm_90"
+    assert B.normalize_arch((8, 6)) == "sm_86"
+    assert B.normalize_arch("sm_90a") == "sm_90a"
+    assert B.normalize_arch("compute_90") == "sm_90"
+    with pytest.raises(ValueError):
+        B.normalize_arch("hopper")
+
+
+def test_flags():
+    flags = B.nvcc_flags("sm_90")
+    for f in ("-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC", "-lineinfo", "-arch=sm_90"):
+        assert f in flags
+    assert str(B.include_dir()) in flags
