@@ -1,0 +1,932 @@
+"""Convert a functional aten FX graph (from `make_fx`) into one `func.func` of `tk` ops.
+
+Every node is handled by a function registered for its exact aten overload in
+`HANDLERS`; a node without a handler, or a handled node whose arguments `tk`
+cannot express (integer compute, alpha != 1 on addmm, a non-finite constant, a
+3-D matmul, ...), raises `UnsupportedOpError` naming the overload and the
+user's source line. There is no fallback.
+
+Types come from each node's fake tensor (`node.meta["val"]`), so every result
+has exactly PyTorch's shape and dtype. Where PyTorch promotes, the converter
+makes it explicit: operands of rank >= 1 of an elementwise binary op are cast
+to the result's element type; rank-0 operands (0-d tensors and Python numbers,
+which become 0-d f32 `tk.fill`s) keep their own type, as the `tk` contract says.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+import torch.fx
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BFloat16Type,
+    DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from trainkernel.dialects import tk
+from trainkernel.frontend.errors import CaptureError, SourceLocation, UnsupportedOpError
+
+# torch dtype -> tk element type. Integer/bool types exist only for argmax
+# results, fills and pass-through values; no compute op accepts them.
+ELEMENT_TYPES: dict[torch.dtype, Attribute] = {
+    torch.float32: Float32Type(),
+    torch.bfloat16: BFloat16Type(),
+    torch.float16: Float16Type(),
+    torch.int64: i64,
+    torch.bool: i1,
+}
+FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+F32 = Float32Type()
+
+_DEFAULT_MEMORY_FORMATS = (None, torch.preserve_format, torch.contiguous_format)
+
+
+def element_type(dtype: torch.dtype) -> Attribute | None:
+    return ELEMENT_TYPES.get(dtype)
+
+
+def tensor_type(shape: Sequence[int], dtype: torch.dtype) -> TensorType:
+    et = ELEMENT_TYPES[dtype]
+    return TensorType(et, [int(d) for d in shape])
+
+
+_FRAME_RE = re.compile(r'^\s*File "(?P<file>.*)", line (?P<line>\d+), in (?P<func>.*)$')
+
+
+def location_from_stack_trace(text: str | None) -> SourceLocation | None:
+    """The innermost frame of a node's recorded (already filtered) stack trace."""
+    if not text:
+        return None
+    lines = text.splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        m = _FRAME_RE.match(lines[i])
+        if m:
+            src = ""
+            if i + 1 < len(lines) and not _FRAME_RE.match(lines[i + 1]):
+                src = lines[i + 1].strip()
+            return SourceLocation(m.group("file"), int(m.group("line")), m.group("func"), src)
+    return None
+
+
+class _Constant:
+    """A real tensor held by the graph (`get_attr`): `torch.tensor(...)` in the step."""
+
+    def __init__(self, value: torch.Tensor):
+        self.value = value
+
+
+Handler = Callable[["Converter", torch.fx.Node, tuple, dict], Any]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(*names: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for name in names:
+            assert name not in HANDLERS, name
+            HANDLERS[name] = fn
+        return fn
+
+    return register
+
+
+def op_name(node: torch.fx.Node) -> str:
+    target = node.target
+    if isinstance(target, torch._ops.OpOverload | torch._ops.OpOverloadPacket):
+        return str(target)
+    return getattr(target, "__name__", str(target))
+
+
+class Converter:
+    def __init__(self, gm: torch.fx.GraphModule, func_name: str, arg_names: Sequence[str], result_names: Sequence[str]):
+        self.gm = gm
+        self.func_name = func_name
+        self.arg_names = list(arg_names)
+        self.result_names = list(result_names)
+        self.block: Block | None = None
+        self.env: dict[torch.fx.Node, Any] = {}
+        self.node: torch.fx.Node | None = None
+        self._scalars: dict[tuple[float, Attribute], SSAValue] = {}
+
+    # ------------------------------------------------------------ diagnostics
+
+    def location(self, node: torch.fx.Node | None = None) -> SourceLocation | None:
+        node = node or self.node
+        return location_from_stack_trace(node.meta.get("stack_trace")) if node is not None else None
+
+    def unsupported(self, reason: str = "") -> UnsupportedOpError:
+        assert self.node is not None
+        return UnsupportedOpError(op_name(self.node), self.location(), reason)
+
+    # ---------------------------------------------------------------- builders
+
+    def emit(self, op: Operation) -> Operation:
+        assert self.block is not None
+        self.block.add_op(op)
+        try:
+            op.verify()
+        except VerifyException as exc:
+            where = self.location()
+            raise CaptureError(
+                f"{where or '<unknown source line>'}: internal error: converting {op_name(self.node)} "
+                f"produced invalid IR: {exc}"
+            ) from exc
+        return op
+
+    def result_val(self, node: torch.fx.Node | None = None):
+        node = node or self.node
+        val = node.meta.get("val")
+        if val is None:
+            raise self.unsupported("the traced op has no tensor metadata")
+        return val
+
+    def type_of_val(self, val) -> TensorType:
+        if not isinstance(val, torch.Tensor):
+            raise self.unsupported(f"result {type(val).__name__} is not a tensor")
+        if val.dtype not in ELEMENT_TYPES:
+            raise self.unsupported(f"dtype {str(val.dtype).replace('torch.', '')} is not supported (tk has f32, bf16, f16; i64/i1 only for indices and constants)")
+        return tensor_type(val.shape, val.dtype)
+
+    def out_type(self) -> TensorType:
+        return self.type_of_val(self.result_val())
+
+    def out_float_type(self) -> TensorType:
+        t = self.out_type()
+        if not tk.is_float(t.get_element_type()):
+            raise self.unsupported(f"computes on {tk.type_str(t)}; only f32, bf16 and f16 computation is supported")
+        return t
+
+    def scalar(self, value: float | int | bool, et: Attribute = F32) -> SSAValue:
+        """A rank-0 constant (Python numbers become 0-d f32 fills)."""
+        if isinstance(value, complex):
+            raise self.unsupported(f"complex constant {value}")
+        v = float(value)
+        if not math.isfinite(v):
+            raise self.unsupported(f"non-finite constant {v} (tk.fill needs a finite value)")
+        key = (v, et)
+        if key not in self._scalars:
+            self._scalars[key] = self.emit(tk.FillOp(v, TensorType(et, []))).result
+        return self._scalars[key]
+
+    def fill(self, value, t: TensorType) -> SSAValue:
+        if isinstance(value, complex):
+            raise self.unsupported(f"complex constant {value}")
+        v = float(value)
+        if not math.isfinite(v):
+            raise self.unsupported(f"non-finite constant {v} (tk.fill needs a finite value)")
+        if not tk.is_float(t.get_element_type()) and v != int(v):
+            raise self.unsupported(f"non-integral value {v} for {tk.type_str(t)}")
+        if not t.get_shape():
+            return self.scalar(v, t.get_element_type())
+        return self.emit(tk.FillOp(v, t)).result
+
+    def tensor(self, v, what: str = "operand") -> SSAValue:
+        """An SSA tensor for a converted argument (materializes constants)."""
+        if isinstance(v, SSAValue):
+            return v
+        if isinstance(v, _Constant):
+            return self.constant(v.value)
+        if isinstance(v, bool | int | float):
+            return self.scalar(v)
+        raise self.unsupported(f"{what} {v!r} is not a tensor")
+
+    def float_tensor(self, v, what: str = "operand") -> SSAValue:
+        t = self.tensor(v, what)
+        if not tk.is_float(tk.element_type_of(t)):
+            raise self.unsupported(
+                f"{what} is {tk.type_str(t.type)}; computation on integer/bool tensors is not supported"
+            )
+        return t
+
+    def constant(self, value: torch.Tensor) -> SSAValue:
+        if value.dtype not in ELEMENT_TYPES:
+            raise self.unsupported(f"tensor constant of dtype {value.dtype} is not supported")
+        t = tensor_type(value.shape, value.dtype)
+        flat = value.detach().reshape(-1)
+        if flat.numel() == 0:
+            return self.fill(0.0, t)
+        first = flat[0]
+        if not bool((flat == first).all()):
+            raise self.unsupported(
+                "non-uniform tensor constant (torch.tensor([...]) inside the step); tk has only uniform fills: "
+                "pass the tensor as an argument instead"
+            )
+        return self.fill(first.item(), t)
+
+    def cast(self, v: SSAValue, et: Attribute) -> SSAValue:
+        if tk.element_type_of(v) == et:
+            return v
+        return self.emit(tk.CastOp(v, TensorType(et, tk.shape_of(v)))).result
+
+    def reshape(self, v: SSAValue, shape: Sequence[int]) -> SSAValue:
+        shape = tuple(int(d) for d in shape)
+        if tk.shape_of(v) == shape:
+            return v
+        return self.emit(tk.ReshapeOp(v, TensorType(tk.element_type_of(v), shape))).result
+
+    def expand(self, v: SSAValue, shape: Sequence[int]) -> SSAValue:
+        shape = tuple(int(d) for d in shape)
+        if tk.shape_of(v) == shape:
+            return v
+        return self.emit(tk.ExpandOp(v, TensorType(tk.element_type_of(v), shape))).result
+
+    def transpose(self, v: SSAValue, perm: Sequence[int]) -> SSAValue:
+        perm = [int(p) for p in perm]
+        if perm == list(range(len(perm))):
+            return v
+        return self.emit(tk.TransposeOp(v, perm)).result
+
+    def slice(self, v: SSAValue, axis: int, start: int, size: int, step: int) -> SSAValue:
+        shape = list(tk.shape_of(v))
+        if start == 0 and step == 1 and size == shape[axis]:
+            return v
+        starts = [0] * len(shape)
+        steps = [1] * len(shape)
+        starts[axis], steps[axis] = start, step
+        shape[axis] = size
+        return self.emit(tk.SliceOp(v, starts, steps, TensorType(tk.element_type_of(v), shape))).result
+
+    def binary_operand(self, v, et: Attribute, what: str) -> SSAValue:
+        t = self.float_tensor(v, what)
+        if tk.shape_of(t) and tk.element_type_of(t) != et:
+            t = self.cast(t, et)
+        return t
+
+    def binary(self, cls: type[tk.ElementwiseBinaryOp], a, b, rt: TensorType | None = None) -> SSAValue:
+        rt = rt or self.out_float_type()
+        et = rt.get_element_type()
+        lhs = self.binary_operand(a, et, "lhs")
+        rhs = self.binary_operand(b, et, "rhs")
+        return self.emit(cls(lhs, rhs, rt)).result
+
+    def dim(self, d: int, rank: int) -> int:
+        n = max(rank, 1)
+        if not -n <= d < n:
+            raise self.unsupported(f"dimension {d} out of range for rank {rank}")
+        return d % n if rank > 0 else 0
+
+    # ------------------------------------------------------------------ driver
+
+    def convert(self) -> ModuleOp:
+        graph = self.gm.graph
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        arg_types = []
+        for node, name in zip(placeholders, self.arg_names, strict=True):
+            self.node = node
+            val = node.meta.get("val")
+            if not isinstance(val, torch.Tensor) or val.dtype not in ELEMENT_TYPES:
+                dt = getattr(val, "dtype", type(val).__name__)
+                raise CaptureError(
+                    f"argument {name}: dtype {dt} is not supported (tk has f32, bf16, f16, i64 and bool tensors)"
+                )
+            arg_types.append(tensor_type(val.shape, val.dtype))
+        self.block = Block(arg_types=arg_types)
+        for node, arg in zip(placeholders, self.block.args):
+            self.env[node] = arg
+
+        results: list[SSAValue] = []
+        for node in graph.nodes:
+            self.node = node
+            if node.op == "placeholder":
+                continue
+            if node.op == "get_attr":
+                self.env[node] = self._get_attr(node)
+            elif node.op == "call_function":
+                self.env[node] = self._call(node)
+            elif node.op == "output":
+                (outs,) = node.args
+                outs = outs if isinstance(outs, list | tuple) else [outs]
+                for o, name in zip(outs, self.result_names, strict=True):
+                    v = self.env[o] if isinstance(o, torch.fx.Node) else o
+                    if not isinstance(v, SSAValue | _Constant):
+                        raise CaptureError(f"result {name} is {v!r}, not a tensor")
+                    results.append(self.tensor(v))
+            else:
+                raise self.unsupported(f"FX node kind {node.op!r}")
+
+        self.node = None
+        self.block.add_op(func.ReturnOp(*results))
+
+        def names(ns: Sequence[str]) -> ArrayAttr:
+            return ArrayAttr([DictionaryAttr({"tk.name": StringAttr(n)}) for n in ns])
+
+        fn = func.FuncOp(
+            self.func_name,
+            (arg_types, [r.type for r in results]),
+            Region(self.block),
+            arg_attrs=names(self.arg_names),
+            res_attrs=names(self.result_names),
+        )
+        return ModuleOp([fn])
+
+    def _get_attr(self, node: torch.fx.Node):
+        obj: Any = self.gm
+        for part in str(node.target).split("."):
+            obj = getattr(obj, part)
+        if not isinstance(obj, torch.Tensor):
+            raise self.unsupported(f"graph attribute {node.target} is a {type(obj).__name__}")
+        return _Constant(obj)
+
+    def _call(self, node: torch.fx.Node):
+        if node.target is operator.getitem:
+            seq, index = node.args
+            return self.env[seq][index]
+        name = op_name(node)
+        handler = HANDLERS.get(name)
+        if handler is None:
+            target = node.target
+            schema = getattr(target, "_schema", None)
+            if schema is not None and schema.is_mutable:
+                # functionalize writes mutated inputs back at the end of the graph;
+                # point at the op that computed the new value.
+                loc = self.location()
+                if loc is None:
+                    sources = [a for a in node.args if isinstance(a, torch.fx.Node) and a.op != "placeholder"]
+                    loc = next((self.location(a) for a in reversed(sources) if self.location(a)), None)
+                raise UnsupportedOpError(
+                    name,
+                    loc,
+                    "in-place op left after functionalization (the step mutates one of its inputs); "
+                    "return the new value instead",
+                )
+            raise self.unsupported("no tk lowering for this op")
+        args = torch.fx.node.map_arg(node.args, lambda n: self.env[n])
+        kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: self.env[n])
+        return handler(self, node, tuple(args), dict(kwargs))
+
+
+def build_module(gm: torch.fx.GraphModule, func_name: str, arg_names, result_names) -> ModuleOp:
+    return Converter(gm, func_name, arg_names, result_names).convert()
+
+
+# =========================================================================
+# Handlers. Each takes (converter, node, args, kwargs) with FX nodes replaced
+# by converted values, and returns an SSAValue (or a list for multi-result ops).
+# =========================================================================
+
+
+def _arg(args: tuple, kwargs: dict, index: int, name: str, default=None):
+    if len(args) > index:
+        return args[index]
+    return kwargs.get(name, default)
+
+
+# ----------------------------------------------------------------- matmul
+
+
+@handles("aten.mm.default", "aten.matmul.default")
+def _mm(cv: Converter, node, args, kwargs):
+    a, b = (cv.float_tensor(x, w) for x, w in zip(args[:2], ("lhs", "rhs")))
+    if len(tk.shape_of(a)) != 2 or len(tk.shape_of(b)) != 2:
+        raise cv.unsupported(
+            f"only 2-D matrix products are supported, got {list(tk.shape_of(a))} x {list(tk.shape_of(b))}"
+        )
+    rt = cv.out_float_type()
+    if tk.element_type_of(a) != rt.get_element_type() or tk.element_type_of(b) != rt.get_element_type():
+        raise cv.unsupported(f"operands {tk.type_str(a.type)} and {tk.type_str(b.type)} have different dtypes")
+    return cv.emit(tk.MatmulOp(a, b, rt)).result
+
+
+@handles("aten.addmm.default")
+def _addmm(cv: Converter, node, args, kwargs):
+    bias, a, b = args[:3]
+    beta = _arg(args, kwargs, 3, "beta", 1)
+    alpha = _arg(args, kwargs, 4, "alpha", 1)
+    if beta != 1 or alpha != 1:
+        raise cv.unsupported(f"addmm with beta={beta}, alpha={alpha}; only beta = alpha = 1 is supported")
+    rt = cv.out_float_type()
+    et = rt.get_element_type()
+    a, b = cv.float_tensor(a, "mat1"), cv.float_tensor(b, "mat2")
+    bias = cv.cast(cv.float_tensor(bias, "bias"), et)
+    if tk.element_type_of(a) != et or tk.element_type_of(b) != et:
+        raise cv.unsupported(f"operands {tk.type_str(a.type)} and {tk.type_str(b.type)} have different dtypes")
+    return cv.emit(tk.AddmmOp(bias, a, b, rt)).result
+
+
+# ------------------------------------------------------------ elementwise
+
+
+def _with_alpha(cv: Converter, cls, lhs, scaled, alpha):
+    """lhs (op) alpha * scaled: add/sub with `alpha` (rsub swaps its operands)."""
+    rt = cv.out_float_type()
+    if alpha == 1:
+        return cv.binary(cls, lhs, scaled, rt)
+    if isinstance(scaled, bool | int | float):
+        return cv.binary(cls, lhs, float(scaled) * float(alpha), rt)
+    # Fold alpha as a multiply, computed in f32 (PyTorch's opmath type) and
+    # rounded once to the result type. PyTorch fuses this into one (possibly
+    # FMA) kernel, so the last bit can differ for alpha != 1.
+    lhs_t = cv.float_tensor(lhs, "lhs")
+    src = cv.float_tensor(scaled, "rhs")
+    up = lambda v: cv.cast(v, F32) if tk.shape_of(v) else v  # noqa: E731
+    src, lhs_t = up(src), up(lhs_t)
+    prod = cv.emit(tk.MulOp(src, cv.scalar(alpha), TensorType(F32, tk.shape_of(src)))).result
+    out = cv.emit(cls(lhs_t, prod, TensorType(F32, rt.get_shape()))).result
+    return cv.cast(out, rt.get_element_type())
+
+
+@handles("aten.add.Tensor", "aten.add.Scalar")
+def _add(cv, node, args, kwargs):
+    return _with_alpha(cv, tk.AddOp, args[0], args[1], _arg(args, kwargs, 2, "alpha", 1))
+
+
+@handles("aten.sub.Tensor", "aten.sub.Scalar")
+def _sub(cv, node, args, kwargs):
+    return _with_alpha(cv, tk.SubOp, args[0], args[1], _arg(args, kwargs, 2, "alpha", 1))
+
+
+@handles("aten.rsub.Tensor", "aten.rsub.Scalar")
+def _rsub(cv, node, args, kwargs):
+    # rsub(a, b, alpha) = b - alpha * a
+    return _with_alpha(cv, tk.SubOp, args[1], args[0], _arg(args, kwargs, 2, "alpha", 1))
+
+
+@handles("aten.mul.Tensor", "aten.mul.Scalar")
+def _mul(cv, node, args, kwargs):
+    return cv.binary(tk.MulOp, args[0], args[1])
+
+
+@handles("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode")
+def _div(cv, node, args, kwargs):
+    mode = _arg(args, kwargs, 2, "rounding_mode", None)
+    if mode is not None:
+        raise cv.unsupported(f"rounding_mode={mode!r}; only true division is supported")
+    return cv.binary(tk.DivOp, args[0], args[1])
+
+
+@handles("aten.maximum.default", "aten.max.other")
+def _maximum(cv, node, args, kwargs):
+    return cv.binary(tk.MaximumOp, args[0], args[1])
+
+
+def _neg(cv: Converter, v: SSAValue) -> SSAValue:
+    return cv.emit(tk.NegOp(v)).result
+
+
+def _minimum_of(cv: Converter, a, b, rt: TensorType) -> SSAValue:
+    # min(a, b) = -max(-a, -b): exact (negation is exact, NaN propagates).
+    et = rt.get_element_type()
+    na = _neg(cv, cv.binary_operand(a, et, "lhs"))
+    nb = _neg(cv, cv.binary_operand(b, et, "rhs"))
+    return _neg(cv, cv.emit(tk.MaximumOp(na, nb, rt)).result)
+
+
+@handles("aten.minimum.default", "aten.min.other")
+def _minimum(cv, node, args, kwargs):
+    return _minimum_of(cv, args[0], args[1], cv.out_float_type())
+
+
+@handles("aten.clamp_min.default", "aten.clamp_min.Tensor")
+def _clamp_min(cv, node, args, kwargs):
+    return cv.binary(tk.MaximumOp, args[0], args[1])
+
+
+@handles("aten.clamp_max.default", "aten.clamp_max.Tensor")
+def _clamp_max(cv, node, args, kwargs):
+    return _minimum_of(cv, args[0], args[1], cv.out_float_type())
+
+
+@handles("aten.clamp.default", "aten.clamp.Tensor")
+def _clamp(cv, node, args, kwargs):
+    lo = _arg(args, kwargs, 1, "min", None)
+    hi = _arg(args, kwargs, 2, "max", None)
+    rt = cv.out_float_type()
+    v = cv.binary_operand(args[0], rt.get_element_type(), "input")
+    if lo is not None:
+        v = cv.binary(tk.MaximumOp, v, lo, rt)
+    if hi is not None:
+        v = _minimum_of(cv, v, hi, rt)
+    return v
+
+
+def _unary(cls):
+    def handler(cv: Converter, node, args, kwargs):
+        rt = cv.out_float_type()
+        x = cv.float_tensor(args[0], "input")
+        if x.type != rt:
+            raise cv.unsupported(f"input {tk.type_str(x.type)} and result {tk.type_str(rt)} differ")
+        return cv.emit(cls(x)).result
+
+    return handler
+
+
+handles("aten.neg.default")(_unary(tk.NegOp))
+handles("aten.relu.default")(_unary(tk.ReluOp))
+handles("aten.exp.default")(_unary(tk.ExpOp))
+handles("aten.log.default")(_unary(tk.LogOp))
+handles("aten.sqrt.default")(_unary(tk.SqrtOp))
+
+
+@handles("aten.reciprocal.default")
+def _reciprocal(cv, node, args, kwargs):
+    return cv.binary(tk.DivOp, 1.0, args[0])
+
+
+@handles("aten.pow.Tensor_Scalar")
+def _pow(cv, node, args, kwargs):
+    x, exponent = args[0], args[1]
+    if not isinstance(exponent, int | float) or isinstance(exponent, bool):
+        raise cv.unsupported(f"exponent {exponent!r} must be a real Python number")
+    if not math.isfinite(float(exponent)):
+        raise cv.unsupported(f"non-finite exponent {exponent}")
+    rt = cv.out_float_type()
+    x = cv.float_tensor(x, "input")
+    if x.type != rt:
+        raise cv.unsupported(f"input {tk.type_str(x.type)} and result {tk.type_str(rt)} differ")
+    return cv.emit(tk.PowOp(x, float(exponent))).result
+
+
+@handles("aten.threshold_backward.default")
+def _threshold_backward(cv, node, args, kwargs):
+    # threshold_backward(grad, self, threshold) = grad where self > threshold else 0;
+    # relu's backward passes relu's output as `self` with threshold 0.
+    grad, x, threshold = args[:3]
+    if threshold != 0:
+        raise cv.unsupported(f"threshold {threshold}; only 0 (the backward of relu) is supported")
+    rt = cv.out_float_type()
+    g = cv.float_tensor(grad, "grad_output")
+    x = cv.float_tensor(x, "self")
+    if tk.element_type_of(g) != rt.get_element_type() or tk.element_type_of(x) != rt.get_element_type():
+        raise cv.unsupported(f"grad {tk.type_str(g.type)} and self {tk.type_str(x.type)} have different dtypes")
+    g = cv.expand(g, rt.get_shape())
+    x = cv.expand(x, rt.get_shape())
+    return cv.emit(tk.ReluGradOp(g, x)).result
+
+
+# -------------------------------------------------------------- reductions
+
+
+def _axes(cv: Converter, dims, rank: int) -> list[int]:
+    if dims is None:
+        return list(range(rank))
+    if isinstance(dims, int):
+        dims = [dims]
+    dims = list(dims)
+    if not dims:
+        return list(range(rank))
+    axes = sorted({cv.dim(d, rank) for d in dims})
+    return axes if rank > 0 else []
+
+
+def _reduce(cv: Converter, cls, x, dims, keepdim: bool, dtype=None, rt: TensorType | None = None) -> SSAValue:
+    x = cv.float_tensor(x, "input")
+    if dtype is not None:
+        if dtype not in FLOAT_DTYPES:
+            raise cv.unsupported(f"reduction to dtype {dtype}")
+        x = cv.cast(x, ELEMENT_TYPES[dtype])
+    rt = rt or cv.out_float_type()
+    rank = len(tk.shape_of(x))
+    axes = _axes(cv, dims, rank)
+    if not axes:  # a 0-d input: the reduction is the identity
+        return cv.reshape(x, rt.get_shape())
+    if tk.element_type_of(x) != rt.get_element_type():
+        raise cv.unsupported(f"input {tk.type_str(x.type)} and result {tk.type_str(rt)} differ in dtype")
+    return cv.emit(cls(x, axes, rt, bool(keepdim))).result
+
+
+@handles("aten.sum.default")
+def _sum_all(cv, node, args, kwargs):
+    return _reduce(cv, tk.SumOp, args[0], None, False, kwargs.get("dtype"))
+
+
+@handles("aten.sum.dim_IntList")
+def _sum_dims(cv, node, args, kwargs):
+    return _reduce(
+        cv, tk.SumOp, args[0], _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "keepdim", False), kwargs.get("dtype")
+    )
+
+
+@handles("aten.mean.default")
+def _mean_all(cv, node, args, kwargs):
+    return _reduce(cv, tk.MeanOp, args[0], None, False, kwargs.get("dtype"))
+
+
+@handles("aten.mean.dim")
+def _mean_dims(cv, node, args, kwargs):
+    return _reduce(
+        cv, tk.MeanOp, args[0], _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "keepdim", False), kwargs.get("dtype")
+    )
+
+
+@handles("aten.amax.default", "aten.max.default")
+def _amax(cv, node, args, kwargs):
+    return _reduce(cv, tk.MaxOp, args[0], _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "keepdim", False))
+
+
+@handles("aten.amin.default", "aten.min.default")
+def _amin(cv, node, args, kwargs):
+    x = _neg(cv, cv.float_tensor(args[0], "input"))
+    return _neg(cv, _reduce(cv, tk.MaxOp, x, _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "keepdim", False)))
+
+
+def _argmax_of(cv: Converter, x: SSAValue, dim, keepdim: bool, rt: TensorType) -> SSAValue:
+    shape = tk.shape_of(x)
+    if not shape:
+        return cv.fill(0, rt)
+    if dim is None:  # over the flattened tensor
+        flat = cv.reshape(x, [math.prod(shape)])
+        out = cv.emit(tk.ArgmaxOp(flat, [0], TensorType(i64, []))).result
+        return cv.reshape(out, rt.get_shape())
+    axis = cv.dim(dim, len(shape))
+    return cv.emit(tk.ArgmaxOp(x, [axis], rt, bool(keepdim))).result
+
+
+@handles("aten.argmax.default")
+def _argmax(cv, node, args, kwargs):
+    x = cv.float_tensor(args[0], "input")
+    return _argmax_of(cv, x, _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "keepdim", False), cv.out_type())
+
+
+@handles("aten.argmin.default")
+def _argmin(cv, node, args, kwargs):
+    x = _neg(cv, cv.float_tensor(args[0], "input"))
+    return _argmax_of(cv, x, _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "keepdim", False), cv.out_type())
+
+
+@handles("aten.max.dim")
+def _max_dim(cv, node, args, kwargs):
+    values_val, indices_val = cv.result_val()
+    x = cv.float_tensor(args[0], "input")
+    dim, keepdim = args[1], _arg(args, kwargs, 2, "keepdim", False)
+    values = _reduce(cv, tk.MaxOp, x, [dim], keepdim, rt=cv.type_of_val(values_val))
+    indices = _argmax_of(cv, x, dim, keepdim, cv.type_of_val(indices_val))
+    return [values, indices]
+
+
+@handles("aten.min.dim")
+def _min_dim(cv, node, args, kwargs):
+    values_val, indices_val = cv.result_val()
+    x = _neg(cv, cv.float_tensor(args[0], "input"))
+    dim, keepdim = args[1], _arg(args, kwargs, 2, "keepdim", False)
+    values = _neg(cv, _reduce(cv, tk.MaxOp, x, [dim], keepdim, rt=cv.type_of_val(values_val)))
+    indices = _argmax_of(cv, x, dim, keepdim, cv.type_of_val(indices_val))
+    return [values, indices]
+
+
+# ------------------------------------------------------------------ casts
+
+
+def _check_memory_format(cv: Converter, kwargs: dict) -> None:
+    mf = kwargs.get("memory_format")
+    if mf not in _DEFAULT_MEMORY_FORMATS:
+        raise cv.unsupported(f"memory_format={mf}; only the default (contiguous) layout is supported")
+
+
+@handles(
+    "aten._to_copy.default",
+    "aten.to.dtype",
+    "aten.to.dtype_layout",
+    "aten.to.device",
+    "aten.to.other",
+    "prims.convert_element_type.default",
+    "aten.type_as.default",
+)
+def _to_copy(cv, node, args, kwargs):
+    _check_memory_format(cv, kwargs)
+    x = cv.tensor(args[0], "input")
+    rt = cv.out_type()
+    et = rt.get_element_type()
+    if tk.element_type_of(x) == et:
+        return x
+    if not tk.is_float(tk.element_type_of(x)) or not tk.is_float(et):
+        raise cv.unsupported(
+            f"cast {tk.type_str(x.type)} -> {tk.type_str(rt)}; only casts among f32, bf16 and f16 are supported"
+        )
+    return cv.cast(x, et)
+
+
+# ------------------------------------------------------------------ fills
+
+
+def _fill_handler(value_of: Callable[[tuple, dict], Any], memory_format: bool = False):
+    def handler(cv: Converter, node, args, kwargs):
+        if memory_format:
+            _check_memory_format(cv, kwargs)
+        value = value_of(args, kwargs)
+        if isinstance(value, SSAValue | _Constant):
+            # fill.Tensor: a 0-d tensor value broadcast to the shape.
+            rt = cv.out_type()
+            v = cv.tensor(value)
+            if tk.shape_of(v):
+                raise cv.unsupported("fill value must be a 0-d tensor")
+            if tk.element_type_of(v) != rt.get_element_type():
+                if not (tk.is_float(tk.element_type_of(v)) and tk.is_float(rt.get_element_type())):
+                    raise cv.unsupported(f"fill of {tk.type_str(rt)} from {tk.type_str(v.type)}")
+                v = cv.cast(v, rt.get_element_type())
+            return cv.expand(v, rt.get_shape())
+        return cv.fill(value, cv.out_type())
+
+    return handler
+
+
+handles("aten.zeros.default", "aten.zeros_like.default", "aten.new_zeros.default", "aten.zero.default")(
+    _fill_handler(lambda a, k: 0, memory_format=True)
+)
+handles("aten.ones.default", "aten.ones_like.default", "aten.new_ones.default")(
+    _fill_handler(lambda a, k: 1, memory_format=True)
+)
+# Uninitialized memory: any value is a valid refinement; zeros keep runs deterministic.
+handles(
+    "aten.empty.memory_format",
+    "aten.empty_like.default",
+    "aten.new_empty.default",
+    "aten.empty_strided.default",
+    "aten.new_empty_strided.default",
+)(_fill_handler(lambda a, k: 0, memory_format=True))
+handles("aten.full.default", "aten.full_like.default")(
+    _fill_handler(lambda a, k: _arg(a, k, 1, "fill_value"), memory_format=True)
+)
+handles("aten.new_full.default")(_fill_handler(lambda a, k: _arg(a, k, 2, "fill_value"), memory_format=True))
+handles("aten.scalar_tensor.default")(_fill_handler(lambda a, k: a[0]))
+handles("aten.fill.Scalar", "aten.fill.Tensor")(_fill_handler(lambda a, k: a[1]))
+
+
+@handles("aten.lift_fresh_copy.default", "aten.lift_fresh.default")
+def _lift_fresh(cv, node, args, kwargs):
+    return cv.tensor(args[0], "constant")
+
+
+# ------------------------------------------------------------------ views
+
+
+@handles(
+    "aten.view.default",
+    "aten.view_copy.default",
+    "aten._unsafe_view.default",
+    "aten.reshape.default",
+    "aten._reshape_alias.default",
+    "aten._reshape_alias_copy.default",
+    "aten.unsqueeze.default",
+    "aten.unsqueeze_copy.default",
+    "aten.squeeze.default",
+    "aten.squeeze.dim",
+    "aten.squeeze.dims",
+    "aten.squeeze_copy.default",
+    "aten.squeeze_copy.dim",
+    "aten.squeeze_copy.dims",
+    "aten.flatten.using_ints",
+    "aten.unflatten.int",
+)
+def _reshape(cv, node, args, kwargs):
+    x = cv.tensor(args[0], "input")
+    rt = cv.out_type()
+    if rt.get_element_type() != tk.element_type_of(x):
+        raise cv.unsupported(f"reinterprets {tk.type_str(x.type)} as {tk.type_str(rt)}")
+    return cv.reshape(x, rt.get_shape())
+
+
+@handles(
+    "aten.clone.default",
+    "aten.detach.default",
+    "aten.detach_copy.default",
+    "aten.alias.default",
+    "aten.alias_copy.default",
+    "aten.contiguous.default",
+)
+def _identity(cv, node, args, kwargs):
+    _check_memory_format(cv, kwargs)
+    x = cv.tensor(args[0], "input")
+    if x.type != cv.out_type():
+        raise cv.unsupported(f"identity op changes {tk.type_str(x.type)} to {tk.type_str(cv.out_type())}")
+    return x
+
+
+@handles("aten.expand.default", "aten.expand_copy.default")
+def _expand(cv, node, args, kwargs):
+    x = cv.tensor(args[0], "input")
+    return cv.expand(x, cv.out_type().get_shape())
+
+
+@handles("aten.permute.default", "aten.permute_copy.default")
+def _permute(cv, node, args, kwargs):
+    x = cv.tensor(args[0], "input")
+    rank = len(tk.shape_of(x))
+    perm = [cv.dim(d, rank) for d in args[1]] if rank else []
+    return cv.transpose(x, perm)
+
+
+@handles("aten.transpose.int", "aten.transpose_copy.int")
+def _transpose(cv, node, args, kwargs):
+    x = cv.tensor(args[0], "input")
+    rank = len(tk.shape_of(x))
+    if rank == 0:
+        return x
+    d0, d1 = cv.dim(args[1], rank), cv.dim(args[2], rank)
+    perm = list(range(rank))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return cv.transpose(x, perm)
+
+
+@handles("aten.t.default", "aten.t_copy.default")
+def _t(cv, node, args, kwargs):
+    x = cv.tensor(args[0], "input")
+    return cv.transpose(x, [1, 0]) if len(tk.shape_of(x)) == 2 else x
+
+
+def _norm_start(start, n: int) -> int:
+    if start is None:
+        return 0
+    if start < 0:
+        start += n
+    return min(max(start, 0), n)
+
+
+@handles("aten.slice.Tensor", "aten.slice_copy.Tensor")
+def _slice(cv, node, args, kwargs):
+    x = cv.tensor(args[0], "input")
+    shape = tk.shape_of(x)
+    if not shape:
+        raise cv.unsupported("slice of a 0-d tensor")
+    axis = cv.dim(_arg(args, kwargs, 1, "dim", 0), len(shape))
+    start = _norm_start(_arg(args, kwargs, 2, "start", None), shape[axis])
+    step = _arg(args, kwargs, 4, "step", 1)
+    if not isinstance(step, int) or step < 1:
+        raise cv.unsupported(f"slice step {step!r}")
+    size = cv.out_type().get_shape()[axis]
+    return cv.slice(x, axis, start if size else 0, size, step)
+
+
+@handles("aten.narrow.default", "aten.narrow_copy.default")
+def _narrow(cv, node, args, kwargs):
+    x = cv.tensor(args[0], "input")
+    shape = tk.shape_of(x)
+    axis = cv.dim(args[1], len(shape))
+    start = args[2]
+    if not isinstance(start, int):
+        raise cv.unsupported("narrow with a tensor start")
+    start = start + shape[axis] if start < 0 else start
+    return cv.slice(x, axis, start, int(args[3]), 1)
+
+
+@handles("aten.select.int", "aten.select_copy.int")
+def _select(cv, node, args, kwargs):
+    x = cv.tensor(args[0], "input")
+    shape = tk.shape_of(x)
+    axis = cv.dim(args[1], len(shape))
+    index = args[2]
+    if not isinstance(index, int):
+        raise cv.unsupported("select with a tensor index")
+    index = index + shape[axis] if index < 0 else index
+    return cv.reshape(cv.slice(x, axis, index, 1, 1), cv.out_type().get_shape())
+
+
+def _split_pieces(cv: Converter, x: SSAValue, axis: int, sizes: Sequence[int], squeeze: bool) -> list[SSAValue]:
+    vals = cv.result_val()
+    out, start = [], 0
+    for size, val in zip(sizes, vals, strict=True):
+        piece = cv.slice(x, axis, start, size, 1)
+        out.append(cv.reshape(piece, cv.type_of_val(val).get_shape()) if squeeze else piece)
+        start += size
+    return out
+
+
+@handles(
+    "aten.split.Tensor",
+    "aten.split_copy.Tensor",
+    "aten.split_with_sizes.default",
+    "aten.split_with_sizes_copy.default",
+)
+def _split(cv, node, args, kwargs):
+    x = cv.tensor(args[0], "input")
+    shape = tk.shape_of(x)
+    axis = cv.dim(_arg(args, kwargs, 2, "dim", 0), len(shape))
+    sizes = [int(v.shape[axis]) for v in cv.result_val()]
+    return _split_pieces(cv, x, axis, sizes, squeeze=False)
+
+
+@handles("aten.unbind.int", "aten.unbind_copy.int")
+def _unbind(cv, node, args, kwargs):
+    x = cv.tensor(args[0], "input")
+    shape = tk.shape_of(x)
+    axis = cv.dim(_arg(args, kwargs, 1, "dim", 0), len(shape))
+    return _split_pieces(cv, x, axis, [1] * shape[axis], squeeze=True)
+
+
+@handles("aten.copy.default")
+def _copy(cv, node, args, kwargs):
+    # Functional copy: `src` converted to self's dtype and broadcast to self's shape.
+    src = cv.tensor(args[1], "src")
+    rt = cv.out_type()
+    if tk.element_type_of(src) != rt.get_element_type():
+        if not (tk.is_float(tk.element_type_of(src)) and tk.is_float(rt.get_element_type())):
+            raise cv.unsupported(f"copy {tk.type_str(src.type)} into {tk.type_str(rt)}")
+        src = cv.cast(src, rt.get_element_type())
+    return cv.expand(src, rt.get_shape())
+
+
+SUPPORTED_OPS: tuple[str, ...] = tuple(sorted(HANDLERS))

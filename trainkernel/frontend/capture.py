@@ -1,0 +1,104 @@
+"""`trainkernel.capture`: a pure PyTorch training step -> one `func.func` of `tk` ops.
+
+    captured = trainkernel.capture(step, (params, x, y))
+    print(captured)                 # IR text; trainkernel-opt parses it back unchanged
+    captured.module, captured.func  # xDSL ModuleOp and its func.func
+
+The step is traced once with fake tensors (CPU or meta example arguments; only
+shapes, dtypes and strides matter), functionalized, decomposed to a small aten
+core and converted op by op (see `aten_to_tk`). Arguments are the flattened
+pytree leaves of `example_args`, results the flattened leaves of what the step
+returns; each carries its pytree path in a `tk.name` attribute.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+
+from trainkernel.frontend.errors import CaptureError, UnsupportedOpError
+
+__all__ = ["Captured", "CaptureError", "UnsupportedOpError", "capture"]
+
+
+@dataclass
+class Captured:
+    """A captured training step."""
+
+    module: ModuleOp
+    step: Callable
+    in_spec: pytree.TreeSpec
+    out_spec: pytree.TreeSpec
+    arg_names: tuple[str, ...]
+    result_names: tuple[str, ...]
+    graph_module: torch.fx.GraphModule | None = field(default=None, repr=False)
+
+    @property
+    def func(self) -> func.FuncOp:
+        for op in self.module.ops:
+            if isinstance(op, func.FuncOp):
+                return op
+        raise CaptureError("captured module holds no func.func")
+
+    @property
+    def name(self) -> str:
+        return self.func.sym_name.data
+
+    def __str__(self) -> str:
+        from trainkernel.ir import print_module
+
+        return print_module(self.module)
+
+    def __repr__(self) -> str:
+        return (
+            f"Captured(@{self.name}: {len(self.arg_names)} args ({', '.join(self.arg_names)}) -> "
+            f"{len(self.result_names)} results)"
+        )
+
+
+def _symbol_name(step: Callable) -> str:
+    name = getattr(step, "__name__", "") or "step"
+    name = re.sub(r"[^A-Za-z0-9_.$]", "_", name)
+    if not re.match(r"[A-Za-z_]", name):
+        name = "step_" + name
+    return name
+
+
+def capture(step: Callable, example_args: Any) -> Captured:
+    """Trace `step(*example_args)` into a `tk` module (see the module docstring).
+
+    Raises `UnsupportedOpError` (naming the aten op and the step's source line)
+    for anything `tk` cannot express, and `CaptureError` for arguments or
+    results that are not tensors.
+    """
+    from trainkernel.dialects import make_context
+    from trainkernel.frontend.aten_to_tk import build_module
+    from trainkernel.frontend.tracing import trace
+    from trainkernel.passes import PASSES
+
+    if not isinstance(example_args, tuple):
+        example_args = tuple(example_args) if isinstance(example_args, list) else (example_args,)
+    gm, in_spec, out_spec, arg_names, result_names = trace(step, example_args)
+    module = build_module(gm, _symbol_name(step), arg_names, result_names)
+    try:
+        module.verify()
+    except Exception as exc:  # an internal bug, not the user's: say so
+        raise CaptureError(f"internal error: captured IR does not verify: {exc}") from exc
+    PASSES["dce"]()().apply(make_context(), module)
+    module.verify()
+    return Captured(
+        module=module,
+        step=step,
+        in_spec=in_spec,
+        out_spec=out_spec,
+        arg_names=tuple(arg_names),
+        result_names=tuple(result_names),
+        graph_module=gm,
+    )
