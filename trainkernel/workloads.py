@@ -1,0 +1,266 @@
+"""The canonical training workloads: used by the tests, the README example and
+the benchmark harness.
+
+Every workload is an MLP ``relu(...relu(x @ W1 + b1)...) @ Wn + bn`` trained with
+an MSE loss and plain SGD, written as one pure ``torch.func`` step
+
+    step(params, x, y) -> (loss, grads, new_params)
+
+- ``params`` is a tuple ``(W1, b1, W2, b2, ...)`` of FP32 master tensors, ``W``
+  of shape ``(in, out)`` so a layer is ``h @ W + b``;
+- the forward pass casts ``x`` and the parameters to the compute dtype (bf16
+  by default; f32 or f16), runs the products, bias adds and relus there, and
+  casts the network output to f32 for the loss ``mean((out - y)**2)``;
+- ``grad_and_value`` differentiates through the casts, so ``grads`` are f32,
+  and the update ``p - lr * g`` is f32.
+
+The five workloads of ``shared/GPU.md`` (2-layer, sizes (B, I, H, O)) plus a
+4-layer MLP (batch 128, all widths 256). Regression targets come from a fixed
+random teacher network of the same shape (so the loss means something); the
+classification head trains on one-hot targets (the teacher's argmax), still
+with the MSE loss. ``scaled``/``with_sizes`` give small copies for CPU tests.
+
+``make_adamw_step`` is an AdamW variant of the same model (optional example:
+dict state, 0-d tensor inputs, sqrt and div).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+from torch.func import grad_and_value
+
+Params = tuple[torch.Tensor, ...]
+StepFn = Callable[[Params, torch.Tensor, torch.Tensor], tuple[torch.Tensor, Params, Params]]
+
+COMPUTE_DTYPES: dict[str, torch.dtype] = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+_SHORT = {v: k for k, v in COMPUTE_DTYPES.items()}
+
+# Seed of the teacher network that defines every regression/classification target.
+_TEACHER_SEED = 20261129
+
+
+def dtype_short(dtype: torch.dtype) -> str:
+    """f32 / bf16 / f16 (the spelling used in step names and test ids)."""
+    if dtype not in _SHORT:
+        raise ValueError(f"compute dtype must be one of {list(COMPUTE_DTYPES)}, got {dtype}")
+    return _SHORT[dtype]
+
+
+def parse_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    aliases = {"fp32": "f32", "float32": "f32", "float": "f32", "fp16": "f16", "float16": "f16",
+               "half": "f16", "bfloat16": "bf16"}
+    key = aliases.get(dtype.lower(), dtype.lower())
+    if key not in COMPUTE_DTYPES:
+        raise ValueError(f"unknown compute dtype {dtype!r}; choose one of {list(COMPUTE_DTYPES)}")
+    return COMPUTE_DTYPES[key]
+
+
+def mlp_forward(params: Sequence[torch.Tensor], x: torch.Tensor, compute_dtype: torch.dtype) -> torch.Tensor:
+    """relu between layers, none after the last; everything in compute_dtype."""
+    h = x.to(compute_dtype)
+    n = len(params) // 2
+    for i in range(n):
+        h = h @ params[2 * i].to(compute_dtype) + params[2 * i + 1].to(compute_dtype)
+        if i + 1 < n:
+            h = torch.relu(h)
+    return h
+
+
+def mse_loss(params: Sequence[torch.Tensor], x: torch.Tensor, y: torch.Tensor, compute_dtype: torch.dtype) -> torch.Tensor:
+    out = mlp_forward(params, x, compute_dtype).to(torch.float32)
+    return ((out - y.to(torch.float32)) ** 2).mean()
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """An MLP training problem; ``widths`` = (in, hidden..., out)."""
+
+    name: str
+    batch: int
+    widths: tuple[int, ...]
+    task: str = "regression"  # or "classification" (one-hot targets, widths[-1] classes)
+    lr: float = 1e-3
+    description: str = ""
+
+    # ----------------------------------------------------------- shapes
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """(batch, in, hidden..., out): GPU.md's (B, I, H, O) for 2-layer MLPs."""
+        return (self.batch, *self.widths)
+
+    @property
+    def layers(self) -> int:
+        return len(self.widths) - 1
+
+    def param_shapes(self) -> list[tuple[int, ...]]:
+        shapes: list[tuple[int, ...]] = []
+        for fan_in, fan_out in zip(self.widths[:-1], self.widths[1:]):
+            shapes += [(fan_in, fan_out), (fan_out,)]
+        return shapes
+
+    def flops_per_step(self) -> int:
+        """Matrix-product FLOPs of forward + backward (the first layer needs no
+        input gradient: 2 products, the others 3)."""
+        total = 0
+        for i, (a, b) in enumerate(zip(self.widths[:-1], self.widths[1:])):
+            total += (2 if i == 0 else 3) * 2 * self.batch * a * b
+        return total
+
+    def with_sizes(self, batch: int | None = None, widths: Sequence[int] | None = None) -> Workload:
+        """A copy with other sizes (same name, task, lr)."""
+        widths = tuple(int(w) for w in widths) if widths is not None else self.widths
+        if len(widths) < 2 or (self.task == "classification" and widths[-1] != self.widths[-1]):
+            raise ValueError(f"bad widths {widths} for {self.name}")
+        return dataclasses.replace(self, batch=int(batch) if batch is not None else self.batch, widths=widths)
+
+    def scaled(self, factor: float) -> Workload:
+        """Batch and widths multiplied by ``factor`` (rounded, at least 1); the
+        number of classes of a classification head is kept."""
+        scale = lambda n: max(1, int(round(n * factor)))  # noqa: E731
+        widths = tuple(scale(w) for w in self.widths)
+        if self.task == "classification":
+            widths = widths[:-1] + (self.widths[-1],)
+        return dataclasses.replace(self, batch=scale(self.batch), widths=widths)
+
+    # ------------------------------------------------------------- data
+
+    def init_params(self, seed: int = 0, device: torch.device | str = "cpu") -> Params:
+        """FP32 master parameters, uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) like
+        nn.Linear; drawn on the CPU from one seeded generator, then moved."""
+        gen = torch.Generator().manual_seed(seed)
+        return tuple(p.to(device) for p in _init(self.widths, gen, torch.float32))
+
+    def make_batches(
+        self, n: int, seed: int = 0, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
+    ) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """``n`` batches ``(x, y)`` in ``dtype``: x ~ N(0, 1); y from the fixed
+        teacher (normalized regression targets, or one-hot classes)."""
+        gen = torch.Generator().manual_seed(seed + 7919)
+        teacher = [t * 2.0 for t in _init(self.widths, torch.Generator().manual_seed(_TEACHER_SEED), torch.float64)]
+        batches = []
+        for _ in range(n):
+            x = torch.randn(self.batch, self.widths[0], generator=gen, dtype=torch.float64)
+            t = mlp_forward(teacher, x, torch.float64)
+            if self.task == "classification":
+                y = torch.nn.functional.one_hot(t.argmax(dim=-1), self.widths[-1]).to(torch.float64)
+            else:
+                y = t / t.std().clamp_min(1e-6)
+            batches.append((x.to(dtype).to(device), y.to(dtype).to(device)))
+        return batches
+
+    def example_args(self, device: torch.device | str = "meta", dtype: torch.dtype = torch.float32):
+        """(params, x, y) with the right shapes and dtypes (meta by default: for capture)."""
+        params = tuple(torch.empty(s, dtype=torch.float32, device=device) for s in self.param_shapes())
+        x = torch.empty(self.batch, self.widths[0], dtype=dtype, device=device)
+        y = torch.empty(self.batch, self.widths[-1], dtype=dtype, device=device)
+        return params, x, y
+
+    # ------------------------------------------------------------ steps
+
+    def make_step(self, compute_dtype: torch.dtype | str = torch.bfloat16) -> StepFn:
+        """The pure SGD step ``step(params, x, y) -> (loss, grads, new_params)``."""
+        compute_dtype = parse_dtype(compute_dtype)
+        lr = self.lr
+
+        def loss_fn(params: Params, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return mse_loss(params, x, y, compute_dtype)
+
+        def step(params: Params, x: torch.Tensor, y: torch.Tensor):
+            grads, loss = grad_and_value(loss_fn)(params, x, y)
+            new_params = tuple(p - lr * g for p, g in zip(params, grads))
+            return loss, grads, new_params
+
+        step.__name__ = step.__qualname__ = f"{self.name}_sgd_{dtype_short(compute_dtype)}"
+        return step
+
+    def make_adamw_step(
+        self,
+        compute_dtype: torch.dtype | str = torch.bfloat16,
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+    ):
+        """AdamW on the same model (an example of a richer step):
+
+            step(state, x, y, bias_correction) -> (loss, new_state)
+
+        ``state`` = {"params", "exp_avg", "exp_avg_sq"} (tuples of f32 tensors, see
+        ``init_adamw_state``); ``bias_correction`` = (1 - b1**t, 1 - b2**t) as 0-d
+        f32 tensors (``adamw_bias_correction(t)``), inputs so one captured
+        step serves every t. Same update as torch.optim.AdamW, unfused.
+        """
+        compute_dtype = parse_dtype(compute_dtype)
+        b1, b2 = betas
+
+        def loss_fn(params, x, y):
+            return mse_loss(params, x, y, compute_dtype)
+
+        def step(state, x, y, bias_correction):
+            params = state["params"]
+            grads, loss = grad_and_value(loss_fn)(params, x, y)
+            bc1, bc2 = bias_correction
+            step_size = lr / bc1
+            bc2_sqrt = torch.sqrt(bc2)
+            new_p, new_m, new_v = [], [], []
+            for p, g, m, v in zip(params, grads, state["exp_avg"], state["exp_avg_sq"]):
+                p = p * (1 - lr * weight_decay)
+                m = m * b1 + g * (1 - b1)
+                v = v * b2 + g * g * (1 - b2)
+                denom = torch.sqrt(v) / bc2_sqrt + eps
+                p = p - step_size * (m / denom)
+                new_p.append(p)
+                new_m.append(m)
+                new_v.append(v)
+            return loss, {"params": tuple(new_p), "exp_avg": tuple(new_m), "exp_avg_sq": tuple(new_v)}
+
+        step.__name__ = step.__qualname__ = f"{self.name}_adamw_{dtype_short(compute_dtype)}"
+        return step
+
+    def init_adamw_state(self, seed: int = 0, device: torch.device | str = "cpu") -> dict[str, Params]:
+        params = self.init_params(seed, device)
+        return {
+            "params": params,
+            "exp_avg": tuple(torch.zeros_like(p) for p in params),
+            "exp_avg_sq": tuple(torch.zeros_like(p) for p in params),
+        }
+
+
+def adamw_bias_correction(t: int, betas: tuple[float, float] = (0.9, 0.999), device="cpu"):
+    """(1 - b1**t, 1 - b2**t) as 0-d f32 tensors, for step t >= 1."""
+    return tuple(torch.tensor(1.0 - b**t, dtype=torch.float32, device=device) for b in betas)
+
+
+def _init(widths: Sequence[int], gen: torch.Generator, dtype: torch.dtype) -> list[torch.Tensor]:
+    params = []
+    for fan_in, fan_out in zip(widths[:-1], widths[1:]):
+        bound = 1.0 / math.sqrt(fan_in)
+        params.append(((torch.rand(fan_in, fan_out, generator=gen, dtype=torch.float64) * 2 - 1) * bound).to(dtype))
+        params.append(((torch.rand(fan_out, generator=gen, dtype=torch.float64) * 2 - 1) * bound).to(dtype))
+    return params
+
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        Workload("tiny", 16, (32, 64, 8), description="2-layer MLP (B, I, H, O) = (16, 32, 64, 8)"),
+        Workload("online", 64, (128, 256, 16), description="2-layer MLP (B, I, H, O) = (64, 128, 256, 16)"),
+        Workload("small", 256, (512, 1024, 64), description="2-layer MLP (B, I, H, O) = (256, 512, 1024, 64)"),
+        Workload("medium", 1024, (1024, 4096, 256), description="2-layer MLP (B, I, H, O) = (1024, 1024, 4096, 256)"),
+        Workload(
+            "classification",
+            64,
+            (256, 512, 10),
+            task="classification",
+            description="classification head, 10 classes, one-hot targets: (B, I, H, O) = (64, 256, 512, 10)",
+        ),
+        Workload("mlp4", 128, (256, 256, 256, 256, 256), description="4-layer MLP, batch 128, all widths 256"),
+    )
+}
