@@ -50,6 +50,7 @@ def _local(module: str, cls: str) -> Callable[[], type[ModulePass]]:
 
 # Project passes: name -> (module under trainkernel/passes, class name).
 _PROJECT_PASSES: dict[str, tuple[str, str]] = {
+    "tk-decompose": ("tk_decompose", "TkDecomposePass"),
     "tk-fuse-elementwise": ("tk_fuse_elementwise", "TkFuseElementwisePass"),
     "tk-to-sched": ("tk_to_sched", "TkToSchedPass"),
     "sched-inplace-state": ("sched_inplace_state", "SchedInplaceStatePass"),

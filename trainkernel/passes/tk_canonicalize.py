@@ -1,9 +1,366 @@
 """Canonicalization patterns for `tk`, picked up by xDSL's `canonicalize` pass
-through the TkCanonicalization trait. (Filled in by the tk pass set.)"""
+through the TkCanonicalization trait (`PATTERNS`, one tuple per op name).
 
-from xdsl.pattern_rewriter import RewritePattern
+Every pattern keeps the program's values *bit for bit* under the CPU reference
+interpreter (`trainkernel.interpreter`), which mirrors PyTorch. That rules out
+some textbook identities:
 
-PATTERNS: dict[str, tuple[RewritePattern, ...]] = {}
+- `x + 0.0 -> x` is wrong for x = -0.0 (-0.0 + 0.0 = +0.0), so only
+  `x + (-0.0)`, `(-0.0) + x` and `x - 0.0` fold (as in LLVM and MLIR's arith);
+- a narrowing cast pair (f32 -> bf16 -> f32) is not an identity, and neither is
+  a narrowing chain a single cast (f32 -> f16 -> bf16 rounds twice);
+- constant folding evaluates the op with the interpreter's own implementation
+  (on one-element tensors), so a folded constant is exactly what the op would
+  have produced; a non-finite result is not folded (tk cannot print it).
+
+Patterns (op: rewrite):
+
+- add/sub/mul/div/maximum:
+  - both operands `tk.fill` -> one `tk.fill` of the result type (folded value);
+  - `x + (-0.0)`, `(-0.0) + x`, `x - 0.0`, `x * 1`, `1 * x`, `x / 1` -> x, where
+    the constant is a fill of any shape (rank 0, or broadcast) whose value in
+    its own element type is exactly that number, and the result type equals
+    x's type (so no broadcast or scalar type change is dropped);
+  - `maximum(x, x)` -> x.
+- neg/relu/exp/log/sqrt of a fill -> fill; `neg(neg(x))` -> x.
+- pow: exponent 1 -> x; exponent 0 -> fill 1 (PyTorch: `out.fill_(1)`, even for
+  NaN); pow of a fill -> fill.
+- cast: to its own type -> x; of a fill -> fill; `cast(cast(x: A -> B) -> C)`
+  where A -> B is exact (widening: bf16/f16 -> f32/f64, f32 -> f64; i1 -> any
+  float or i64) -> x when C == A, else one cast A -> C. A narrowing first cast
+  is never folded. A float -> integer final cast is folded only from an exact
+  float chain (no NaN/rounding question arises: the value reaching C is A's).
+- reshape: to its own type -> x; reshape of reshape -> one reshape; of a fill ->
+  fill.
+- expand: to its own type -> x; expand of expand -> one expand; of a fill -> fill.
+- transpose: identity perm -> x; transpose of transpose -> one transpose with
+  the composed perm (or x, when the composition is the identity); of a fill ->
+  fill.
+- slice: the whole input (starts 0, steps 1, same type) -> x; of a fill -> fill.
+- sum/mean/max over no axes -> x (the identity, see the interpreter).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerType,
+    TensorType,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+
+from trainkernel.dialects import tk
+
+# ---------------------------------------------------------------- helpers
+
+
+def _fill(value: SSAValue) -> tk.FillOp | None:
+    owner = value.owner
+    return owner if isinstance(owner, tk.FillOp) else None
+
+
+def fill_value_in_type(fill: tk.FillOp) -> float:
+    """The value every element of `fill` has, after rounding to its element type."""
+    import torch
+
+    from trainkernel.interpreter import torch_dtype
+
+    return float(torch.full((), fill.fill_value, dtype=torch_dtype(fill.result.type)).item())
+
+
+def _is_const(value: SSAValue, number: float) -> bool:
+    """True when `value` is a fill whose typed value is exactly `number`
+    (signed zeros distinguished)."""
+    f = _fill(value)
+    if f is None:
+        return False
+    v = fill_value_in_type(f)
+    return v == number and math.copysign(1.0, v) == math.copysign(1.0, number)
+
+
+def _probe(fill: tk.FillOp):
+    """A one-element tensor standing for `fill` in constant folding: rank 0 stays
+    rank 0 (scalar rules depend on it), any other rank becomes shape (1,)."""
+    import torch
+
+    from trainkernel.interpreter import torch_dtype
+
+    shape = () if not tk.shape_of(fill.result) else (1,)
+    return torch.full(shape, fill.fill_value, dtype=torch_dtype(fill.result.type))
+
+
+def _folded_value(op: Operation, fills: Sequence[tk.FillOp]) -> float | None:
+    """Evaluate elementwise `op` on its constant operands with the interpreter;
+    None if the result is not finite (or anything goes wrong)."""
+    from trainkernel.interpreter import InterpreterError, eval_tk_op
+
+    try:
+        (r,) = eval_tk_op(op, [_probe(f) for f in fills])
+    except InterpreterError:
+        return None
+    v = float(r.reshape(-1)[0].item())
+    if not math.isfinite(v):
+        return None
+    return v
+
+
+def _replace_with_fill(op: Operation, rewriter: PatternRewriter, value: float) -> None:
+    rewriter.replace_op(op, tk.FillOp(value, op.results[0].type))
+
+
+def _replace_with_value(op: Operation, rewriter: PatternRewriter, value: SSAValue) -> None:
+    rewriter.replace_op(op, [], [value])
+
+
+# ----------------------------------------------------------- elementwise
+
+
+class FoldElementwiseOfFills(RewritePattern):
+    """An elementwise op whose operands are all fills becomes one fill."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        fills = [_fill(v) for v in op.operands]
+        if not fills or any(f is None for f in fills):
+            return
+        value = _folded_value(op, fills)  # type: ignore[arg-type]
+        if value is not None:
+            _replace_with_fill(op, rewriter, value)
+
+
+class BinaryIdentity(RewritePattern):
+    """x + (-0.0), (-0.0) + x, x - 0.0, x * 1, 1 * x, x / 1  ->  x."""
+
+    # op name -> (constants that may stand on the right, on the left)
+    IDENTITIES: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
+        "tk.add": ((-0.0,), (-0.0,)),
+        "tk.sub": ((0.0,), ()),
+        "tk.mul": ((1.0,), (1.0,)),
+        "tk.div": ((1.0,), ()),
+    }
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if op.name not in self.IDENTITIES:
+            return
+        right, left = self.IDENTITIES[op.name]
+        lhs, rhs = op.operands
+        result_type = op.results[0].type
+        if lhs.type == result_type and any(_is_const(rhs, c) for c in right):
+            _replace_with_value(op, rewriter, lhs)
+        elif rhs.type == result_type and any(_is_const(lhs, c) for c in left):
+            _replace_with_value(op, rewriter, rhs)
+
+
+class MaximumSelf(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if isinstance(op, tk.MaximumOp) and op.lhs is op.rhs and op.lhs.type == op.result.type:
+            _replace_with_value(op, rewriter, op.lhs)
+
+
+class NegNeg(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if isinstance(op, tk.NegOp) and isinstance(op.input.owner, tk.NegOp):
+            _replace_with_value(op, rewriter, op.input.owner.input)
+
+
+class PowIdentity(RewritePattern):
+    """pow(x, 1) -> x; pow(x, 0) -> fill 1."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, tk.PowOp):
+            return
+        e = op.exponent_value
+        if e == 1.0:
+            _replace_with_value(op, rewriter, op.input)
+        elif e == 0.0:
+            _replace_with_fill(op, rewriter, 1.0)
+
+
+# ------------------------------------------------------------------- casts
+
+
+def _kind(t: Attribute) -> tuple[str, int] | None:
+    if isinstance(t, BFloat16Type):
+        return ("bf16", 16)
+    if isinstance(t, Float16Type):
+        return ("f16", 16)
+    if isinstance(t, Float32Type):
+        return ("f32", 32)
+    if isinstance(t, Float64Type):
+        return ("f64", 64)
+    if isinstance(t, IntegerType):
+        return ("i", t.width.data)
+    return None
+
+
+_FLOAT_WIDENINGS = {
+    ("bf16", "f32"),
+    ("f16", "f32"),
+    ("bf16", "f64"),
+    ("f16", "f64"),
+    ("f32", "f64"),
+}
+
+
+def cast_is_exact(src: Attribute, dst: Attribute) -> bool:
+    """Whether converting element type `src` to `dst` keeps every value exactly
+    (so a later conversion sees the original value)."""
+    a, b = _kind(src), _kind(dst)
+    if a is None or b is None:
+        return False
+    if src == dst:
+        return True
+    if (a[0], b[0]) in _FLOAT_WIDENINGS:
+        return True
+    # i1 (0 or 1) is exact in every float type and every wider integer.
+    return a == ("i", 1) and (b[0] != "i" or b[1] > 1)
+
+
+class CastIdentity(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if isinstance(op, tk.CastOp) and op.input.type == op.result.type:
+            _replace_with_value(op, rewriter, op.input)
+
+
+class CastOfCast(RewritePattern):
+    """cast(cast(x: A -> B) -> C) with A -> B exact: x if C == A, else cast A -> C."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, tk.CastOp) or not isinstance(op.input.owner, tk.CastOp):
+            return
+        inner = op.input.owner
+        x = inner.input
+        a = tk.element_type_of(x)
+        b = tk.element_type_of(inner.result)
+        c = tk.element_type_of(op.result)
+        if not cast_is_exact(a, b):
+            return
+        if tk.is_float(a) and not (tk.is_float(c) or isinstance(c, Float64Type)):
+            # float -> float -> integer: fine mathematically, but keep the
+            # (NaN -> integer is undefined) question out of the rewriter.
+            return
+        if x.type == op.result.type:
+            _replace_with_value(op, rewriter, x)
+        else:
+            rewriter.replace_op(op, tk.CastOp(x, op.result.type))
+
+
+# ------------------------------------------------------------------- views
+
+
+class ViewOfFill(RewritePattern):
+    """reshape/expand/transpose/slice of a fill is a fill of the result type."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        f = _fill(op.operands[0])
+        if f is not None:
+            _replace_with_fill(op, rewriter, f.fill_value)
+
+
+class SameTypeView(RewritePattern):
+    """reshape/expand to the input's own type -> the input."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        (x,) = op.operands
+        if x.type == op.results[0].type:
+            _replace_with_value(op, rewriter, x)
+
+
+class ViewOfSameView(RewritePattern):
+    """reshape(reshape(x)) -> reshape(x); expand(expand(x)) -> expand(x)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        inner = op.operands[0].owner
+        if type(inner) is not type(op):
+            return
+        x = inner.operands[0]
+        result_type = op.results[0].type
+        if x.type == result_type:
+            _replace_with_value(op, rewriter, x)
+        else:
+            rewriter.replace_op(op, type(op)(x, result_type))
+
+
+class TransposeIdentity(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, tk.TransposeOp):
+            return
+        perm = op.perm_list
+        if list(perm) == list(range(len(perm))) and op.input.type == op.result.type:
+            _replace_with_value(op, rewriter, op.input)
+
+
+class TransposeOfTranspose(RewritePattern):
+    """t2(t1(x)): result axis i is t1's axis p2[i], which is x's axis p1[p2[i]]."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, tk.TransposeOp) or not isinstance(op.input.owner, tk.TransposeOp):
+            return
+        inner = op.input.owner
+        p1, p2 = inner.perm_list, op.perm_list
+        if len(p1) != len(p2):
+            return
+        perm = [p1[i] for i in p2]
+        x = inner.input
+        shape = tk.shape_of(x)
+        want = TensorType(tk.element_type_of(x), [shape[p] for p in perm])
+        if want != op.result.type:  # a verified program always lines up; be safe
+            return
+        if perm == list(range(len(perm))):
+            _replace_with_value(op, rewriter, x)
+        else:
+            rewriter.replace_op(op, tk.TransposeOp(x, perm, op.result.type))
+
+
+class SliceIdentity(RewritePattern):
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, tk.SliceOp) or op.input.type != op.result.type:
+            return
+        if all(s == 0 for s in tk._ints(op.starts)) and all(s == 1 for s in tk._ints(op.steps)):
+            _replace_with_value(op, rewriter, op.input)
+
+
+class ReduceNoAxes(RewritePattern):
+    """sum/mean/max over no axes is the identity."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if isinstance(op, (tk.SumOp, tk.MeanOp, tk.MaxOp)) and not op.axes_list and op.input.type == op.result.type:
+            _replace_with_value(op, rewriter, op.input)
+
+
+# ---------------------------------------------------------------- registry
+
+_FOLD = FoldElementwiseOfFills()
+_BINARY = (_FOLD, BinaryIdentity())
+_VIEW_COMMON = (ViewOfFill(),)
+
+PATTERNS: dict[str, tuple[RewritePattern, ...]] = {
+    "tk.add": _BINARY,
+    "tk.sub": _BINARY,
+    "tk.mul": _BINARY,
+    "tk.div": _BINARY,
+    "tk.maximum": (_FOLD, MaximumSelf()),
+    "tk.neg": (_FOLD, NegNeg()),
+    "tk.relu": (_FOLD,),
+    "tk.exp": (_FOLD,),
+    "tk.log": (_FOLD,),
+    "tk.sqrt": (_FOLD,),
+    "tk.pow": (PowIdentity(), _FOLD),
+    "tk.cast": (CastIdentity(), _FOLD, CastOfCast()),
+    "tk.reshape": (SameTypeView(), *_VIEW_COMMON, ViewOfSameView()),
+    "tk.expand": (SameTypeView(), *_VIEW_COMMON, ViewOfSameView()),
+    "tk.transpose": (TransposeIdentity(), *_VIEW_COMMON, TransposeOfTranspose()),
+    "tk.slice": (SliceIdentity(), *_VIEW_COMMON),
+    "tk.sum": (ReduceNoAxes(),),
+    "tk.mean": (ReduceNoAxes(),),
+    "tk.max": (ReduceNoAxes(),),
+}
 
 
 def patterns_for(op_name: str) -> tuple[RewritePattern, ...]:
