@@ -1,0 +1,171 @@
+"""Load a built megakernel library with ctypes and launch it on torch's stream.
+
+The generated `.cu` exports (contract with the CUDA printer)::
+
+    extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream);
+    extern "C" int tk_max_active_blocks_per_sm();
+
+`tk_launch` launches the cooperative kernel with cudaLaunchCooperativeKernel
+on `stream` (a cudaStream_t) and returns the cudaError_t as an int. A
+cooperative launch fails unless every block is co-resident, so the grid is
+clamped to ``tk_max_active_blocks_per_sm() * SM count``.
+
+The stream passed is ``torch.cuda.current_stream().cuda_stream``, so a launch
+is ordered with torch's work and can be recorded by ``torch.cuda.graph``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["CudaError", "KernelLibrary", "cuda_error_name", "load_library"]
+
+# cudaError_t values worth naming without asking the CUDA runtime.
+_CUDA_ERRORS = {
+    0: "cudaSuccess",
+    1: "cudaErrorInvalidValue",
+    2: "cudaErrorMemoryAllocation",
+    3: "cudaErrorInitializationError",
+    9: "cudaErrorInvalidConfiguration",
+    35: "cudaErrorInsufficientDriver",
+    98: "cudaErrorInvalidDeviceFunction",
+    100: "cudaErrorNoDevice",
+    101: "cudaErrorInvalidDevice",
+    209: "cudaErrorNoKernelImageForDevice",
+    400: "cudaErrorInvalidResourceHandle",
+    700: "cudaErrorIllegalAddress",
+    701: "cudaErrorLaunchOutOfResources",
+    702: "cudaErrorLaunchTimeout",
+    719: "cudaErrorLaunchFailure",
+    720: "cudaErrorCooperativeLaunchTooLarge",
+    801: "cudaErrorNotSupported",
+    900: "cudaErrorStreamCaptureUnsupported",
+    901: "cudaErrorStreamCaptureInvalidated",
+    905: "cudaErrorStreamCaptureImplicit",
+}
+
+_HINTS = {
+    209: "the library was built for another GPU architecture; rebuild for this device",
+    98: "the library was built for another GPU architecture; rebuild for this device",
+    720: "the grid is larger than what can be co-resident; the runtime clamps it, so the occupancy query disagrees with the launch",
+    35: "no usable NVIDIA driver",
+    100: "no CUDA device is visible",
+}
+
+
+def cuda_error_name(code: int) -> str:
+    """`cudaErrorXxx` for a cudaError_t value, or `cudaError(<code>)`."""
+    return _CUDA_ERRORS.get(code, f"cudaError({code})")
+
+
+class CudaError(RuntimeError):
+    """A CUDA runtime call in the kernel library returned an error."""
+
+    def __init__(self, what: str, code: int):
+        self.code = code
+        hint = _HINTS.get(code)
+        super().__init__(f"{what} failed: {cuda_error_name(code)} ({code})" + (f": {hint}" if hint else ""))
+
+
+def _void_p(value) -> int | None:
+    """A pointer for ctypes: a tensor's data_ptr(), an int, or None."""
+    if value is None:
+        return None
+    if hasattr(value, "data_ptr"):
+        return int(value.data_ptr())
+    return int(value)
+
+
+class KernelLibrary:
+    """One loaded megakernel library (`tk_launch`, `tk_max_active_blocks_per_sm`)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        try:
+            self._lib = ctypes.CDLL(str(self.path))
+        except OSError as exc:
+            raise RuntimeError(f"cannot load kernel library {self.path}: {exc}") from exc
+        try:
+            launch = self._lib.tk_launch
+            occupancy = self._lib.tk_max_active_blocks_per_sm
+        except AttributeError as exc:
+            raise RuntimeError(
+                f"{self.path} does not export tk_launch and tk_max_active_blocks_per_sm (extern \"C\"): {exc}"
+            ) from exc
+        launch.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+        launch.restype = ctypes.c_int
+        occupancy.argtypes = []
+        occupancy.restype = ctypes.c_int
+        self._launch = launch
+        self._occupancy = occupancy
+        self._grid_cache: dict[tuple[int, int], int] = {}
+        self._lock = threading.Lock()
+
+    def num_buffers(self) -> int | None:
+        """`tk_num_buffers()` where the library exports it (a consistency check), else None."""
+        fn = getattr(self._lib, "tk_num_buffers", None)
+        if fn is None:
+            return None
+        fn.argtypes = []
+        fn.restype = ctypes.c_int
+        return int(fn())
+
+    def max_active_blocks_per_sm(self) -> int:
+        """Blocks of this kernel that fit on one SM (for the current device)."""
+        n = int(self._occupancy())
+        if n < 0:
+            raise CudaError("tk_max_active_blocks_per_sm", -n)
+        if n == 0:
+            raise RuntimeError(
+                f"{self.path.name}: not even one block of the kernel fits on an SM "
+                "(too many registers, threads or shared memory per block)"
+            )
+        return n
+
+    def co_resident_grid(self, requested: int, device_index: int) -> int:
+        """`requested` clamped to what can be co-resident on the device (cached per device).
+
+        Must be called with `device_index` current (the occupancy query uses it).
+        """
+        if requested < 1:
+            raise ValueError(f"grid must be at least 1, got {requested}")
+        key = (device_index, requested)
+        with self._lock:
+            cached = self._grid_cache.get(key)
+        if cached is not None:
+            return cached
+        import torch
+
+        sms = torch.cuda.get_device_properties(device_index).multi_processor_count
+        grid = max(1, min(requested, self.max_active_blocks_per_sm() * sms))
+        with self._lock:
+            self._grid_cache[key] = grid
+        return grid
+
+    def launch(self, buffers: Sequence, arena, grid: int, stream: int | None) -> None:
+        """Call `tk_launch`. `buffers` are tensors or raw pointers, in launcher order.
+
+        Raises `CudaError` when the launch returns an error code.
+        """
+        ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*[_void_p(b) for b in buffers])
+        code = int(self._launch(ptrs, _void_p(arena), int(grid), _void_p(stream)))
+        if code != 0:
+            raise CudaError(f"tk_launch ({self.path.name}, grid={grid})", code)
+
+
+_LOADED: dict[str, KernelLibrary] = {}
+_LOADED_LOCK = threading.Lock()
+
+
+def load_library(path: str | os.PathLike) -> KernelLibrary:
+    """Load (once per process) the library at `path`."""
+    key = str(Path(path).resolve())
+    with _LOADED_LOCK:
+        lib = _LOADED.get(key)
+        if lib is None:
+            lib = _LOADED[key] = KernelLibrary(key)
+        return lib
