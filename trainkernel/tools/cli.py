@@ -1,0 +1,407 @@
+"""`trainkernel`: the command line for the user jobs.
+
+    trainkernel compile [WORKLOAD] [--dtype bf16] [--staged]   compile (and, on a GPU, train and check)
+    trainkernel inspect WORKLOAD --stage tk|sched|tile|cuda     print one stage's IR or the CUDA
+    trainkernel verify [--workloads ...] [--dtypes ...]         GPU correctness: compiled vs PyTorch
+    trainkernel bench ...                                       the training-loop benchmark
+
+Workloads come from `trainkernel.workloads.WORKLOADS`; ``--sizes B,I,H,...,O``
+reshapes one (e.g. ``--sizes 33,100,300,7``).
+
+Correctness policy (`check_workload`, used by `compile` and `verify` and by
+tests/test_runtime_cuda.py). Errors are normwise relative errors against a
+float64 computation, ``||out - ref||_2 / ||ref||_2``, and eager PyTorch in the
+same compute dtype on the same GPU defines what is legitimate: per quantity,
+``allowed = max(K * max_t eager_err, FLOOR)`` with K = 4, FLOOR = 1e-6 (as in
+benchmarks/correctness.py). Two checks, both over every step:
+
+* per step ("forced"): at step t the compiled step, eager and float64 all run
+  on the compiled trajectory's state; checked: the loss, every gradient and
+  every parameter *update* (new - old, so that a wrong update is not hidden
+  by the much larger parameter values);
+* trajectory: compiled, eager and float64 each run their own trajectory with
+  state fed back; checked: the loss and every parameter at every step.
+
+All outputs must be finite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import sys
+import time
+from collections.abc import Sequence
+
+K_EAGER = 4.0
+FLOOR = 1e-6
+DTYPES = ("f32", "bf16", "f16")
+
+
+# --------------------------------------------------------------------------- workloads
+
+
+def get_workload(name: str, sizes: Sequence[int] | None = None):
+    """A workload from `trainkernel.workloads.WORKLOADS`, optionally resized to (B, I, H..., O)."""
+    from trainkernel.workloads import WORKLOADS
+
+    if name not in WORKLOADS:
+        raise SystemExit(f"trainkernel: unknown workload {name!r}; choose from {', '.join(WORKLOADS)}")
+    w = WORKLOADS[name]
+    if sizes:
+        sizes = [int(s) for s in sizes]
+        if len(sizes) < 3:
+            raise SystemExit("trainkernel: --sizes needs B,I,...,O (at least 3 numbers)")
+        w = w.with_sizes(batch=sizes[0], widths=sizes[1:])
+    return w
+
+
+def _parse_sizes(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        return [int(s) for s in text.replace("x", ",").split(",") if s]
+    except ValueError:
+        raise SystemExit(f"trainkernel: --sizes must be comma-separated integers, got {text!r}") from None
+
+
+def reference_step(workload):
+    """The workload's step computed entirely in float64 (same model, loss and SGD update)."""
+    import torch
+    from torch.func import grad_and_value
+
+    lr = workload.lr
+    n_layers = len(workload.widths) - 1
+
+    def loss_fn(params, x, y):
+        h = x
+        for i in range(n_layers):
+            h = h @ params[2 * i] + params[2 * i + 1]
+            if i + 1 < n_layers:
+                h = torch.relu(h)
+        return ((h - y) ** 2).mean()
+
+    def step(params, x, y):
+        grads, loss = grad_and_value(loss_fn)(params, x, y)
+        return loss, grads, tuple(p - lr * g for p, g in zip(params, grads))
+
+    return step
+
+
+def problem(workload, compute_dtype, device, n_batches: int = 4, seed: int = 0):
+    """(params, batches): FP32 master params and resident batches with x, y in the compute dtype."""
+    params = tuple(p.contiguous() for p in workload.init_params(seed=seed, device=device))
+    batches = workload.make_batches(n_batches, seed=seed, device=device, dtype=compute_dtype)
+    return params, batches
+
+
+# --------------------------------------------------------------------------- the correctness check
+
+
+def _rel(out, ref) -> float:
+    import torch
+
+    o = out.detach().to(dtype=torch.float64)
+    if not bool(torch.isfinite(o).all()):
+        return math.inf
+    d = float(torch.linalg.vector_norm(o - ref))
+    n = float(torch.linalg.vector_norm(ref))
+    if n == 0.0:
+        return 0.0 if d == 0.0 else math.inf
+    return d / n
+
+
+@dataclasses.dataclass
+class Quantity:
+    name: str
+    check: str  # "forced" or "trajectory"
+    max_error: float = 0.0
+    eager_error: float = 0.0
+    max_abs_vs_eager: float = 0.0
+
+    @property
+    def allowed(self) -> float:
+        return max(K_EAGER * self.eager_error, FLOOR)
+
+    @property
+    def passed(self) -> bool:
+        return self.max_error <= self.allowed
+
+
+@dataclasses.dataclass
+class CheckReport:
+    label: str
+    steps: int
+    quantities: list[Quantity]
+    compile_seconds: dict
+    stats: dict
+    final_loss: float = math.nan
+    eager_final_loss: float = math.nan
+
+    @property
+    def passed(self) -> bool:
+        return all(q.passed for q in self.quantities)
+
+    def failures(self) -> list[Quantity]:
+        return [q for q in self.quantities if not q.passed]
+
+    def format(self, verbose: bool = False) -> str:
+        worst = max(self.quantities, key=lambda q: q.max_error / q.allowed)
+        abs_worst = max(q.max_abs_vs_eager for q in self.quantities)
+        lines = [
+            f"{self.label}: {'PASS' if self.passed else 'FAIL'} over {self.steps} steps; "
+            f"max |compiled - eager| = {abs_worst:.3g}; worst {worst.check} {worst.name}: "
+            f"rel err {worst.max_error:.3g} (eager {worst.eager_error:.3g}, allowed {worst.allowed:.3g}); "
+            f"final loss {self.final_loss:.6g} (eager {self.eager_final_loss:.6g})"
+        ]
+        for q in self.quantities if verbose else self.failures():
+            lines.append(
+                f"    {'ok  ' if q.passed else 'FAIL'} {q.check:10s} {q.name:12s} rel err {q.max_error:.3g} "
+                f"eager {q.eager_error:.3g} allowed {q.allowed:.3g} max|c-e| {q.max_abs_vs_eager:.3g}"
+            )
+        return "\n".join(lines)
+
+
+def check_workload(workload, compute_dtype, *, steps: int = 100, inplace: bool = True, device=None,
+                   cache_dir=None, seed: int = 0, compiled=None) -> CheckReport:
+    """Run `steps` compiled steps on the GPU and judge them by the policy in the module docstring."""
+    import torch
+
+    from trainkernel.workloads import parse_dtype
+
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False  # eager f32 must be true f32
+    try:
+        return _check(workload, parse_dtype(compute_dtype), steps, inplace, torch.device(device or "cuda"),
+                      cache_dir, seed, compiled)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def _check(workload, compute_dtype, steps, inplace, device, cache_dir, seed, compiled) -> CheckReport:
+    import torch
+
+    from trainkernel.api import compile_training
+
+    step = workload.make_step(compute_dtype)
+    ref = reference_step(workload)
+    params0, batches = problem(workload, compute_dtype, device, seed=seed)
+    if compiled is None:
+        compiled = compile_training(step, (params0, *batches[0]), inplace=inplace, cache_dir=cache_dir)
+
+    n = len(params0)
+    names = ["loss"] + [f"grad[{i}]" for i in range(n)] + [f"update[{i}]" for i in range(n)]
+    forced = [Quantity(nm, "forced") for nm in names]
+    traj = [Quantity("loss", "trajectory")] + [Quantity(f"param[{i}]", "trajectory") for i in range(n)]
+
+    state = tuple(p.clone() for p in params0)  # compiled trajectory (updated in place or replaced)
+    eager_state = tuple(p.clone() for p in params0)
+    ref_state = tuple(p.double() for p in params0)
+    loss_c = loss_e = None
+    with torch.no_grad():
+        for t in range(steps):
+            x, y = batches[t % len(batches)]
+            x64, y64 = x.double(), y.double()
+            old = tuple(p.clone() for p in state)
+            # forced: everyone starts from the compiled state
+            e_loss, e_grads, e_new = step(old, x, y)
+            r_loss, r_grads, r_new = ref(tuple(p.double() for p in old), x64, y64)
+            c_loss, c_grads, c_new = compiled(state, x, y)
+            c_outs = [c_loss, *c_grads, *(a.double() - b.double() for a, b in zip(c_new, old))]
+            e_outs = [e_loss, *e_grads, *(a.double() - b.double() for a, b in zip(e_new, old))]
+            r_outs = [r_loss, *r_grads, *(a - b.double() for a, b in zip(r_new, old))]
+            for q, c, e, r in zip(forced, c_outs, e_outs, r_outs):
+                q.max_error = max(q.max_error, _rel(c, r))
+                q.eager_error = max(q.eager_error, _rel(e, r))
+                diff = (c.double() - e.double()).abs().max().item() if c.numel() else 0.0
+                q.max_abs_vs_eager = max(q.max_abs_vs_eager, diff if math.isfinite(diff) else math.inf)
+            state = tuple(c_new)
+            # trajectory: eager and float64 follow their own states
+            te_loss, _, eager_state = step(eager_state, x, y)
+            tr_loss, _, ref_state = ref(ref_state, x64, y64)
+            for q, c, e, r in zip(traj, [c_loss, *state], [te_loss, *eager_state], [tr_loss, *ref_state]):
+                q.max_error = max(q.max_error, _rel(c, r))
+                q.eager_error = max(q.eager_error, _rel(e, r))
+                diff = (c.double() - e.double()).abs().max().item()
+                q.max_abs_vs_eager = max(q.max_abs_vs_eager, diff if math.isfinite(diff) else math.inf)
+            loss_c, loss_e = c_loss, te_loss
+    label = f"{workload.name} {tuple(workload.sizes)} {_short(compute_dtype)} {'in-place' if compiled.inplace else 'staged'}"
+    return CheckReport(
+        label=label,
+        steps=steps,
+        quantities=forced + traj,
+        compile_seconds=dict(compiled.compile_seconds),
+        stats=compiled.stats(),
+        final_loss=float(loss_c) if loss_c is not None else math.nan,
+        eager_final_loss=float(loss_e) if loss_e is not None else math.nan,
+    )
+
+
+def _short(dtype) -> str:
+    from trainkernel.workloads import dtype_short
+
+    return dtype_short(dtype)
+
+
+# --------------------------------------------------------------------------- subcommands
+
+
+def _compile(workload, dtype: str, inplace: bool, cache_dir, arch=None, build=True):
+    from trainkernel.api import compile_training
+    from trainkernel.workloads import parse_dtype
+
+    compute = parse_dtype(dtype)
+    step = workload.make_step(compute)
+    return compile_training(step, workload.example_args(device="meta", dtype=compute), inplace=inplace,
+                            cache_dir=cache_dir, arch=arch, build=build)
+
+
+def cmd_compile(args) -> int:
+    import torch
+
+    w = get_workload(args.workload, _parse_sizes(args.sizes))
+    mode = "staged state commit" if args.staged else "in-place state"
+    print(f"workload  {w.name}: (B, widths) = {tuple(w.sizes)}, {args.dtype} compute, {mode}")
+    c = _compile(w, args.dtype, not args.staged, args.cache_dir, args.arch)
+    s = c.compile_seconds
+    built = c._build_result()
+    print(f"capture   {s['capture']:8.3f} s")
+    print(f"passes    {s['passes']:8.3f} s")
+    print(f"nvcc      {s['nvcc']:8.3f} s{'  (cache hit)' if built.cached else ''}  [{built.arch}]")
+    print(f"total     {s['total']:8.3f} s")
+    st = c.stats()
+    print(f"kernel    {c.kernel_name}: {st['phases']} phases, {st['barriers']} grid barriers, "
+          f"{st['cuda_lines']} lines of CUDA")
+    print(f"launch    grid <= {st['grid']} blocks x {st['block']} threads, {st['smem_bytes']} B shared memory, "
+          f"{st['arena_bytes']} B arena")
+    print(f"library   {built.path}")
+    print(f"source    {built.path.with_suffix('.cu')}")
+    if args.emit:
+        with open(args.emit, "w") as f:
+            f.write(c.cuda_source)
+        print(f"wrote     {args.emit}")
+    if not torch.cuda.is_available():
+        print("no GPU: stopped after emitting and nvcc-compiling the kernel "
+              f"(for {built.arch}); nothing was run. On a machine with an NVIDIA GPU this command "
+              f"trains {args.steps} steps and compares them with PyTorch eager.")
+        return 0
+    report = check_workload(w, args.dtype, steps=args.steps, inplace=not args.staged, compiled=c)
+    print(f"trained   {args.steps} steps on {torch.cuda.get_device_name()}")
+    print(report.format(verbose=True))
+    return 0 if report.passed else 1
+
+
+def cmd_inspect(args) -> int:
+    w = get_workload(args.workload, _parse_sizes(args.sizes))
+    c = _compile(w, args.dtype, not args.staged, args.cache_dir, build=False)
+    text = c.cuda_source if args.stage == "cuda" else c.ir(args.stage)
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    import torch
+
+    if not torch.cuda.is_available():
+        print("trainkernel verify: needs an NVIDIA GPU (torch.cuda.is_available() is False); "
+              "use `trainkernel compile` to check that kernels build", file=sys.stderr)
+        return 2
+    from trainkernel.workloads import WORKLOADS
+
+    names = args.workloads or list(WORKLOADS)
+    modes = {"inplace": [True], "staged": [False], "both": [True, False]}[args.mode]
+    sizes = _parse_sizes(args.sizes)
+    failed = 0
+    total = 0
+    t0 = time.perf_counter()
+    for name in names:
+        w = get_workload(name, sizes)
+        for dtype in args.dtypes:
+            for inplace in modes:
+                total += 1
+                try:
+                    report = check_workload(w, dtype, steps=args.steps, inplace=inplace, cache_dir=args.cache_dir)
+                except Exception as exc:  # a crash is a failure of that case, not of the run
+                    failed += 1
+                    print(f"{name} {dtype} {'in-place' if inplace else 'staged'}: ERROR {type(exc).__name__}: {exc}")
+                    continue
+                failed += not report.passed
+                print(report.format(verbose=args.verbose), flush=True)
+    print(f"{total - failed} passed, {failed} failed ({time.perf_counter() - t0:.1f} s)")
+    return 1 if failed else 0
+
+
+def cmd_bench(argv: Sequence[str]) -> int:
+    from trainkernel.tools import bench  # lazily: pulls in the benchmark harness
+
+    return int(bench.main(list(argv)) or 0)
+
+
+# --------------------------------------------------------------------------- argument parsing
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="trainkernel", description="Compile a PyTorch training step into one CUDA megakernel.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    def common(sp, workload_optional: bool):
+        if workload_optional:
+            sp.add_argument("workload", nargs="?", default="tiny", help="workload name (default: tiny)")
+        else:
+            sp.add_argument("workload", help="workload name")
+        sp.add_argument("--dtype", default="bf16", choices=DTYPES, help="compute dtype (default: bf16)")
+        sp.add_argument("--sizes", help="resize the workload: B,I,H,...,O (e.g. 33,100,300,7)")
+        sp.add_argument("--staged", action="store_true", help="staged state commit instead of in-place")
+        sp.add_argument("--cache-dir", help="kernel cache (default: $TRAINKERNEL_CACHE_DIR or ~/.cache/trainkernel)")
+
+    c = sub.add_parser("compile", help="compile a workload; on a GPU also train it and compare with PyTorch")
+    common(c, True)
+    c.add_argument("--steps", type=int, default=10, help="steps to train and check on a GPU (default: 10)")
+    c.add_argument("--arch", help="CUDA architecture (default: the GPU's, else sm_90)")
+    c.add_argument("--emit", metavar="FILE", help="also write the generated .cu to FILE")
+
+    i = sub.add_parser("inspect", help="print one stage of the lowering")
+    common(i, False)
+    i.add_argument("--stage", required=True, choices=("tk", "sched", "tile", "cuda"))
+
+    v = sub.add_parser("verify", help="GPU correctness: compiled vs PyTorch eager over N steps (non-zero exit on mismatch)")
+    v.add_argument("--workloads", nargs="+", help="workload names (default: all)")
+    v.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=DTYPES)
+    v.add_argument("--mode", default="both", choices=("inplace", "staged", "both"))
+    v.add_argument("--steps", type=int, default=100)
+    v.add_argument("--sizes", help="resize every workload: B,I,H,...,O")
+    v.add_argument("--cache-dir")
+    v.add_argument("-v", "--verbose", action="store_true", help="print every quantity, not only failures")
+
+    sub.add_parser("bench", help="training-loop benchmark (options: trainkernel bench --help)", add_help=False)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "bench":
+        return cmd_bench(argv[1:])
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    handler = {"compile": cmd_compile, "inspect": cmd_inspect, "verify": cmd_verify}[args.command]
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        return 130
+    except SystemExit:
+        raise
+    except Exception as exc:
+        from trainkernel.backend.build import BuildError
+
+        if isinstance(exc, BuildError):
+            print(f"trainkernel {args.command}: {exc}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())
