@@ -16,8 +16,10 @@ Numeric contract (mirrors PyTorch, so the CPU interpreter is an exact oracle):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import ClassVar
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -28,6 +30,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     FloatAttr,
     IntegerType,
+    Signedness,
     TensorType,
     UnitAttr,
     f64,
@@ -36,9 +39,10 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     AnyAttr,
+    AttrConstraint,
+    VerificationContext,
     IRDLOperation,
     VarConstraint,
-    base,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
@@ -52,7 +56,7 @@ from xdsl.irdl import (
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.pattern_rewriter import RewritePattern
-from xdsl.traits import HasCanonicalizationPatternsTrait, IsTerminator, Pure
+from xdsl.traits import HasCanonicalizationPatternsTrait, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
 FLOAT_TYPES = (Float32Type, BFloat16Type, Float16Type)
@@ -74,6 +78,13 @@ def element_type_of(value: SSAValue | Attribute) -> Attribute:
 
 def is_float(t: Attribute) -> bool:
     return isinstance(t, FLOAT_TYPES)
+
+
+def is_tk_element_type(t: Attribute) -> bool:
+    """f32, bf16, f16, or signless i1 / i64."""
+    if isinstance(t, IntegerType):
+        return t.width.data in (1, 64) and t.signedness.data == Signedness.SIGNLESS
+    return is_float(t)
 
 
 def type_str(t: Attribute) -> str:
@@ -148,7 +159,30 @@ def _ints(attr: Attribute) -> tuple[int, ...]:
     return tuple(int(v) for v in attr.get_values())
 
 
-TensorT = base(TensorType)
+@dataclass(frozen=True)
+class TkTensorConstraint(AttrConstraint[TensorType]):
+    """A statically shaped `tensor<...>` of f32, bf16, f16, i1 or i64."""
+
+    def verify(self, attr: Attribute, constraint_context: VerificationContext) -> None:
+        if not isinstance(attr, TensorType):
+            raise VerifyException(f"{attr} should be of base attribute {TensorType.name}")
+        if any(d < 0 for d in attr.get_shape()):
+            raise VerifyException(f"tk tensors have static shapes, got {type_str(attr)}")
+        if not is_tk_element_type(attr.get_element_type()):
+            raise VerifyException(
+                f"tk tensors hold f32, bf16, f16, i1 or i64, got {type_str(attr)}"
+            )
+
+    def get_bases(self) -> set[type[Attribute]] | None:
+        return {TensorType}
+
+    def mapping_type_vars(self, type_var_mapping: Mapping[TypeVar, object]) -> TkTensorConstraint:
+        return self
+
+
+TensorT = TkTensorConstraint()
+# Axes, permutations, starts and steps: `array<i64: ...>`.
+IndexArray = DenseArrayBase.constr(i64)
 
 
 class TkCanonicalization(HasCanonicalizationPatternsTrait):
@@ -193,10 +227,15 @@ class FillOp(IRDLOperation):
     def verify_(self) -> None:
         et = element_type_of(self.result)
         v = self.fill_value
-        if not is_float(et) and v != int(v):
+        if is_float(et):
+            return
+        if not math.isfinite(v) or v != int(v):
             raise VerifyException(
                 f"tk.fill of integer type {type_str(et)} needs an integral value, got {v}"
             )
+        lo, hi = (0, 1) if isinstance(et, IntegerType) and et.width.data == 1 else (-(2**63), 2**63 - 1)
+        if not lo <= int(v) <= hi:
+            raise VerifyException(f"tk.fill value {v} does not fit {type_str(et)} (range [{lo}, {hi}])")
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -531,7 +570,7 @@ class ReductionOp(IRDLOperation):
     """
 
     input = operand_def(TensorT)
-    axes = prop_def(DenseArrayBase)
+    axes = prop_def(IndexArray)
     keepdim = opt_prop_def(UnitAttr)
     result = result_def(TensorT)
     traits = traits_def(Pure(), TkCanonicalization())
@@ -704,7 +743,7 @@ class TransposeOp(_ViewOp):
     """
 
     name = "tk.transpose"
-    perm = prop_def(DenseArrayBase)
+    perm = prop_def(IndexArray)
 
     def __init__(self, input, perm: Sequence[int], result_type: Attribute | None = None):
         if result_type is None:
@@ -761,8 +800,8 @@ class SliceOp(_ViewOp):
     """
 
     name = "tk.slice"
-    starts = prop_def(DenseArrayBase)
-    steps = prop_def(DenseArrayBase)
+    starts = prop_def(IndexArray)
+    steps = prop_def(IndexArray)
 
     def __init__(self, input, starts: Sequence[int], steps: Sequence[int], result_type: Attribute):
         super().__init__(
@@ -861,7 +900,7 @@ class FusedOp(IRDLOperation):
     inputs = var_operand_def(TensorT)
     outputs = var_result_def(TensorT)
     body = region_def("single_block")
-    traits = traits_def(Pure(), TkCanonicalization())
+    traits = traits_def(Pure(), IsolatedFromAbove(), TkCanonicalization())
     assembly_format = "$inputs attr-dict `:` functional-type($inputs, $outputs) $body"
 
     def __init__(self, inputs: Sequence[SSAValue], result_types: Sequence[Attribute], body: Region):
