@@ -7,8 +7,10 @@ traceback, so `main` turns every failure into one `error:` message.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Sequence
+from io import BytesIO
 
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -37,25 +39,89 @@ class TrainKernelOptMain(xDSLOptMain):
         for name, factory in TARGETS.items():
             self.available_targets[name] = factory
 
+    def parse_chunk(self, chunk, file_extension, start_offset=0):
+        # An empty file (or `--split-input-file` chunk) holding only whitespace
+        # and comments is an empty module, as in mlir-opt; xDSL's parser rejects it.
+        data = chunk.read()
+        frontend = (self.args.frontend or file_extension).split("{")[0]
+        if frontend == "mlir" and not self.args.no_implicit_module and _is_blank(data):
+            from xdsl.dialects.builtin import ModuleOp
+
+            return ModuleOp([])
+        return super().parse_chunk(BytesIO(data), file_extension, start_offset)
+
+
+def _is_blank(data: bytes) -> bool:
+    """Only whitespace and `//` comments (a `//` inside a string literal still
+    leaves the text before it, so the test cannot misfire on real input)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return not re.sub(r"//[^\n]*", "", text).strip()
+
 
 def _message(exc: BaseException) -> str:
     text = str(exc).strip()
     return text or type(exc).__name__
 
 
+# Lines of annotated IR shown on each side of the failing op.
+_CONTEXT_LINES = 12
+
+
+def _annotated_ir(exc: BaseException) -> str:
+    """The IR that xDSL attaches to a verification error (as an exception note),
+    with the failing op marked; cut to a window around the mark when long."""
+    notes = [n for n in getattr(exc, "__notes__", ()) if isinstance(n, str) and n.strip()]
+    if not notes:
+        return ""
+    lines = "\n".join(notes).rstrip().splitlines()
+    marks = [i for i, line in enumerate(lines) if re.fullmatch(r"\s*\^+-*", line)]
+    if not marks or len(lines) <= 2 * _CONTEXT_LINES + 4:
+        return "\n".join(lines)
+    lo = max(0, marks[0] - 1 - _CONTEXT_LINES)
+    hi = min(len(lines), marks[-1] + 3 + _CONTEXT_LINES)
+    head = [f"... ({lo} lines above)"] if lo else []
+    tail = [f"... ({len(lines) - hi} lines below)"] if hi < len(lines) else []
+    return "\n".join(head + lines[lo:hi] + tail)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+    from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, VerifyException
 
     try:
         opt = TrainKernelOptMain(args=argv)
-        opt.run()
     except SystemExit as exc:  # argparse errors and --help
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 1
+    except (ArgSpecParseError, ValueError) as exc:  # -p / -t specs and pass options
+        text = _message(exc)
+        if text.startswith("Unrecognized passes"):
+            from trainkernel.passes import PASSES
+
+            text += "\navailable passes: " + ", ".join(sorted(PASSES))
+        print(f"error: invalid pass pipeline or target\n{text}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        print(f"error: {type(exc).__name__}: {_message(exc)}", file=sys.stderr)
+        return 1
+    try:
+        opt.run()
+    except SystemExit as exc:
         return int(exc.code or 0) if not isinstance(exc.code, str) else 1
     except ParseError as exc:
         print(f"error: parse error\n{_message(exc)}", file=sys.stderr)
         return 1
-    except (VerifyException, DiagnosticException) as exc:
-        print(f"error: invalid IR\n{_message(exc)}", file=sys.stderr)
+    except DiagnosticException as exc:  # verifier errors, and passes that fail
+        kind = "invalid IR: " if isinstance(exc, VerifyException) else ""
+        where = _annotated_ir(exc)
+        print(f"error: {kind}{_message(exc)}" + (f"\n{where}" if where else ""), file=sys.stderr)
+        return 1
+    except ArgSpecParseError as exc:  # a target or pass spec parsed late
+        print(f"error: invalid pass pipeline or target\n{_message(exc)}", file=sys.stderr)
+        return 1
+    except RecursionError:
+        print("error: input nests too deeply to process", file=sys.stderr)
         return 1
     except UnicodeDecodeError as exc:
         print(f"error: input is not UTF-8 text ({exc.reason} at byte {exc.start})", file=sys.stderr)
@@ -70,4 +136,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    sys.argv[0] = "trainkernel-opt"  # argparse's program name under `python -m`
     sys.exit(main())
