@@ -1,0 +1,168 @@
+// tk/reduce.cuh -- deterministic warp / block / two-level grid reductions.
+//
+// Determinism contract: for the same inputs and the same launch shape
+// (blockDim.x, and for grid reductions gridDim.x), every function here returns
+// bit-identical results run after run. Nothing depends on timing: there are no
+// atomics, every combine happens in a fixed tree order.
+//
+// Why every thread (not just thread 0) gets the same bits: the warp stage is
+// an XOR butterfly (__shfl_xor_sync). At each level lane i computes
+// op(x_i, x_j) and its partner j computes op(x_j, x_i); fp32 add is exactly
+// commutative in IEEE arithmetic, and tk::max_nan is written to be
+// commutative bit-for-bit (including +0/-0 and NaN), so all 32 lanes hold the
+// same value after every level. The block stage then has every warp combine
+// the per-warp partials from shared memory with the same butterfly, so every
+// warp (hence every thread) ends with the same value without a broadcast step.
+//
+// Requirements (all functions here):
+//   * 1-D blocks (threadIdx.y == threadIdx.z == 0); blockDim.x a multiple of
+//     32 and <= 1024 (so at most 32 warp partials);
+//   * every thread of the block calls the function (it contains
+//     __syncthreads());
+//   * smem_scratch points to at least kReduceScratchFloats (32) floats of
+//     shared memory. It may be reused immediately after the call returns (the
+//     function ends with a __syncthreads()).
+//
+// Two-level grid reduction (deterministic, no atomics), inside a cooperative
+// kernel:
+//
+//   float v = ...per-thread partial...;
+//   float b = tk::block_reduce_sum(v, scratch);          // whole block
+//   if (threadIdx.x == 0) partials[blockIdx.x] = b;      // slot per block
+//   tk::grid_sync();                                     // caller's barrier
+//   float total = tk::reduce_partials_sum(partials, gridDim.x, scratch);
+//
+// reduce_partials_sum may be called by ONE block (e.g. blockIdx.x == 0, which
+// then writes the result) or by EVERY block: each block reads the partials in
+// the same order and gets the same bits, which avoids a second grid barrier
+// when all blocks need the total.
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+
+#include "types.cuh"
+
+namespace tk {
+
+constexpr int kReduceScratchFloats = 32;
+
+// ---------------------------------------------------------------------------
+// Combine operators (bitwise commutative, see the header comment)
+// ---------------------------------------------------------------------------
+struct SumOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return a + b; }
+  static __device__ __forceinline__ float identity() { return 0.0f; }
+};
+
+// max that propagates NaN like torch.max / torch.amax, and is commutative
+// bit-for-bit: max(+0, -0) == max(-0, +0) == +0.
+__device__ __forceinline__ float max_nan(float a, float b) {
+  if (a != a || b != b) return __int_as_float(0x7fffffff);  // canonical NaN
+  if (a > b) return a;
+  if (b > a) return b;
+  // a == b: only +0/-0 can differ in bits; AND of the bits picks +0.
+  return __int_as_float(__float_as_int(a) & __float_as_int(b));
+}
+
+__device__ __forceinline__ float min_nan(float a, float b) {
+  if (a != a || b != b) return __int_as_float(0x7fffffff);
+  if (a < b) return a;
+  if (b < a) return b;
+  // a == b: OR of the bits picks -0 over +0.
+  return __int_as_float(__float_as_int(a) | __float_as_int(b));
+}
+
+struct MaxOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return max_nan(a, b); }
+  static __device__ __forceinline__ float identity() { return -INFINITY; }
+};
+
+struct MinOp {
+  __device__ __forceinline__ float operator()(float a, float b) const { return min_nan(a, b); }
+  static __device__ __forceinline__ float identity() { return INFINITY; }
+};
+
+// ---------------------------------------------------------------------------
+// Warp level: all 32 lanes must call; all receive the same bits.
+// ---------------------------------------------------------------------------
+template <class Op>
+__device__ __forceinline__ float warp_allreduce(float v, Op op) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  }
+  return v;
+}
+
+__device__ __forceinline__ float warp_reduce_sum(float v) { return warp_allreduce(v, SumOp{}); }
+__device__ __forceinline__ float warp_reduce_max(float v) { return warp_allreduce(v, MaxOp{}); }
+
+// ---------------------------------------------------------------------------
+// Block level: all threads receive the same bits.
+// ---------------------------------------------------------------------------
+template <class Op>
+__device__ __forceinline__ float block_allreduce(float v, float* smem_scratch, Op op) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int nwarps = (int)(blockDim.x >> 5);
+
+  v = warp_allreduce(v, op);
+  if (lane == 0) smem_scratch[warp] = v;
+  __syncthreads();
+  // Every warp combines the nwarps partials in the same fixed tree, padding
+  // the missing lanes with the identity, so no second broadcast is needed.
+  float r = (lane < nwarps) ? smem_scratch[lane] : Op::identity();
+  r = warp_allreduce(r, op);
+  // Keep the scratch alive until every warp has read it, so the caller can
+  // reuse it (or call again) right away.
+  __syncthreads();
+  return r;
+}
+
+__device__ __forceinline__ float block_reduce_sum(float v, float* smem_scratch) {
+  return block_allreduce(v, smem_scratch, SumOp{});
+}
+__device__ __forceinline__ float block_reduce_max(float v, float* smem_scratch) {
+  return block_allreduce(v, smem_scratch, MaxOp{});
+}
+__device__ __forceinline__ float block_reduce_min(float v, float* smem_scratch) {
+  return block_allreduce(v, smem_scratch, MinOp{});
+}
+
+// ---------------------------------------------------------------------------
+// Second level of a grid reduction: combine n per-block partials (global
+// memory, written by other blocks before a grid barrier). Thread t folds
+// partials t, t + blockDim.x, t + 2*blockDim.x, ... in increasing index order,
+// then the block combines the per-thread values with block_allreduce. The
+// order depends only on n and blockDim.x. Loads use ld.global.cg (L2) so no
+// stale L1 line from an earlier phase can be observed, independent of how
+// the barrier orders memory.
+// ---------------------------------------------------------------------------
+template <class Op>
+__device__ __forceinline__ float reduce_partials(const float* partials, int n, float* smem, Op op) {
+  float acc = Op::identity();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) acc = op(acc, __ldcg(partials + i));
+  return block_allreduce(acc, smem, op);
+}
+
+__device__ __forceinline__ float reduce_partials_sum(const float* partials, int n, float* smem) {
+  return reduce_partials(partials, n, smem, SumOp{});
+}
+__device__ __forceinline__ float reduce_partials_max(const float* partials, int n, float* smem) {
+  return reduce_partials(partials, n, smem, MaxOp{});
+}
+
+// ---------------------------------------------------------------------------
+// Convenience: deterministic sum of x[0..n) (float, bf16 or f16, accumulated
+// in fp32) by ONE block: thread t folds t, t+blockDim.x, ... in increasing
+// order, then block_allreduce. Same bits for the same n and blockDim.x.
+// ---------------------------------------------------------------------------
+template <typename T>
+__device__ __forceinline__ float block_sum_array(const T* x, long long n, float* smem) {
+  float acc = 0.0f;
+  for (long long i = threadIdx.x; i < n; i += blockDim.x) acc += to_float(x[i]);
+  return block_reduce_sum(acc, smem);
+}
+
+}  // namespace tk
