@@ -197,6 +197,43 @@ def test_validate_names_the_argument(fakes, tmp_path):
         c.validate(*meta_args)
 
 
+@pytest.mark.parametrize("kind", ["shape", "dtype", "stride", "structure", "alias", "not-a-tensor", "mixed-device"])
+def test_validate_messages(fakes, tmp_path, kind):
+    """The same checks as on a GPU, run on CPU tensors through the internal hook."""
+    c = _compile(fakes, tmp_path)
+    params, x, y = fake.mlp_args()
+    p = list(params)
+    if kind == "shape":
+        p[0] = torch.zeros(32, 65)
+        args, exc, pat = (tuple(p), x, y), ValueError, r"^params\[0\]: expected shape \(32, 64\), got \(32, 65\)$"
+    elif kind == "dtype":
+        args, exc, pat = (params, x.float(), y), ValueError, r"^x: expected dtype bfloat16, got float32$"
+    elif kind == "stride":
+        p[2] = torch.zeros(8, 64).t()
+        args, exc, pat = (tuple(p), x, y), ValueError, (
+            r"^params\[2\]: expected a contiguous tensor, got strides \(1, 64\) for shape \(64, 8\); pass \.contiguous\(\)$"
+        )
+    elif kind == "structure":
+        args, exc, pat = (list(params), x, y), TypeError, r"^arguments do not match the compiled signature"
+    elif kind == "alias":
+        p[1] = p[0].view(-1)[:64]
+        args, exc, pat = (tuple(p), x, y), ValueError, r"^params\[0\] is updated in place but shares memory with params\[1\]$"
+    elif kind == "not-a-tensor":
+        args, exc, pat = (params, x, 3), TypeError, r"^y: expected a tensor, got int$"
+    else:
+        args, exc, pat = (params, x, y.to("meta")), ValueError, r"^y: expected a cpu tensor, got device meta$"
+    with pytest.raises(exc, match=pat):
+        c._validate(args, "cpu")
+    assert len(c._validate((params, x, y), "cpu")) == 6
+
+
+def test_staged_step_writes_no_input(fakes, tmp_path):
+    c = _compile(fakes, tmp_path, inplace=False)
+    params, x, y = fake.mlp_args()
+    t = (params[0], params[0].view(-1)[:64], params[2], params[3])  # aliasing is fine when nothing is written
+    assert len(c._validate((t, x, y), "cpu")) == 6
+
+
 REAL = importlib.util.find_spec("trainkernel.pipeline") is not None and importlib.util.find_spec(
     "trainkernel.frontend.capture"
 ) is not None

@@ -270,6 +270,7 @@ class CompiledTrainingStep:
         self._state_spec = state_spec
         self._builds: dict[str, BuildResult] = {}
         self._arenas: dict[int, torch.Tensor] = {}
+        self._libs: dict[int, Any] = {}
         self.compile_seconds: dict[str, float] = {"capture": 0.0, "passes": 0.0, "nvcc": 0.0, "total": 0.0}
         self._check_meta()
         self._out_spec = self._check_results(out_types)
@@ -392,6 +393,10 @@ class CompiledTrainingStep:
         return next(reversed(self._builds.values())).path if self._builds else None
 
     def _library(self, device: torch.device):
+        """The loaded library for `device` (built for its architecture), cached per device."""
+        lib = self._libs.get(device.index)
+        if lib is not None:
+            return lib
         from trainkernel.runtime import load_library
 
         major, minor = torch.cuda.get_device_capability(device)
@@ -402,6 +407,7 @@ class CompiledTrainingStep:
             raise RuntimeError(
                 f"internal error: {lib.path.name} takes {n} buffers, the kernel metadata lists {len(self.meta.buffers)}"
             )
+        self._libs[device.index] = lib
         return lib
 
     # ------------------------------------------------------------------ running
@@ -420,6 +426,9 @@ class CompiledTrainingStep:
         (e.g. ``params[0]: expected shape (32, 64), got (32, 65)``). Nothing is
         launched or written.
         """
+        return self._validate(args, "cuda")
+
+    def _validate(self, args: tuple, device_type: str) -> list[torch.Tensor]:
         flat, spec = pytree.tree_flatten(tuple(args))
         if spec != self._in_spec:
             expected = pytree.tree_unflatten([f"<{l.path}>" for l in self._leaves], self._in_spec)
@@ -432,8 +441,9 @@ class CompiledTrainingStep:
         for leaf, t in zip(self._leaves, flat):
             if not isinstance(t, torch.Tensor):
                 raise TypeError(f"{leaf.path}: expected a tensor, got {type(t).__name__}")
-            if t.device.type != "cuda":
-                raise ValueError(f"{leaf.path}: expected a CUDA tensor, got device {t.device}")
+            if t.device.type != device_type:
+                what = "a CUDA tensor" if device_type == "cuda" else f"a {device_type} tensor"
+                raise ValueError(f"{leaf.path}: expected {what}, got device {t.device}")
             if device is None:
                 device, first = t.device, leaf.path
             elif t.device != device:
@@ -546,6 +556,8 @@ class CompiledTrainingStep:
                     raise ValueError(f"batches[{i}]: on {f[0].device}, the state is on {device}")
                 step_flats.append(f)
         lib = self._library(device)
+        with torch.cuda.device(device):  # occupancy query and module load happen before capture
+            lib.co_resident_grid(int(self.meta.grid), device.index)
         outputs = self._outputs(device)
         bound = [self._bind(f, outputs) for f in step_flats]
         arena = self._arena(device, fresh=True)  # the graph owns its workspace
