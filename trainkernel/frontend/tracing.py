@@ -60,7 +60,9 @@ _SITE_DIRS = tuple(
 def is_user_frame(filename: str) -> bool:
     """Frames of the user's code: not torch, not this frontend, not the stdlib."""
     if filename.startswith("<"):
-        return False
+        # <stdin>, <ipython-input-...> are the user's; <frozen ...>, FX's
+        # <eval_with_key> and the <string> code torch generates are not.
+        return not filename.startswith(("<frozen", "<eval_with_key", "<string>"))
     path = os.path.abspath(filename)
     if path.startswith(_TORCH_DIR) or path.startswith(_FRONTEND_DIR):
         return False
@@ -169,7 +171,6 @@ _DATA_DEPENDENT = (
     "GuardOnDataDependentSymNode",
     "DataDependentOutputException",
     "DynamicOutputShapeException",
-    "UserError",
 )
 
 
