@@ -586,3 +586,10 @@ def test_opt_tool_parses_captured_ir_back_unchanged(tmp_path):
     assert len(outs) == len(texts)
     for out, text in zip(outs, texts):
         assert out.strip() == text.strip()
+
+
+def test_generic_form_parses_to_the_same_module():
+    c = captured_workload("tiny", "bf16")
+    generic = print_module(c.module, generic=True)
+    assert '"tk.matmul"' in generic
+    assert print_module(parse_module(generic)) == str(c)
