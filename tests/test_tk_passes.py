@@ -216,3 +216,31 @@ def test_decompose_addmm_matches_torch_bitwise(dtype):
     b, x, w = torch.randn(24, dtype=tdt), torch.randn(16, 32, dtype=tdt), torch.randn(32, 24, dtype=tdt)
     (got,) = interpret(after, b, x, w)
     assert_bit_equal(got, torch.addmm(b, x, w), "addmm")
+
+
+# ------------------------------------------- a captured training step end to end
+
+
+def test_passes_keep_a_captured_mixed_precision_step_bit_exact():
+    """capture -> canonicalize, cse, tk-decompose, dce -> interpret equals eager."""
+    trainkernel = pytest.importorskip("trainkernel")
+    from torch.func import grad_and_value
+    from torch.utils import _pytree as pytree
+
+    def loss_fn(p, x, y):
+        h = torch.relu(x @ p["w1"] + p["b1"])
+        o = (h.to(torch.bfloat16) @ p["w2"].to(torch.bfloat16)).float()
+        return ((o - y) ** 2).mean()
+
+    def step(p, x, y):
+        g, loss = grad_and_value(loss_fn)(p, x, y)
+        return {k: p[k] - 0.01 * g[k] for k in p}, loss
+
+    gen = torch.Generator().manual_seed(0)
+    p = {k: torch.randn(s, generator=gen) for k, s in (("w1", (8, 16)), ("b1", (16,)), ("w2", (16, 4)))}
+    x, y = torch.randn(5, 8, generator=gen), torch.randn(5, 4, generator=gen)
+    captured = trainkernel.capture(step, (p, x, y))
+    after = run_passes(print_module(captured.module), ["canonicalize", "cse", "tk-decompose", "canonicalize", "cse", "dce"])
+    got = interpret(after, *pytree.tree_leaves((p, x, y)))
+    want = pytree.tree_leaves(step(p, x, y))
+    assert_same_outputs(got, want, "captured step after the tk pass set")

@@ -28,8 +28,8 @@ Patterns (op: rewrite):
 - cast: to its own type -> x; of a fill -> fill; `cast(cast(x: A -> B) -> C)`
   where A -> B is exact (widening: bf16/f16 -> f32/f64, f32 -> f64; i1 -> any
   float or i64) -> x when C == A, else one cast A -> C. A narrowing first cast
-  is never folded. A float -> integer final cast is folded only from an exact
-  float chain (no NaN/rounding question arises: the value reaching C is A's).
+  is never folded, and neither is a float chain that ends in an integer type
+  (NaN -> integer is undefined; leave that question to the single cast).
 - reshape: to its own type -> x; reshape of reshape -> one reshape; of a fill ->
   fill.
 - expand: to its own type -> x; expand of expand -> one expand; of a fill -> fill.
@@ -112,11 +112,11 @@ def _folded_value(op: Operation, fills: Sequence[tk.FillOp]) -> float | None:
 
 
 def _replace_with_fill(op: Operation, rewriter: PatternRewriter, value: float) -> None:
-    rewriter.replace_op(op, tk.FillOp(value, op.results[0].type))
+    rewriter.replace(op, tk.FillOp(value, op.results[0].type))
 
 
 def _replace_with_value(op: Operation, rewriter: PatternRewriter, value: SSAValue) -> None:
-    rewriter.replace_op(op, [], [value])
+    rewriter.replace(op, [], [value])
 
 
 # ----------------------------------------------------------- elementwise
@@ -248,7 +248,7 @@ class CastOfCast(RewritePattern):
         if x.type == op.result.type:
             _replace_with_value(op, rewriter, x)
         else:
-            rewriter.replace_op(op, tk.CastOp(x, op.result.type))
+            rewriter.replace(op, tk.CastOp(x, op.result.type))
 
 
 # ------------------------------------------------------------------- views
@@ -284,7 +284,7 @@ class ViewOfSameView(RewritePattern):
         if x.type == result_type:
             _replace_with_value(op, rewriter, x)
         else:
-            rewriter.replace_op(op, type(op)(x, result_type))
+            rewriter.replace(op, type(op)(x, result_type))
 
 
 class TransposeIdentity(RewritePattern):
@@ -315,7 +315,7 @@ class TransposeOfTranspose(RewritePattern):
         if perm == list(range(len(perm))):
             _replace_with_value(op, rewriter, x)
         else:
-            rewriter.replace_op(op, tk.TransposeOp(x, perm, op.result.type))
+            rewriter.replace(op, tk.TransposeOp(x, perm, op.result.type))
 
 
 class SliceIdentity(RewritePattern):

@@ -90,7 +90,7 @@ class DecomposeMean(RewritePattern):
         new_ops += [total, count, mean]
         if low:
             new_ops.append(tk.CastOp(mean, result_type))
-        rewriter.replace_op(op, new_ops)
+        rewriter.replace(op, new_ops)
 
 
 class DecomposeAddmm(RewritePattern):
@@ -111,7 +111,7 @@ class DecomposeAddmm(RewritePattern):
         new_ops += [product, total]
         if low:
             new_ops.append(tk.CastOp(total, result_type))
-        rewriter.replace_op(op, new_ops)
+        rewriter.replace(op, new_ops)
 
 
 class DecomposePow(RewritePattern):
@@ -122,16 +122,16 @@ class DecomposePow(RewritePattern):
         x = op.input
         t = op.result.type
         if e == 1.0:
-            rewriter.replace_op(op, [], [x])
+            rewriter.replace(op, [], [x])
         elif e == 0.0:
-            rewriter.replace_op(op, tk.FillOp(1.0, t))
+            rewriter.replace(op, tk.FillOp(1.0, t))
         elif e == 2.0:
-            rewriter.replace_op(op, tk.MulOp(x, x, t))
+            rewriter.replace(op, tk.MulOp(x, x, t))
         elif e == 0.5 and not isinstance(tk.element_type_of(t), Float16Type):
-            rewriter.replace_op(op, tk.SqrtOp(x))
+            rewriter.replace(op, tk.SqrtOp(x))
         elif e == -1.0:
             one = tk.FillOp(1.0, TensorType(tk.element_type_of(t), []))
-            rewriter.replace_op(op, [one, tk.DivOp(one, x, t)])
+            rewriter.replace(op, [one, tk.DivOp(one, x, t)])
 
 
 DECOMPOSE_PATTERNS: tuple[RewritePattern, ...] = (DecomposeMean(), DecomposeAddmm(), DecomposePow())
