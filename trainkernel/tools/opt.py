@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from io import BytesIO
 
+from xdsl.utils.exceptions import VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 
@@ -44,11 +45,70 @@ class TrainKernelOptMain(xDSLOptMain):
         # and comments is an empty module, as in mlir-opt; xDSL's parser rejects it.
         data = chunk.read()
         frontend = (self.args.frontend or file_extension).split("{")[0]
-        if frontend == "mlir" and not self.args.no_implicit_module and _is_blank(data):
+        if frontend != "mlir":
+            return super().parse_chunk(BytesIO(data), file_extension, start_offset)
+        if not self.args.no_implicit_module and _is_blank(data):
             from xdsl.dialects.builtin import ModuleOp
 
             return ModuleOp([])
-        return super().parse_chunk(BytesIO(data), file_extension, start_offset)
+        parser = _located_parser(self.ctx, data, self.get_input_name(), start_offset)
+        return parser.parse_module(not self.args.no_implicit_module)
+
+    def apply_passes(self, prog):
+        try:
+            super().apply_passes(prog)
+        except VerifyException as exc:
+            if not getattr(exc, "__notes__", None):
+                _annotate_failing_op(prog, exc)
+            raise
+
+
+def _annotate_failing_op(module, exc: VerifyException) -> None:
+    """xDSL marks the failing op in the IR for errors of an op's own verifier, but
+    not for structural ones (say, a region that does not end in a terminator):
+    find the op that raises this message and mark it the same way."""
+    from xdsl.utils.diagnostic import Diagnostic
+
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as found:
+            if str(found) == str(exc) or str(exc) in str(found):
+                diagnostic = Diagnostic()
+                diagnostic.add_message(op, f"Operation does not verify: {exc}")
+                try:
+                    diagnostic.raise_exception(op, exc)
+                except VerifyException:
+                    return
+        except Exception:
+            continue
+
+
+def _located_parser(ctx, data: bytes, name: str, line_offset: int):
+    """xDSL's MLIR parser, except that a verifier error raised *while parsing* (a
+    declarative assembly format checks operand/result constraints as it infers
+    types) names the file, line and column of the op instead of nothing."""
+    from xdsl.parser import Parser
+    from xdsl.utils.lexer import Span
+
+    class LocatedParser(Parser):
+        def parse_operation(self):
+            start = self.pos
+            try:
+                return super().parse_operation()
+            except LocatedVerifyException:
+                raise
+            except VerifyException as exc:
+                source = self.lexer.input
+                end = max(start + 1, min(self.pos, source.get_end_of_line(start)))
+                where = Span(start, end, source, line_offset).print_with_context(_message(exc))
+                raise LocatedVerifyException(where) from exc
+
+    return LocatedParser(ctx, data, name)
+
+
+class LocatedVerifyException(VerifyException):
+    """A verifier error found while parsing, its message led by the op's location."""
 
 
 def _is_blank(data: bytes) -> bool:
