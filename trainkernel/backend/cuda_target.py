@@ -237,7 +237,9 @@ class CudaPrinter:
         for i, arg in enumerate(k.block.args):
             name = f"b{i}" if not arg.name_hint else f"b{i}_{arg.name_hint}"
             self.names[arg] = name
-            self.w(f"  {c_type(arg.type)}* __restrict__ {name} = ({c_type(arg.type)}*)p.buf[{i}];")
+            # No __restrict__: buffers alias (in-place state, views, arena reuse) and a
+            # restrict-qualified pointer may be read through the non-coherent cache.
+            self.w(f"  {c_type(arg.type)}* {name} = ({c_type(arg.type)}*)p.buf[{i}];")
         phase = 0
         self.w(f"  // ---- phase {phase}")
         for op in k.block.ops:
