@@ -25,22 +25,23 @@ STAGES = ("tk", "sched", "tile")
 _STAGE_PASSES = {
     "tk": "canonicalize,tk-decompose,canonicalize,cse,dce,tk-fuse-elementwise",
     "sched": "tk-to-sched{{inplace={inplace}}},sched-inplace-state,sched-allocate",
-    "tile": "sched-to-tile",
+    "tile": "sched-to-tile{{grid={grid}}}",
 }
 
 
-def stage_passes(stage: str, inplace: bool = True) -> str:
+def stage_passes(stage: str, inplace: bool = True, grid: int = 0) -> str:
+    """Passes of one stage. `grid=0` lets sched-to-tile's cost model size the grid."""
     if stage not in _STAGE_PASSES:
         raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
-    return _STAGE_PASSES[stage].format(inplace=str(inplace).lower())
+    return _STAGE_PASSES[stage].format(inplace=str(inplace).lower(), grid=int(grid))
 
 
-def pass_pipeline(stage: str = "tile", inplace: bool = True) -> str:
+def pass_pipeline(stage: str = "tile", inplace: bool = True, grid: int = 0) -> str:
     """The `-p` pipeline from a captured module up to and including `stage`."""
     upto = STAGES[: STAGES.index(stage) + 1] if stage in STAGES else None
     if upto is None:
         raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
-    return ",".join(stage_passes(s, inplace) for s in upto)
+    return ",".join(stage_passes(s, inplace, grid) for s in upto)
 
 
 def run_passes(module: builtin.ModuleOp, spec: str) -> None:
@@ -144,7 +145,7 @@ def _meta(kernel, captured, inplace: bool) -> KernelMeta:
     )
 
 
-def lower(captured, inplace: bool = True) -> Lowered:
+def lower(captured, inplace: bool = True, grid: int = 0) -> Lowered:
     """Run every stage on a copy of the captured module and print the CUDA."""
     from trainkernel.backend.cuda_target import CudaPrinter
     from trainkernel.dialects import tile
@@ -158,7 +159,7 @@ def lower(captured, inplace: bool = True) -> Lowered:
     seconds: dict[str, float] = {}
     for stage in STAGES:
         t0 = time.perf_counter()
-        run_passes(module, stage_passes(stage, inplace))
+        run_passes(module, stage_passes(stage, inplace, grid))
         seconds[stage] = time.perf_counter() - t0
         stages[stage] = print_module(module)
     kernel = next(op for op in module.ops if isinstance(op, tile.KernelOp))

@@ -333,9 +333,12 @@ class CudaPrinter:
         self.w("  }")
 
     def reduce(self, op: tile.ReduceOp) -> None:
-        red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp))
+        red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp))
         if isinstance(red, tk.ArgmaxOp):
             raise DiagnosticException("cuda: tk.argmax is not supported by the CUDA backend yet")
+        if op.rows > 1:
+            self.column_reduce(op, red)
+            return
         src = red.input
         in_shape = tuple(tk.shape_of(src))
         axes = set(red.axes_list)
@@ -383,6 +386,44 @@ class CudaPrinter:
         self.w("    }")
         self.w("  }")
         del out_shape
+
+    def column_reduce(self, op: tile.ReduceOp, red: tk.ReductionOp) -> None:
+        """Reduction over leading axes: thread t of item k owns output column
+        k*rows + t and adds the rows in order (deterministic, coalesced)."""
+        src = red.input
+        in_shape = tuple(tk.shape_of(src))
+        nred = len(red.axes_list)
+        length, cols = 1, 1
+        for d in in_shape[:nred]:
+            length *= d
+        for d in in_shape[nred:]:
+            cols *= d
+        is_sum = isinstance(red, tk.SumOp)
+        self.w(f"  {{ // tile.reduce {red.name}: {length} rows into {cols} columns, {op.rows} per item")
+        self.w(f"    {self._loop(op)} {{")
+        self.w(f"      const int c = item * {op.rows} + threadIdx.x;")
+        self.w(f"      if (threadIdx.x < {op.rows} && c < {cols}) {{")
+        kdecls, kidx = _multi_index("c", in_shape[nred:], "o")
+        for d in kdecls:
+            self.w("        " + d)
+        self.w(f"        float accum = {'0.0f' if is_sum else '-INFINITY'};")
+        self.w(f"        for (int r = 0; r < {length}; ++r) {{")
+        rdecls, ridx = _multi_index("r", in_shape[:nred], "q")
+        for d in rdecls:
+            self.w("          " + d)
+        bp = BodyPrinter(self.out, self.names, op, "          ")
+        val = bp.value_at(src, ridx + kidx, {})
+        self.w(f"          accum = {'accum + ' + val if is_sum else 'tk::max_nan(accum, ' + val + ')'};")
+        self.w("        }")
+        out_index = (["0"] * nred if red.keepdim is not None else []) + kidx
+        bp = BodyPrinter(self.out, self.names, op, "        ")
+        env = {red.result: "rv"}
+        self.w(f"        const float rv = {_round('accum', red.result.type)};")
+        bp.emit_ops(out_index, env, skip=(red,))
+        bp.store_outputs(out_index, env)
+        self.w("      }")
+        self.w("    }")
+        self.w("  }")
 
     def launcher(self) -> None:
         k = self.kernel

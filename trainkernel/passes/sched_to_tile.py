@@ -10,8 +10,10 @@ A `sched.commit` becomes a copying `tile.map`. Phases become runs of tile ops
 separated by `tile.sync grid`; inside a phase each op's first work item goes to
 the block after the previous op's last one (`offset`), so small independent ops
 spread over the grid. The kernel's grid is the largest number of work items any
-phase has (capped at `max_grid`; the runtime clamps it to what fits
-co-resident), its shared memory the largest GEMM pipeline.
+phase has, or fewer where a cost model (per-item estimates and the measured
+cost of a grid barrier) predicts a faster step; with one block every sync is a
+block barrier. `grid=N` forces the grid. The runtime clamps it to what fits
+co-resident. Shared memory is the largest GEMM pipeline.
 """
 
 from __future__ import annotations
@@ -60,6 +62,19 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def column_block(red: tk.ReductionOp) -> int:
+    """Outputs per work item. A reduction over leading axes with axes kept after
+    them (a bias gradient: sum over the batch) is a column sum: one thread per
+    output column, reading rows in order (coalesced and deterministic), THREADS
+    columns per item. Anything else reduces one output per item with the whole
+    block."""
+    axes = red.axes_list
+    rank = len(tk.shape_of(red.input))
+    if isinstance(red, tk.ArgmaxOp) or not axes or list(axes) != list(range(len(axes))) or len(axes) == rank:
+        return 1
+    return THREADS
+
+
 def tile_op_for(compute: sched.ComputeOp, offset: int) -> tile.TileWorkOp:
     body = compute.detach_region(compute.body)
     ops = list(body.block.ops)
@@ -78,10 +93,12 @@ def tile_op_for(compute: sched.ComputeOp, offset: int) -> tile.TileWorkOp:
         return tile.GemmOp(ins, outs, body, cfg)
     if reductions:
         red = reductions[0]
-        rows = 1
+        n_out = 1
         for d in tk.shape_of(red.result):
-            rows *= d
-        cfg = tile.config(items=max(1, rows), offset=offset, rows=1)
+            n_out *= d
+        rows = column_block(red)
+        items = _ceil(n_out, rows) if rows > 1 else n_out
+        cfg = tile.config(items=max(1, items), offset=offset, rows=rows)
         return tile.ReduceOp(ins, outs, body, cfg)
     shapes = {tuple(tk.shape_of(v)) for v in body.block.last_op.operands}
     if len(shapes) > 1:
@@ -104,18 +121,70 @@ def copy_op(commit: sched.CommitOp, offset: int) -> tile.MapOp:
     return tile.MapOp([commit.source], [commit.target], Region(block), cfg)
 
 
-def lower_program(program: sched.ProgramOp, max_grid: int) -> tile.KernelOp:
+# Cost model for sizing the grid (microseconds on an H200; see docs/perf-log.md).
+SYNC_US = {"grid": 1.1, "block": 0.05}  # grid.sync() measured; __syncthreads() ~ tens of ns
+GEMM_RATE_PER_SM = {"mma.bf16": 3.0e6, "mma.f16": 3.0e6, "simt.f32": 0.25e6}  # flop per us per SM
+ITEM_OVERHEAD_US = 0.3
+MAP_CHUNK_US = 0.15
+
+
+def item_cost_us(op: tile.TileWorkOp) -> float:
+    if isinstance(op, tile.GemmOp):
+        mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+        sa = tk.shape_of(mm.lhs)
+        k = sa[0] if mm.transpose_a is not None else sa[1]
+        bm, bn, _ = op.tile_shape
+        return ITEM_OVERHEAD_US + 2 * bm * bn * k / GEMM_RATE_PER_SM[op.mma]
+    if isinstance(op, tile.ReduceOp):
+        red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp))
+        n_in, n_out = 1, 1
+        for d in tk.shape_of(red.input):
+            n_in *= d
+        for d in tk.shape_of(red.result):
+            n_out *= d
+        return ITEM_OVERHEAD_US + (n_in // max(n_out, 1)) * op.rows * 2e-4
+    return MAP_CHUNK_US
+
+
+def estimate_us(phases: list[list[tile.TileWorkOp]], grid: int) -> float:
+    scope = "block" if grid == 1 else "grid"
+    total = SYNC_US[scope] * (len(phases) - 1)
+    for ops in phases:
+        longest = max((-(-op.items // grid)) * item_cost_us(op) for op in ops)
+        spread = sum(op.items * item_cost_us(op) for op in ops) / grid
+        total += max(longest, spread)
+    return total
+
+
+def choose_grid(phases: list[list[tile.TileWorkOp]], max_grid: int) -> int:
+    """The grid with the smallest estimated step time. One block is often best
+    for tiny steps: its syncs are __syncthreads() instead of grid barriers."""
+    most = max((sum(op.items for op in ops) for ops in phases if ops), default=1)
+    candidates = {1, min(most, max_grid)}
+    g = 2
+    while g < min(most, max_grid):
+        candidates.add(g)
+        g *= 2
+    return min(sorted(candidates), key=lambda g: estimate_us(phases, g))
+
+
+def lower_program(program: sched.ProgramOp, max_grid: int, grid: int = 0) -> tile.KernelOp:
     if program.arena_bytes.data < 0:
         raise DiagnosticException("sched-to-tile: run sched-allocate first (the arena has no size)")
     body = program.detach_region(program.body)
     block = body.block
-    grid, smem = 1, 0
+    smem = 0
+    phases: list[list[tile.TileWorkOp]] = []
+    syncs: list[tile.SyncOp] = []
     for op in list(block.ops):
         if isinstance(op, sched.BarrierOp):
-            block.insert_op_before(tile.SyncOp(op.scope.data), op)
+            sync = tile.SyncOp(op.scope.data)
+            syncs.append(sync)
+            block.insert_op_before(sync, op)
             op.detach()
             op.erase()
         elif isinstance(op, sched.PhaseOp):
+            phases.append([])
             offset = 0
             for inner in list(op.body.block.ops):
                 new: Operation
@@ -128,10 +197,16 @@ def lower_program(program: sched.ProgramOp, max_grid: int) -> tile.KernelOp:
                         smem = max(smem, gemm_smem_bytes(new.mma))
                 offset += new.items
                 block.insert_op_before(new, op)
-            grid = max(grid, offset)
+                phases[-1].append(new)
             op.detach()
             op.erase()
-    cfg = tile.config(grid=min(grid, max_grid), threads=THREADS, smem=smem)
+    phases = [p for p in phases if p]
+    if grid <= 0:
+        grid = choose_grid(phases, max_grid) if phases else 1
+    if grid == 1:
+        for sync in syncs:  # everything runs in one block: a block barrier is enough
+            sync.properties["scope"] = builtin.StringAttr("block")
+    cfg = tile.config(grid=grid, threads=THREADS, smem=smem)
     return tile.KernelOp(
         program.sym_name.data, program.num_inputs.data, program.result_args, body, program.arena_bytes.data, cfg
     )
@@ -144,11 +219,12 @@ class SchedToTilePass(ModulePass):
     name = "sched-to-tile"
 
     max_grid: int = 132 * 4
+    grid: int = 0  # 0: chosen by the cost model; otherwise forced
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for program in list(op.ops):
             if isinstance(program, sched.ProgramOp):
-                kernel = lower_program(program, self.max_grid)
+                kernel = lower_program(program, self.max_grid, self.grid)
                 op.body.block.insert_op_before(kernel, program)
                 program.detach()
                 program.erase()

@@ -14,7 +14,9 @@ Values used outside the group become results of the `tk.fused`. Fills are
 cloned into every group that reads them (constants cost nothing per element).
 
 Before grouping, a 2-D `tk.transpose` feeding a matmul is folded into the
-matmul's transpose flags, so backward-pass `t()` views never materialize.
+matmul's transpose flags, so backward-pass `t()` views never materialize, and a
+reshape that only drops the size-1 axes of a keepdim reduction is folded into
+the reduction, so bias-gradient updates fuse into it.
 """
 
 from __future__ import annotations
@@ -67,6 +69,27 @@ def fold_transposes_into_matmul(body: Block) -> None:
                 op = new
                 if not src.result.uses:
                     Rewriter.erase_op(src)
+
+
+def drop_keepdim_reshapes(body: Block) -> None:
+    """`reshape(sum(x, axes, keepdim))` that only drops the kept size-1 axes is
+    `sum(x, axes)`: without the reshape in between, the reduction's consumers
+    (a bias gradient's cast and SGD update) can join it as its epilogue."""
+    for op in list(body.ops):
+        if not isinstance(op, tk.ReshapeOp):
+            continue
+        red = op.input.owner
+        if not isinstance(red, tk.SumOp | tk.MaxOp) or red.keepdim is None:
+            continue
+        plain = tuple(d for i, d in enumerate(tk.shape_of(red.input)) if i not in set(red.axes_list))
+        if tuple(tk.shape_of(op.result)) != plain:
+            continue
+        new = type(red)(red.input, red.axes_list, op.result.type, keepdim=False)
+        body.insert_op_before(new, op)
+        op.result.replace_all_uses_with(new.result)
+        Rewriter.erase_op(op)
+        if not red.result.uses:
+            Rewriter.erase_op(red)
 
 
 @dataclass(eq=False)
@@ -204,6 +227,7 @@ def topological_sort(body: Block) -> None:
 def fuse_function(f: func.FuncOp) -> None:
     body = f.body.block
     fold_transposes_into_matmul(body)
+    drop_keepdim_reshapes(body)
     for group in form_groups(body):
         outline(group)
     topological_sort(body)
