@@ -153,6 +153,31 @@ class _Builder:
         out = tk.broadcast_shapes(tk.shape_of(lhs), tk.shape_of(rhs))
         self.add(cls(lhs, rhs, _tt(result_el, out)))
 
+    def gen_identity(self):
+        """Ops that canonicalize may (or must not) fold: x op c for c in +-0 and 1
+        (rank 0 of any float type, or broadcast), maximum(x, x), neg(neg(x))."""
+        x = self.value_of() or self.new_arg(_tt(self.choice(FLOATS), self.shape()))
+        sx, ex = tk.shape_of(x), tk.element_type_of(x)
+        kind = self.choice(["const", "const", "const", "max", "negneg"])
+        if kind == "max":
+            self.add(tk.MaximumOp(x, x, x.type))
+            return
+        if kind == "negneg":
+            self.add(tk.NegOp(self.add(tk.NegOp(x)).results[0]))
+            return
+        cls = self.choice([tk.AddOp, tk.SubOp, tk.MulOp, tk.DivOp])
+        if self.flip(0.5):
+            c_type = _tt(self.choice(FLOATS), ())
+        else:
+            c_type = _tt(ex, self._broadcast_partner(sx))
+        c = self.add(tk.FillOp(self.choice([0.0, -0.0, 1.0]), c_type)).results[0]
+        if not sx and c_type.get_element_type() != ex and self.flip(0.3):
+            result_el = c_type.get_element_type()  # both scalars: the type changes
+        else:
+            result_el = ex
+        lhs, rhs = (x, c) if self.flip(0.7) else (c, x)
+        self.add(cls(lhs, rhs, _tt(result_el, tk.broadcast_shapes(sx, tk.shape_of(c)))))
+
     def gen_unary(self):
         cls = self.choice([tk.NegOp, tk.ReluOp, tk.ExpOp, tk.LogOp, tk.SqrtOp])
         x = self.value_of() or self.new_arg(_tt(self.choice(FLOATS), self.shape()))
@@ -179,7 +204,7 @@ class _Builder:
             b = self.add(tk.CastOp(x, _tt(i1, shape))).results[0]
             self.add(tk.CastOp(b, _tt(self.choice(FLOATS), shape)))
             return
-        mid = self.choice(FLOATS)
+        mid = f32 if self.flip(0.4) else self.choice(FLOATS)  # f32: often an exact widening
         c = self.add(tk.CastOp(x, _tt(mid, shape))).results[0]
         if self.flip(0.5):
             self.add(tk.CastOp(c, _tt(self.choice(FLOATS), shape)))
@@ -192,6 +217,8 @@ class _Builder:
 
     def gen_matmul(self):
         a = self._matrix()
+        if self.flip(0.3):  # a transposed view as operand: canonicalize absorbs it
+            a = self.add(tk.TransposeOp(a, [1, 0])).results[0]
         et = tk.element_type_of(a)
         ta = self.flip(0.3)
         m, k = tuple(reversed(tk.shape_of(a))) if ta else tk.shape_of(a)
@@ -200,6 +227,9 @@ class _Builder:
         b_shape = (n, k) if tb else (k, n)
         pool = [v for v in self.values if v.type == _tt(et, b_shape)]
         b = self.choice(pool) if pool and self.flip(0.5) else self.new_arg(_tt(et, b_shape))
+        if self.flip(0.3):
+            b = self.add(tk.TransposeOp(b, [1, 0])).results[0]
+            tb = not tb
         self.add(tk.MatmulOp(a, b, _tt(et, (m, n)), ta, tb))
 
     def gen_addmm(self):
@@ -314,6 +344,7 @@ class _Builder:
     KINDS = (
         ("fill", 1),
         ("binary", 6),
+        ("identity", 2),
         ("unary", 2),
         ("relu_grad", 1),
         ("pow", 2),

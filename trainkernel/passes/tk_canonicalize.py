@@ -38,6 +38,9 @@ Patterns (op: rewrite):
   fill.
 - slice: the whole input (starts 0, steps 1, same type) -> x; of a fill -> fill.
 - sum/mean/max over no axes -> x (the identity, see the interpreter).
+- matmul: an operand that is a 2-D `tk.transpose` (perm [1, 0]) is read
+  through the op's `transpose_a` / `transpose_b` flag instead (toggling it).
+  Exact: both forms hand the same strided view to the same GEMM.
 """
 
 from __future__ import annotations
@@ -334,6 +337,25 @@ class ReduceNoAxes(RewritePattern):
             _replace_with_value(op, rewriter, op.input)
 
 
+class MatmulAbsorbTranspose(RewritePattern):
+    """matmul(transpose(a), b) -> matmul(a, b) with transpose_a toggled (same for b)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, tk.MatmulOp):
+            return
+        operands = [op.lhs, op.rhs]
+        flags = [op.transpose_a is not None, op.transpose_b is not None]
+        changed = False
+        for i in range(2):
+            owner = operands[i].owner
+            if isinstance(owner, tk.TransposeOp) and owner.perm_list == (1, 0):
+                operands[i] = owner.input
+                flags[i] = not flags[i]
+                changed = True
+        if changed:
+            rewriter.replace(op, tk.MatmulOp(operands[0], operands[1], op.result.type, flags[0], flags[1]))
+
+
 # ---------------------------------------------------------------- registry
 
 _FOLD = FoldElementwiseOfFills()
@@ -360,6 +382,7 @@ PATTERNS: dict[str, tuple[RewritePattern, ...]] = {
     "tk.sum": (ReduceNoAxes(),),
     "tk.mean": (ReduceNoAxes(),),
     "tk.max": (ReduceNoAxes(),),
+    "tk.matmul": (MatmulAbsorbTranspose(),),
 }
 
 

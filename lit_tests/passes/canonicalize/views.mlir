@@ -70,3 +70,17 @@ func.func @reshape_of_transpose_kept(%x: tensor<2x3xf32>) -> tensor<6xf32> {
   %r = tk.reshape %t : tensor<3x2xf32> -> tensor<6xf32>
   func.return %r : tensor<6xf32>
 }
+
+// A 2-D transpose feeding a matmul becomes the matmul's transpose flag
+// (toggled: a transposed operand read transposed is the operand itself).
+// CHECK-LABEL: func.func @matmul_absorbs_transpose
+// CHECK-NEXT:    %[[M:.*]] = tk.matmul %a, %b transpose_a : (tensor<3x2xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:    %[[N:.*]] = tk.matmul %a, %c : (tensor<3x2xf32>, tensor<2x5xf32>) -> tensor<3x5xf32>
+// CHECK-NEXT:    func.return %[[M]], %[[N]]
+func.func @matmul_absorbs_transpose(%a: tensor<3x2xf32>, %b: tensor<3x4xf32>, %c: tensor<2x5xf32>) -> (tensor<2x4xf32>, tensor<3x5xf32>) {
+  %t = tk.transpose %a perm [1, 0] : tensor<3x2xf32> -> tensor<2x3xf32>
+  %m = tk.matmul %t, %b : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %ct = tk.transpose %c perm [1, 0] : tensor<2x5xf32> -> tensor<5x2xf32>
+  %n = tk.matmul %a, %ct transpose_b : (tensor<3x2xf32>, tensor<5x2xf32>) -> tensor<3x5xf32>
+  func.return %m, %n : tensor<2x4xf32>, tensor<3x5xf32>
+}
