@@ -357,3 +357,37 @@ def test_cli_compile_without_gpu(capsys, tmp_path):
         assert word in out
     assert "no GPU: stopped after emitting and nvcc-compiling the kernel" in out
     assert "tk_launch" in emitted.read_text()
+
+
+def _ci_kernel_set():
+    """Kernels nvcc-compiled for sm_90 in CI: a covering subset of the GPU suite's
+    (every workload, dtype, mode and odd shape at least once); all of them with
+    TRAINKERNEL_CI_ALL_KERNELS=1."""
+    import os
+
+    from test_runtime_cuda import CASES, DTYPES, ODD
+
+    if os.environ.get("TRAINKERNEL_CI_ALL_KERNELS"):
+        return [(case, d, m) for case in CASES for d in DTYPES for m in (True, False)]
+    names = [c for c in CASES if c[1] is None]
+    chosen = [(case, "bf16", True) for case in names]
+    chosen += [(("tiny", None), "f32", True), (("tiny", None), "f16", True), (("tiny", None), "bf16", False)]
+    chosen += [(case, DTYPES[i % 3], False) for i, case in enumerate(ODD)]
+    return chosen
+
+
+@pytest.mark.skipif(not REAL, reason="trainkernel.pipeline / trainkernel.frontend.capture not available yet")
+@needs_nvcc
+def test_gpu_suite_kernels_compile_for_sm90(tmp_path):
+    from test_runtime_cuda import _compile_case
+
+    from trainkernel.backend.build import BuildError, build_many
+
+    chosen = _ci_kernel_set()
+    sources = [_compile_case(*case, dtype, inplace, tmp_path, build=False)[1].cuda_source
+               for case, dtype, inplace in chosen]
+    try:
+        results = build_many(sources, arch="sm_90", cache_dir=tmp_path)
+    except BuildError as exc:
+        pytest.fail(str(exc)[:20000])
+    assert all(r.path.is_file() and r.arch == "sm_90" for r in results)
