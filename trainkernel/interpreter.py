@@ -463,10 +463,24 @@ def interpret(program: Any, *args: Any, func_name: str | None = None, interprete
             return results
         return pytree.tree_unflatten(list(results), program.out_spec)
     if isinstance(program, ModuleOp):
+        from trainkernel.dialects.sched import ProgramLikeOp
+
+        if any(isinstance(op, ProgramLikeOp) for op in program.ops):
+            # Buffer levels (sched.program, tile.kernel): real arena, phase semantics.
+            from trainkernel.sched_interpreter import run_program
+
+            return run_program(program, list(args))
         return interp.run_function(_find_function(program, func_name), list(args))
+    from trainkernel.dialects.sched import ProgramLikeOp
+
+    if isinstance(program, ProgramLikeOp):
+        from trainkernel.sched_interpreter import run_program
+
+        return run_program(program, list(args))
     if isinstance(program, func.FuncOp):
         return interp.run_function(program, list(args))
     raise InterpreterError(
-        f"interpret() takes a Captured step, an xDSL ModuleOp or a func.func, not {type(program).__name__}"
+        "interpret() takes a Captured step, an xDSL ModuleOp, a func.func, a sched.program or a tile.kernel, "
+        f"not {type(program).__name__}"
     )
 
