@@ -1,0 +1,31 @@
+"""Compile one workload and run a few training steps on the GPU (for compute-sanitizer).
+
+    python tests/gpu_scripts/run_steps.py WORKLOAD [DTYPE] [STEPS] [inplace|staged]
+"""
+
+import sys
+
+import torch
+
+import trainkernel
+from trainkernel.workloads import WORKLOADS
+
+
+def main() -> None:
+    name = sys.argv[1]
+    dtype = getattr(torch, sys.argv[2]) if len(sys.argv) > 2 else torch.bfloat16
+    steps = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+    inplace = (sys.argv[4] if len(sys.argv) > 4 else "inplace") == "inplace"
+    w = WORKLOADS[name]
+    params = w.init_params(0, "cuda")
+    batches = w.make_batches(2, seed=1, device="cuda")
+    compiled = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]), inplace=inplace)
+    for s in range(steps):
+        loss, grads, new = compiled(params, *batches[s % 2])
+        params = new if inplace else tuple(p.clone() for p in new)
+    torch.cuda.synchronize()
+    print("ran", name, steps, "steps, loss", float(loss))
+
+
+if __name__ == "__main__":
+    main()
