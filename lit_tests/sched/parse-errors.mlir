@@ -1,0 +1,29 @@
+// The custom syntax rejects what it cannot express, with a parse error that
+// names the op.
+// RUN: trainkernel-opt %s --split-input-file --parsing-diagnostics | filecheck %s
+
+// CHECK: sched.barrier expects `grid` or `block`
+sched.program @p() inputs 0 results [] arena -1 {
+  sched.barrier warp
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// CHECK: sched.buffer must have a memref type
+sched.program @p() inputs 0 results [] arena -1 {
+  %t = sched.buffer : tensor<4xf32>
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// CHECK: ins: 2 operands but 1 types
+sched.program @p(%a: memref<4xf32>, %b: memref<4xf32>) inputs 2 results [] arena -1 {
+  sched.phase {
+    sched.compute ins(%a, %b : memref<4xf32>) outs() {
+    ^bb0(%x: tensor<4xf32>):
+      tk.yield
+    }
+  }
+}
