@@ -123,6 +123,7 @@ def compile_training(
     cache_dir: str | os.PathLike | None = None,
     arch: str | None = None,
     build: bool = True,
+    grid: int = 0,
 ) -> "CompiledTrainingStep":
     """Capture `step`, lower it to one CUDA megakernel and (by default) nvcc-compile it.
 
@@ -132,6 +133,9 @@ def compile_training(
             (only shape, dtype and contiguity are used; their values are not read).
         inplace: write the new state into the state tensors passed in (otherwise
             every result gets a fresh buffer).
+        grid: blocks of the cooperative launch; 0 (default) lets the compiler's
+            cost model choose (one block for tiny steps, where block barriers are
+            far cheaper than grid barriers).
         cache_dir: kernel cache directory (default ``$TRAINKERNEL_CACHE_DIR`` or
             ``~/.cache/trainkernel``).
         arch: CUDA architecture to build for (default: the visible GPU's, else sm_90).
@@ -193,7 +197,7 @@ def compile_training(
     t_capture = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    lowered = _lower_fn()(captured, inplace=inplace)
+    lowered = _lower_fn()(captured, inplace=inplace, grid=grid)
     t_lower = time.perf_counter() - t0
     t_passes = float(getattr(lowered, "pass_seconds", t_lower))
 
