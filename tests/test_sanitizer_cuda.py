@@ -48,4 +48,6 @@ def test_compute_sanitizer_reports_nothing(tool: str, workload: str, tmp_path):
     out = proc.stdout + proc.stderr
     print(out[-4000:])
     assert proc.returncode == 0, out[-4000:]
-    assert "ERROR SUMMARY: 0 errors" in out
+    # memcheck/synccheck close with "ERROR SUMMARY: 0 errors", racecheck with
+    # "RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)".
+    assert "ERROR SUMMARY: 0 errors" in out or "(0 errors, 0 warnings)" in out, out[-4000:]
