@@ -336,12 +336,6 @@ def _lower_text(text: str, passes: str) -> builtin.ModuleOp:
     return module
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tk-to-sched: a result that is a tk.reshape of a value already bound to another "
-    "result's buffer gets an output buffer that no compute writes (Lowering.bind stops at the "
-    "bound source and no copy is scheduled)",
-)
 def test_reshape_of_an_already_returned_value_is_written():
     text = """
     func.func @f(%x: tensor<2x4xf32>) -> (tensor<1x4xf32>, tensor<4xf32>) {
@@ -357,12 +351,6 @@ def test_reshape_of_an_already_returned_value_is_written():
     assert_bit_equal(got[1], x.sum(0), "result 1")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sched-inplace-state: _reads_only_at_own_index checks only the DIRECT users of the "
-    "parameter argument; an elementwise op of it whose result feeds a tk.matmul (or a reduction, "
-    "transpose, expand) reads other elements, yet the update is made a direct in-place write",
-)
 def test_inplace_state_sees_a_parameter_reaching_a_matmul_through_a_pointwise_op():
     text = """
     sched.program @p(%w: memref<4x4xf32>, %g: memref<4x4xf32>) inputs 2 results [0] arena -1 {
@@ -386,11 +374,6 @@ def test_inplace_state_sees_a_parameter_reaching_a_matmul_through_a_pointwise_op
     assert any(isinstance(op, sched.CommitOp) for op in module.walk()), print_module(module)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sched-allocate applies to every ProgramLikeOp, but live_ranges only looks inside "
-    "sched.phase regions: on a tile.kernel every arena buffer looks unused and the pass fails",
-)
 def test_sched_allocate_on_a_tile_kernel():
     module = stages_of("tiny", "bf16", True)["tile"].clone()
     arena = only(module, tile.KernelOp).arena_bytes.data
@@ -398,12 +381,6 @@ def test_sched_allocate_on_a_tile_kernel():
     assert 0 <= only(module, tile.KernelOp).arena_bytes.data <= arena
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sched-to-tile keeps a `sched.barrier block` as `tile.sync block` (__syncthreads) in a "
-    "kernel of more than one block, where it does not order the phases across blocks; nothing "
-    "checks that the dependency is block-local",
-)
 def test_block_barrier_in_a_multi_block_kernel():
     text = """
     sched.program @p(%x: memref<4096xf32>, %o: memref<4096xf32>) inputs 1 results [1] arena 16384 {

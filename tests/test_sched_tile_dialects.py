@@ -285,13 +285,6 @@ def test_phase_verifier_is_exactly_the_hazard_rule(program):
 # ------------------------------------------------------------ known gaps
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ProgramLikeOp.print: a sched.program with an empty body prints its entry block "
-    "label (`^bb0(%w: ...):`), which ProgramLikeOp.parse rejects ('invalid block name in region "
-    "with named arguments'); tk-to-sched produces such a program for a step with no work "
-    "(e.g. inplace and every state returned unchanged)",
-)
 def test_empty_program_roundtrips():
     block = Block(arg_types=[memref(4)])
     module = ModuleOp([sched.ProgramOp("f", 1, [0], Region(block))])
@@ -316,23 +309,12 @@ def test_map_config_that_covers_its_elements_verifies():
     parse_module(_map_kernel(1000, 2, 512))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tile.map verifier: `chunk` is never checked; chunk = 0 verifies and the printed loop "
-    "does no work (and items * chunk need not cover the output: items = 1, chunk = 512 over "
-    "1024 elements verifies and silently skips half)",
-)
 @pytest.mark.parametrize("items, chunk", [(1, 0), (1, 512)], ids=["chunk0", "undercovered"])
 def test_map_config_must_cover_its_elements(items, chunk):
     with pytest.raises(VerifyException):
         parse_module(_map_kernel(1024, items, chunk))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tile.gemm verifier: the tile extents are not checked to be positive "
-    "(`tile = array<i64: 0, 64, 32>` verifies)",
-)
 def test_gemm_tile_extents_must_be_positive():
     text = """
     tile.kernel @k(%p: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 1 results [1] arena -1
@@ -348,12 +330,6 @@ def test_gemm_tile_extents_must_be_positive():
         parse_module(text)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tile.gemm verifier: the mma kind is not checked against the matmul's element type "
-    "(`mma = \"mma.bf16\"` on an f32 matmul verifies; the printer then silently uses the "
-    "element type instead)",
-)
 def test_gemm_mma_kind_must_match_element_type():
     text = """
     tile.kernel @k(%p: memref<4x4xf32>, %r: memref<4x4xf32>) inputs 1 results [1] arena -1

@@ -482,7 +482,7 @@ class ProgramLikeOp(IRDLOperation):
             printer.print_string(" attributes ")
             printer.print_attr_dict(self.attributes)
         printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
 
     @classmethod
     def parse(cls, parser: Parser):
@@ -523,6 +523,25 @@ class ProgramOp(ProgramLikeOp):
 
 def phases(program: ProgramLikeOp) -> list[PhaseOp]:
     return [op for op in program.block.ops if isinstance(op, PhaseOp)]
+
+
+def phase_groups(program: ProgramLikeOp) -> list[list[Operation]]:
+    """The work of each phase, in order, for both levels: the ops of each
+    `sched.phase`, or the runs of tile ops between `tile.sync`s."""
+    groups: list[list[Operation]] = []
+    current: list[Operation] | None = None
+    for op in program.block.ops:
+        if isinstance(op, PhaseOp):
+            groups.append(list(op.body.block.ops))
+            current = None
+        elif op.name == "tile.sync" or isinstance(op, BarrierOp):
+            current = None
+        elif isinstance(op, ComputeLikeOp | CommitOp):
+            if current is None:
+                current = []
+                groups.append(current)
+            current.append(op)
+    return groups
 
 
 SCHED = Dialect("sched", [ProgramOp, BufferOp, ViewOp, PhaseOp, BarrierOp, ComputeOp, CommitOp], [])

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, StringAttr
+from xdsl.dialects.builtin import BFloat16Type, DenseArrayBase, Float16Type, Float32Type, IntegerAttr, StringAttr
 from xdsl.ir import Attribute, Dialect
 from xdsl.irdl import irdl_op_definition, prop_def
 from xdsl.parser import Parser
@@ -38,6 +38,8 @@ from trainkernel.dialects.sched import BufferOp, ComputeLikeOp, ProgramLikeOp, V
 
 MMA_KINDS = ("mma.bf16", "mma.f16", "simt.f32")
 """Tensor-core mma.sync (bf16/f16 in, f32 accumulate) or SIMT fp32."""
+
+MMA_FOR_TYPE = {BFloat16Type: "mma.bf16", Float16Type: "mma.f16", Float32Type: "simt.f32"}
 
 
 def _int(op: IRDLOperation, name: str) -> int:
@@ -89,9 +91,21 @@ class GemmOp(TileWorkOp):
             raise VerifyException(f"tile.gemm body must hold exactly one tk.matmul, found {len(mm)}")
         if len(self.tile.get_values()) != 3:
             raise VerifyException("tile.gemm needs `tile = array<i64: BM, BN, BK>`")
+        if any(int(v) < 1 for v in self.tile.get_values()):
+            raise VerifyException(f"tile.gemm tile extents must be positive, got {list(self.tile.get_values())}")
         mma = self.properties.get("mma")
         if not isinstance(mma, StringAttr) or mma.data not in MMA_KINDS:
             raise VerifyException(f"tile.gemm mma must be one of {', '.join(MMA_KINDS)}")
+        want = MMA_FOR_TYPE.get(type(mm[0].result.type.get_element_type()))
+        if want != mma.data:
+            raise VerifyException(
+                f"tile.gemm mma {mma.data!r} does not compute {mm[0].result.type.get_element_type()} "
+                f"(that is {want!r})"
+            )
+        bm, bn, _ = self.tile_shape
+        m, n = mm[0].result.type.get_shape()
+        if self.items < -(-m // bm) * -(-n // bn):
+            raise VerifyException(f"tile.gemm: {self.items} items do not cover the {m}x{n} output in {bm}x{bn} tiles")
 
     @property
     def tile_shape(self) -> tuple[int, int, int]:
@@ -120,6 +134,22 @@ class MapOp(TileWorkOp):
     def chunk(self) -> int:
         return _int(self, "chunk")
 
+    def verify_(self) -> None:
+        super().verify_()
+        if self.chunk < 1:
+            raise VerifyException(f"tile.map chunk must be >= 1, got {self.chunk}")
+        term = self.body.block.last_op
+        n = 0
+        for v in term.operands if term is not None else ():
+            size = 1
+            for d in v.type.get_shape():
+                size *= d
+            n = max(n, size)
+        if self.items * self.chunk < n:
+            raise VerifyException(
+                f"tile.map: {self.items} items of {self.chunk} elements do not cover its {n} elements"
+            )
+
 
 @irdl_op_definition
 class ReduceOp(TileWorkOp):
@@ -133,6 +163,11 @@ class ReduceOp(TileWorkOp):
     @property
     def rows(self) -> int:
         return _int(self, "rows")
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.rows < 1:
+            raise VerifyException(f"tile.reduce rows must be >= 1, got {self.rows}")
 
 
 @irdl_op_definition
@@ -180,6 +215,8 @@ class KernelOp(ProgramLikeOp):
             raise VerifyException("tile.kernel: grid >= 1 and block a multiple of 32 up to 1024")
         if self.smem < 0 or self.smem > 227 * 1024:
             raise VerifyException(f"tile.kernel: smem {self.smem} exceeds the 227 KiB a Hopper block may use")
+        if self.grid > 1 and any(isinstance(op, SyncOp) and op.scope.data == "block" for op in self.block.ops):
+            raise VerifyException("tile.kernel: `tile.sync block` cannot order phases of a kernel of several blocks")
         for op in self.block.ops:
             if not isinstance(op, BufferOp | ViewOp | TileWorkOp | SyncOp):
                 raise VerifyException(f"tile.kernel may hold buffers, views, tile ops and syncs, not {op.name}")

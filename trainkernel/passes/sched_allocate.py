@@ -31,8 +31,8 @@ def _align(n: int) -> int:
 def live_ranges(program: sched.ProgramLikeOp) -> dict[SSAValue, tuple[int, int]]:
     """Arena buffer -> (first phase that touches it, last phase that touches it)."""
     ranges: dict[SSAValue, tuple[int, int]] = {}
-    for i, phase in enumerate(sched.phases(program)):
-        for op in phase.body.block.ops:
+    for i, work in enumerate(sched.phase_groups(program)):
+        for op in work:
             for v in sched._reads(op) + sched._writes(op):
                 if isinstance(v.owner, sched.BufferOp):
                     lo, hi = ranges.get(v, (i, i))

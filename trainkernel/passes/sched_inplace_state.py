@@ -67,10 +67,20 @@ def _reads_only_at_own_index(producer: sched.ComputeOp, state: SSAValue, out_sha
             continue
         if buf is not state or tuple(tk.shape_of(arg)) != out_shape:
             return False  # a reshaped view or a broadcast: other indices are read
-        for use in arg.uses:
-            user = use.operation
-            if not isinstance(user, ELEMENTWISE_READERS) or tk.shape_of(user.results[0]) != out_shape:
-                return False
+        # Everything computed from the state must stay elementwise at the output's
+        # shape all the way to the yield: a matmul, reduction or view of
+        # neg(state) reads other elements just as one of the state itself does.
+        pending, seen = [arg], set()
+        while pending:
+            value = pending.pop()
+            for use in value.uses:
+                user = use.operation
+                if isinstance(user, tk.YieldOp) or user in seen:
+                    continue
+                if not isinstance(user, ELEMENTWISE_READERS) or tk.shape_of(user.results[0]) != out_shape:
+                    return False
+                seen.add(user)
+                pending.extend(user.results)
     return True
 
 

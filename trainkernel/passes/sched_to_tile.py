@@ -203,9 +203,10 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int = 0) -> til
     phases = [p for p in phases if p]
     if grid <= 0:
         grid = choose_grid(phases, max_grid) if phases else 1
-    if grid == 1:
-        for sync in syncs:  # everything runs in one block: a block barrier is enough
-            sync.properties["scope"] = builtin.StringAttr("block")
+    for sync in syncs:
+        # One block: a block barrier is enough. Several blocks: only a grid
+        # barrier orders phases, whatever scope the schedule asked for.
+        sync.properties["scope"] = builtin.StringAttr("block" if grid == 1 else "grid")
     cfg = tile.config(grid=grid, threads=THREADS, smem=smem)
     return tile.KernelOp(
         program.sym_name.data, program.num_inputs.data, program.result_args, body, program.arena_bytes.data, cfg

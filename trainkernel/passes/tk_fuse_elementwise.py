@@ -79,8 +79,8 @@ def drop_keepdim_reshapes(body: Block) -> None:
         if not isinstance(op, tk.ReshapeOp):
             continue
         red = op.input.owner
-        if not isinstance(red, tk.SumOp | tk.MaxOp) or red.keepdim is None:
-            continue
+        if not isinstance(red, tk.SumOp | tk.MaxOp) or red.keepdim is None or sum(1 for _ in red.result.uses) != 1:
+            continue  # (a keepdim result used elsewhere too would be reduced twice)
         plain = tuple(d for i, d in enumerate(tk.shape_of(red.input)) if i not in set(red.axes_list))
         if tuple(tk.shape_of(op.result)) != plain:
             continue

@@ -159,7 +159,7 @@ class Lowering:
                 results.append(arg)
                 if value is f.args[arg]:
                     continue  # the state is returned unchanged: nothing to write
-                if self._computed(value):
+                if self._computed(value) and not self._view_of_bound(value):
                     if value not in self.buffer:
                         self.bind(value, self.new_buffer(value))
                     staged = self.buffer[value]
@@ -171,7 +171,7 @@ class Lowering:
             out = self.block.insert_arg(sched.memref_type_of(value.type), len(self.block.args))
             out.name_hint = f"out{r}"
             results.append(len(self.block.args) - 1)
-            if self._computed(value) and value not in self.buffer:
+            if self._computed(value) and value not in self.buffer and not self._view_of_bound(value):
                 self.bind(value, out)
             else:
                 copies.append((value, out))
@@ -217,6 +217,15 @@ class Lowering:
                 self.block.add_op(sched.BarrierOp("grid"))
             self.block.add_op(phase)
         return sched.ProgramOp(f.sym_name.data, num_inputs, results, Region(self.block))
+
+    def _view_of_bound(self, value: SSAValue) -> bool:
+        """Whether `value` reshapes a value that already has its own storage (a
+        result bound earlier): then it needs a copy into its result buffer."""
+        while isinstance(value.owner, tk.ReshapeOp):
+            value = value.owner.input
+            if value in self.buffer:
+                return True
+        return False
 
     def _computed(self, value: SSAValue) -> bool:
         """Whether some compute writes this value (or the value it reshapes)."""

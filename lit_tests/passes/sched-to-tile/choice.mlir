@@ -23,7 +23,9 @@
 // CHECK-NEXT:    tile.reduce ins(%c : memref<100x300xbf16>) outs(%r : memref<300xf32>) config {items = 3 : i64, offset = 0 : i64, rows = 128 : i64} {
 // CHECK:         tile.reduce ins(%c : memref<100x300xbf16>) outs(%rr : memref<100xbf16>) config {items = 100 : i64, offset = 3 : i64, rows = 1 : i64} {
 // CHECK:         tile.map ins(%c : memref<100x300xbf16>) outs(%out : memref<100x300xf32>) config {items = 59 : i64, offset = 103 : i64, chunk = 512 : i64} {
-// CHECK:         tile.sync block
+// A block-scope barrier in a kernel of several blocks becomes a grid barrier.
+// CHECK:         tile.sync grid
+// CHECK-NOT:     tile.sync block
 // CHECK-NEXT:    tile.map ins(%r : memref<300xf32>) outs(%w : memref<300xf32>) config {items = 1 : i64, offset = 0 : i64, chunk = 512 : i64} {
 // CHECK-NEXT:    ^bb0(%[[V:.*]]: tensor<300xf32>):
 // CHECK-NEXT:      tk.yield %[[V]] : tensor<300xf32>
@@ -33,7 +35,8 @@
 
 // FORCED: config {grid = 8 : i64, threads = 128 : i64, smem = 30720 : i64}
 // FORCED: tile.sync grid
-// FORCED: tile.sync block
+// FORCED: tile.sync grid
+// FORCED-NOT: tile.sync block
 sched.program @step(%w: memref<300xf32>, %a: memref<100x64xbf16>, %b: memref<64x300xbf16>, %d: memref<64x64xf16>, %f: memref<65x3xf32>, %g: memref<3x1xf32>, %out: memref<100x300xf32>, %e: memref<64x64xf16>, %h: memref<65x1xf32>) inputs 6 results [0, 7, 8] arena 124416 {
   %c = sched.buffer offset 0 : memref<100x300xbf16>
   %r = sched.buffer offset 60160 : memref<300xf32>
