@@ -126,20 +126,12 @@ def make_step(lr: float, compute_dtype: torch.dtype = torch.bfloat16,
               master_dtype: torch.dtype = torch.float32) -> StepFn:
     """The pure training step for an MLP of any depth (depth = len(params)//2)."""
 
-    def forward(params: Params, x: torch.Tensor) -> torch.Tensor:
-        h = x.to(compute_dtype)
-        n = len(params) // 2
-        for i in range(n):
-            w = params[2 * i].to(compute_dtype)
-            b = params[2 * i + 1].to(compute_dtype)
-            h = h @ w + b
-            if i + 1 < n:
-                h = torch.relu(h)
-        return h
+    # The model and loss are the package's own (trainkernel.workloads), so the
+    # harness measures exactly the step the test suite verifies.
+    from trainkernel.workloads import mse_loss
 
     def loss_fn(params: Params, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        out = forward(params, x).to(master_dtype)
-        return ((out - y.to(master_dtype)) ** 2).mean()
+        return mse_loss(params, x, y, compute_dtype, master_dtype)
 
     def step(params: Params, x: torch.Tensor, y: torch.Tensor):
         grads, loss = torch.func.grad_and_value(loss_fn)(params, x, y)
