@@ -5,7 +5,7 @@ it isolates the grid's effect for docs/perf-log.md. Writes probe.json to $OUT.
 
     python benchmarks/grid_probe.py
 """
-import os, json, time, torch, statistics, sys
+import os, json, torch, statistics
 import trainkernel
 from trainkernel.workloads import WORKLOADS
 out = os.environ.get("OUT", "/tmp")

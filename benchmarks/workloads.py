@@ -103,23 +103,18 @@ class Workload:
         }
 
 
-WORKLOADS = {
-    w.name: w
-    for w in (
-        Workload("tiny", 16, (32, 64, 8), description="2-layer MLP (B, I, H, O) = (16, 32, 64, 8)"),
-        Workload("online", 64, (128, 256, 16), description="2-layer MLP (64, 128, 256, 16)"),
-        Workload("small", 256, (512, 1024, 64), description="2-layer MLP (256, 512, 1024, 64)"),
-        Workload("medium", 1024, (1024, 4096, 256), description="2-layer MLP (1024, 1024, 4096, 256)"),
-        Workload(
-            "classification",
-            64,
-            (256, 512, 10),
-            task="classification",
-            description="classification head, 10 classes, one-hot targets (64, 256, 512, 10)",
-        ),
-        Workload("mlp4", 128, (256, 256, 256, 256, 256), description="4-layer MLP, batch 128, all widths 256"),
-    )
-}
+def _from_package() -> dict:
+    """The benchmark's workloads are the package's (trainkernel.workloads: the
+    five of GPU.md and the 4-layer MLP), with the harness's learning rate."""
+    from trainkernel import workloads as package
+
+    return {
+        name: Workload(w.name, w.batch, tuple(w.widths), task=w.task, description=w.description)
+        for name, w in package.WORKLOADS.items()
+    }
+
+
+WORKLOADS = _from_package()
 
 
 def make_step(lr: float, compute_dtype: torch.dtype = torch.bfloat16,

@@ -346,8 +346,36 @@ def _reads(op: Operation) -> list[SSAValue]:
     return []
 
 
+class ScopedSyncOp(IRDLOperation):
+    """A barrier with a `scope` keyword (`grid` or `block`); shared by
+    `sched.barrier` and `tile.sync`."""
+
+    scope = prop_def(StringAttr)
+    SCOPES: ClassVar[tuple[str, ...]] = ("grid", "block")
+
+    def __init__(self, scope: str = "grid"):
+        super().__init__(properties={"scope": StringAttr(scope)})
+
+    def verify_(self) -> None:
+        if self.scope.data not in self.SCOPES:
+            raise VerifyException(f"{self.name} scope must be grid or block, got {self.scope.data!r}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.scope.data}")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        scope = parser.parse_optional_keyword_in(cls.SCOPES)
+        if scope is None:
+            parser.raise_error(f"{cls.name} expects `grid` or `block`")
+        op = cls(scope)
+        op.attributes.update(parser.parse_optional_attr_dict())
+        return op
+
+
 @irdl_op_definition
-class BarrierOp(IRDLOperation):
+class BarrierOp(ScopedSyncOp):
     """Waits until all work of the previous phase is visible. `grid` syncs every
     block of the cooperative launch; `block` is enough when the kernel runs as a
     single block.
@@ -356,29 +384,6 @@ class BarrierOp(IRDLOperation):
     """
 
     name = "sched.barrier"
-    scope = prop_def(StringAttr)
-
-    SCOPES: ClassVar[tuple[str, ...]] = ("grid", "block")
-
-    def __init__(self, scope: str = "grid"):
-        super().__init__(properties={"scope": StringAttr(scope)})
-
-    def verify_(self) -> None:
-        if self.scope.data not in self.SCOPES:
-            raise VerifyException(f"sched.barrier scope must be grid or block, got {self.scope.data!r}")
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.scope.data}")
-        printer.print_op_attributes(self.attributes)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> BarrierOp:
-        scope = parser.parse_optional_keyword_in(cls.SCOPES)
-        if scope is None:
-            parser.raise_error("sched.barrier expects `grid` or `block`")
-        op = cls(scope)
-        op.attributes.update(parser.parse_optional_attr_dict())
-        return op
 
 
 @irdl_op_definition

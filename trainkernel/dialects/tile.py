@@ -29,12 +29,10 @@ from typing import ClassVar
 from xdsl.dialects.builtin import BFloat16Type, DenseArrayBase, Float16Type, Float32Type, IntegerAttr, StringAttr
 from xdsl.ir import Attribute, Dialect
 from xdsl.irdl import irdl_op_definition, prop_def
-from xdsl.parser import Parser
-from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 from xdsl.irdl import IRDLOperation
 
-from trainkernel.dialects.sched import BufferOp, ComputeLikeOp, ProgramLikeOp, ViewOp
+from trainkernel.dialects.sched import BufferOp, ComputeLikeOp, ProgramLikeOp, ScopedSyncOp, ViewOp
 
 MMA_KINDS = ("mma.bf16", "mma.f16", "simt.f32")
 """Tensor-core mma.sync (bf16/f16 in, f32 accumulate) or SIMT fp32."""
@@ -171,32 +169,10 @@ class ReduceOp(TileWorkOp):
 
 
 @irdl_op_definition
-class SyncOp(IRDLOperation):
+class SyncOp(ScopedSyncOp):
     """Barrier between phases: `tile.sync grid` (grid-wide) or `tile.sync block`."""
 
     name = "tile.sync"
-    scope = prop_def(StringAttr)
-    SCOPES: ClassVar[tuple[str, ...]] = ("grid", "block")
-
-    def __init__(self, scope: str = "grid"):
-        super().__init__(properties={"scope": StringAttr(scope)})
-
-    def verify_(self) -> None:
-        if self.scope.data not in self.SCOPES:
-            raise VerifyException(f"tile.sync scope must be grid or block, got {self.scope.data!r}")
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.scope.data}")
-        printer.print_op_attributes(self.attributes)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> SyncOp:
-        scope = parser.parse_optional_keyword_in(cls.SCOPES)
-        if scope is None:
-            parser.raise_error("tile.sync expects `grid` or `block`")
-        op = cls(scope)
-        op.attributes.update(parser.parse_optional_attr_dict())
-        return op
 
 
 @irdl_op_definition

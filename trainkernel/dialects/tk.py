@@ -22,12 +22,10 @@ from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
-    AnyFloat,
     BFloat16Type,
     DenseArrayBase,
     Float16Type,
     Float32Type,
-    Float64Type,
     FloatAttr,
     IntegerType,
     Signedness,
@@ -38,7 +36,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
-    AnyAttr,
     AttrConstraint,
     VerificationContext,
     IRDLOperation,
@@ -921,6 +918,24 @@ class FusedOp(IRDLOperation):
             if op is not term and not isinstance(op, FUSIBLE_OPS):
                 raise VerifyException(f"tk.fused: {op.name} cannot be fused")
 
+
+ELEMENTWISE_OPS: tuple[type[IRDLOperation], ...] = (
+    AddOp,
+    SubOp,
+    MulOp,
+    DivOp,
+    MaximumOp,
+    NegOp,
+    ReluOp,
+    ExpOp,
+    LogOp,
+    SqrtOp,
+    ReluGradOp,
+    PowOp,
+    CastOp,
+)
+"""Ops whose result element i depends only on operand elements at (the
+broadcast of) index i."""
 
 FUSIBLE_OPS: tuple[type[IRDLOperation], ...] = (
     FillOp,

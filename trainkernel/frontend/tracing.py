@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import sysconfig
 import traceback
 from collections.abc import Callable, Iterator, Sequence

@@ -29,21 +29,7 @@ from xdsl.rewriter import Rewriter
 
 from trainkernel.dialects import sched, tk
 
-ELEMENTWISE_READERS = (
-    tk.AddOp,
-    tk.SubOp,
-    tk.MulOp,
-    tk.DivOp,
-    tk.MaximumOp,
-    tk.NegOp,
-    tk.ReluOp,
-    tk.ExpOp,
-    tk.LogOp,
-    tk.SqrtOp,
-    tk.ReluGradOp,
-    tk.PowOp,
-    tk.CastOp,
-)
+ELEMENTWISE_READERS = tk.ELEMENTWISE_OPS
 
 
 def _phase_index(program: sched.ProgramOp) -> dict[Operation, int]:

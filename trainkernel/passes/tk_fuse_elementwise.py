@@ -31,22 +31,7 @@ from xdsl.rewriter import Rewriter
 
 from trainkernel.dialects import tk
 
-POINTWISE = (
-    tk.AddOp,
-    tk.SubOp,
-    tk.MulOp,
-    tk.DivOp,
-    tk.MaximumOp,
-    tk.NegOp,
-    tk.ReluOp,
-    tk.ExpOp,
-    tk.LogOp,
-    tk.SqrtOp,
-    tk.ReluGradOp,
-    tk.PowOp,
-    tk.CastOp,
-    tk.ExpandOp,
-)
+POINTWISE = (*tk.ELEMENTWISE_OPS, tk.ExpandOp)
 REDUCTIONS = (tk.SumOp, tk.MaxOp, tk.ArgmaxOp)
 
 
