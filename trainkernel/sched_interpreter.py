@@ -62,9 +62,7 @@ def run_program(
     Inputs are copied first (the program may update state in place); results
     that alias an input are the updated copy.
     """
-    from trainkernel.interpreter import eval_tk_op, run_block
-
-    del eval_tk_op
+    from trainkernel.interpreter import run_block
     program = _program(module)
     args = program.block.args
     n_in = program.num_inputs.data

@@ -347,7 +347,6 @@ class CudaPrinter:
         length = 1
         for d in red_dims:
             length *= d
-        out_shape = tuple(tk.shape_of(red.result))
         is_sum = isinstance(red, tk.SumOp)
         self.w(f"  {{ // tile.reduce {red.name} over {length} elements into {op.items} outputs")
         self.w(f"    {self._loop(op)} {{")
@@ -385,7 +384,6 @@ class CudaPrinter:
         self.w("      __syncthreads();")
         self.w("    }")
         self.w("  }")
-        del out_shape
 
     def column_reduce(self, op: tile.ReduceOp, red: tk.ReductionOp) -> None:
         """Reduction over leading axes: thread t of item k owns output column

@@ -39,6 +39,7 @@ class Work:
     outputs: list[SSAValue]  # tk values written
     body: Region
     phase: int = 0
+    copy_target: SSAValue | None = None  # set for a copy into a result buffer
 
 
 @dataclass
@@ -128,13 +129,10 @@ class Lowering:
             block = Block()
             fill = value.owner.clone()
             block.add_ops([fill, tk.YieldOp(fill.result)])
-            w = Work([], [], Region(block))
-        else:
-            block = Block(arg_types=[value.type])
-            block.add_op(tk.YieldOp(block.args[0]))
-            w = Work([value], [], Region(block))
-        w.copy_target = target  # type: ignore[attr-defined]
-        return w
+            return Work([], [], Region(block), copy_target=target)
+        block = Block(arg_types=[value.type])
+        block.add_op(tk.YieldOp(block.args[0]))
+        return Work([value], [], Region(block), copy_target=target)
 
     def run(self) -> sched.ProgramOp:
         f = self.func_op
@@ -194,8 +192,7 @@ class Lowering:
         phases = [sched.PhaseOp() for _ in range(nphases)]
         for w in self.works:
             ins = [self.buffer_of(v) for v in w.inputs]
-            target = getattr(w, "copy_target", None)
-            outs = [target] if target is not None else [self.buffer_of(v) for v in w.outputs]
+            outs = [w.copy_target] if w.copy_target is not None else [self.buffer_of(v) for v in w.outputs]
             phases[w.phase].body.block.add_op(sched.ComputeOp(ins, outs, w.body))
 
         # Staged state commits go after the last reader of the old value.
@@ -247,7 +244,7 @@ class Lowering:
         for w in self.works:
             if any(sched.root_buffer(self.buffer_of(v)) is root for v in w.outputs):
                 return w.phase
-            if getattr(w, "copy_target", None) is not None and sched.root_buffer(w.copy_target) is root:
+            if w.copy_target is not None and sched.root_buffer(w.copy_target) is root:
                 return w.phase
         return -1
 
