@@ -583,12 +583,15 @@ class CompiledTrainingStep:
             saved = [t.clone() for t in state]
             side = torch.cuda.Stream(device)
             side.wait_stream(torch.cuda.current_stream(device))
-            with torch.cuda.stream(side):
-                for i in range(warmup):
-                    one_step(i)
-            torch.cuda.current_stream(device).wait_stream(side)
-            for t, s in zip(state, saved):
-                t.copy_(s)
+            try:
+                with torch.cuda.stream(side):
+                    for i in range(warmup):
+                        one_step(i)
+            finally:
+                # Whether warm-up finished or failed, the caller's state is restored.
+                torch.cuda.current_stream(device).wait_stream(side)
+                for t, s in zip(state, saved):
+                    t.copy_(s)
             del saved
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):

@@ -184,6 +184,9 @@ def _matmul(interp, op: tk.MatmulOp, args):
         a = a.t()
     if op.transpose_b is not None:
         b = b.t()
+    # Views, as eager autograd passes mm its transposed operands. (A user's own
+    # `w.t()` is materialized by functionalization instead; BLAS may then differ
+    # from this in the last bit: see docs/ir/tk.md, "matmul".)
     return torch.mm(a, b)
 
 
@@ -454,10 +457,6 @@ def interpret(program: Any, *args: Any, func_name: str | None = None, interprete
                 f"  captured: {in_spec}\n  given:    {spec}"
             )
         fn = program.func
-        nargs = len(fn.body.block.args)
-        if len(flat) != nargs:
-            # Non-tensor leaves (Python numbers) were baked into the IR as constants.
-            flat = [a for a in flat if isinstance(a, torch.Tensor)]
         results = interp.run_function(fn, flat)
         if program.out_spec is None:
             return results

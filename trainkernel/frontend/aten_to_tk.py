@@ -178,7 +178,8 @@ class Converter:
         v = float(value)
         if not math.isfinite(v):
             raise self.unsupported(f"non-finite constant {v} (tk.fill needs a finite value)")
-        key = (v, et)
+        # Keyed on the sign too: 0.0 == -0.0 in Python, but x + 0.0 and x + (-0.0) differ.
+        key = (v, math.copysign(1.0, v), et)
         if key not in self._scalars:
             self._scalars[key] = self.emit(tk.FillOp(v, TensorType(et, []))).result
         return self._scalars[key]
@@ -221,7 +222,8 @@ class Converter:
         if flat.numel() == 0:
             return self.fill(0.0, t)
         first = flat[0]
-        if not bool((flat == first).all()):
+        # Uniform means the same bits: 0.0 == -0.0 compares equal but is not the same constant.
+        if not bool(((flat == first) & (torch.signbit(flat) == torch.signbit(first))).all()):
             raise self.unsupported(
                 "non-uniform tensor constant (torch.tensor([...]) inside the step); tk has only uniform fills: "
                 "pass the tensor as an argument instead"

@@ -61,9 +61,12 @@ def _parse_sizes(text: str | None) -> list[int] | None:
     if not text:
         return None
     try:
-        return [int(s) for s in text.replace("x", ",").split(",") if s]
+        sizes = [int(s) for s in text.replace("x", ",").split(",") if s]
     except ValueError:
         raise SystemExit(f"trainkernel: --sizes must be comma-separated integers, got {text!r}") from None
+    if any(s < 1 for s in sizes):
+        raise SystemExit(f"trainkernel: --sizes must all be >= 1, got {text!r}")
+    return sizes
 
 
 def reference_step(workload):
