@@ -512,6 +512,9 @@ class CompiledTrainingStep:
         leaves are the state tensors passed in, now updated. Raises RuntimeError
         when no CUDA device is available. The call is stream-ordered and can
         itself be recorded inside a ``torch.cuda.graph`` (after one eager call).
+        Calls share one workspace arena per device: do not run the same compiled
+        step on two streams at once (or replay a graph that recorded a call while
+        another call is in flight); `capture()` gives its graph its own arena.
         """
         self._require_gpu()
         flat = self.validate(*args)
