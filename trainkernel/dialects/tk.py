@@ -147,6 +147,45 @@ def _parse_int_list(parser: Parser) -> list[int]:
     )
 
 
+def _print_with_int_lists(
+    printer: Printer, op: Operation, lists: Sequence[tuple[str, Sequence[int]]], flag: str | None = None
+) -> None:
+    """`%x KW [..] KW [..] (flag)? attr-dict : in-type -> out-type`: the shape
+    shared by reductions, tk.transpose and tk.slice."""
+    printer.print_string(" ")
+    printer.print_operand(op.operands[0])
+    for keyword, values in lists:
+        printer.print_string(f" {keyword} ")
+        _print_int_list(printer, values)
+    if flag is not None:
+        printer.print_string(f" {flag}")
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(op.operands[0].type)
+    printer.print_string(" -> ")
+    printer.print_attribute(op.results[0].type)
+
+
+def _parse_with_int_lists(
+    parser: Parser, keywords: Sequence[str], flag: str | None = None
+) -> tuple[SSAValue, list[list[int]], bool, Attribute, dict[str, Attribute]]:
+    """Parse what `_print_with_int_lists` prints: (operand, lists, flag seen,
+    result type, attributes)."""
+    operand = parser.parse_unresolved_operand()
+    lists = []
+    for keyword in keywords:
+        parser.parse_keyword(keyword)
+        lists.append(_parse_int_list(parser))
+    seen = flag is not None and parser.parse_optional_keyword(flag) is not None
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    in_t = parser.parse_type()
+    parser.parse_punctuation("->")
+    out_t = parser.parse_type()
+    (value,) = parser.resolve_operands([operand], [in_t], parser.pos)
+    return value, lists, seen, out_t, attrs
+
+
 def _int_array(values: Sequence[int]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
@@ -610,30 +649,11 @@ class ReductionOp(IRDLOperation):
             )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        printer.print_string(" axes ")
-        _print_int_list(printer, self.axes_list)
-        if self.keepdim:
-            printer.print_string(" keepdim")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        _print_with_int_lists(printer, self, [("axes", self.axes_list)], "keepdim" if self.keepdim else None)
 
     @classmethod
     def parse(cls, parser: Parser):
-        operand = parser.parse_unresolved_operand()
-        parser.parse_keyword("axes")
-        axes = _parse_int_list(parser)
-        keepdim = parser.parse_optional_keyword("keepdim") is not None
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        in_t = parser.parse_type()
-        parser.parse_punctuation("->")
-        out_t = parser.parse_type()
-        (value,) = parser.resolve_operands([operand], [in_t], parser.pos)
+        value, (axes,), keepdim, out_t, attrs = _parse_with_int_lists(parser, ["axes"], "keepdim")
         op = cls(value, axes, out_t, keepdim)
         op.attributes.update(attrs)
         return op
@@ -762,27 +782,11 @@ class TransposeOp(_ViewOp):
             raise VerifyException(f"tk.transpose: result shape {list(shape_of(self.result))} should be {list(want)}")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        printer.print_string(" perm ")
-        _print_int_list(printer, self.perm_list)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        _print_with_int_lists(printer, self, [("perm", self.perm_list)])
 
     @classmethod
     def parse(cls, parser: Parser) -> TransposeOp:
-        operand = parser.parse_unresolved_operand()
-        parser.parse_keyword("perm")
-        perm = _parse_int_list(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        in_t = parser.parse_type()
-        parser.parse_punctuation("->")
-        out_t = parser.parse_type()
-        (value,) = parser.resolve_operands([operand], [in_t], parser.pos)
+        value, (perm,), _, out_t, attrs = _parse_with_int_lists(parser, ["perm"])
         op = cls(value, perm, out_t)
         op.attributes.update(attrs)
         return op
@@ -823,31 +827,11 @@ class SliceOp(_ViewOp):
                 )
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.input)
-        printer.print_string(" starts ")
-        _print_int_list(printer, _ints(self.starts))
-        printer.print_string(" steps ")
-        _print_int_list(printer, _ints(self.steps))
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.input.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        _print_with_int_lists(printer, self, [("starts", _ints(self.starts)), ("steps", _ints(self.steps))])
 
     @classmethod
     def parse(cls, parser: Parser) -> SliceOp:
-        operand = parser.parse_unresolved_operand()
-        parser.parse_keyword("starts")
-        starts = _parse_int_list(parser)
-        parser.parse_keyword("steps")
-        steps = _parse_int_list(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        in_t = parser.parse_type()
-        parser.parse_punctuation("->")
-        out_t = parser.parse_type()
-        (value,) = parser.resolve_operands([operand], [in_t], parser.pos)
+        value, (starts, steps), _, out_t, attrs = _parse_with_int_lists(parser, ["starts", "steps"])
         op = cls(value, starts, steps, out_t)
         op.attributes.update(attrs)
         return op
