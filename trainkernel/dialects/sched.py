@@ -125,11 +125,22 @@ def _parse_operands_with_types(parser: Parser, keyword: str) -> list[SSAValue]:
     return parser.resolve_operands(names, types, parser.pos)
 
 
-def _parse_config(parser: Parser) -> dict[str, Attribute]:
-    """Op-specific properties, spelled `config {...}` (a bare `{` would be the region)."""
-    if parser.parse_optional_keyword("config") is None:
-        return {}
-    return parser.parse_optional_attr_dict()
+def _print_config_and_attributes(printer: Printer, config: dict[str, Attribute], attributes) -> None:
+    """Op-specific properties as `config {...}` and discardable attributes as
+    `attributes {...}`: keywords, because a bare `{` would be the region."""
+    if config:
+        printer.print_string(" config ")
+        printer.print_attr_dict(config)
+    if attributes:
+        printer.print_string(" attributes ")
+        printer.print_attr_dict(attributes)
+
+
+def _parse_config_and_attributes(parser: Parser) -> tuple[dict[str, Attribute], dict[str, Attribute]]:
+    """Parse what `_print_config_and_attributes` prints: (properties, attributes)."""
+    config = parser.parse_optional_attr_dict() if parser.parse_optional_keyword("config") is not None else {}
+    attrs = parser.parse_optional_attr_dict_with_keyword()
+    return config, (dict(attrs.data) if attrs is not None else {})
 
 
 # ------------------------------------------------------------------ compute-like
@@ -184,13 +195,7 @@ class ComputeLikeOp(IRDLOperation):
         _print_operands_with_types(printer, "ins", self.ins)
         printer.print_string(" ")
         _print_operands_with_types(printer, "outs", self.outs)
-        extra = self._extra_properties()
-        if extra:
-            printer.print_string(" config ")
-            printer.print_attr_dict(extra)
-        if self.attributes:
-            printer.print_string(" attributes ")
-            printer.print_attr_dict(self.attributes)
+        _print_config_and_attributes(printer, self._extra_properties(), self.attributes)
         printer.print_string(" ")
         printer.print_region(self.body)
 
@@ -198,12 +203,10 @@ class ComputeLikeOp(IRDLOperation):
     def parse(cls, parser: Parser):
         ins = _parse_operands_with_types(parser, "ins")
         outs = _parse_operands_with_types(parser, "outs")
-        props = _parse_config(parser)
-        attrs = parser.parse_optional_attr_dict_with_keyword()
+        props, attrs = _parse_config_and_attributes(parser)
         body = parser.parse_region()
         op = cls(ins, outs, body, props)
-        if attrs is not None:
-            op.attributes.update(attrs.data)
+        op.attributes.update(attrs)
         return op
 
 
@@ -480,12 +483,7 @@ class ProgramLikeOp(IRDLOperation):
         printer.print_string("[" + ", ".join(map(str, self.result_args)) + "]")
         printer.print_string(f" arena {self.arena_bytes.data}")
         extra = {k: v for k, v in self.properties.items() if k not in self.KEYWORD_PROPS}
-        if extra:
-            printer.print_string(" config ")
-            printer.print_attr_dict(extra)
-        if self.attributes:
-            printer.print_string(" attributes ")
-            printer.print_attr_dict(self.attributes)
+        _print_config_and_attributes(printer, extra, self.attributes)
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
 
@@ -499,12 +497,10 @@ class ProgramLikeOp(IRDLOperation):
         results = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer)
         parser.parse_keyword("arena")
         arena = parser.parse_integer()
-        props = _parse_config(parser)
-        attrs = parser.parse_optional_attr_dict_with_keyword()
+        props, attrs = _parse_config_and_attributes(parser)
         body = parser.parse_region(args)
         op = cls(name, num_inputs, results, body, arena, props)
-        if attrs is not None:
-            op.attributes.update(attrs.data)
+        op.attributes.update(attrs)
         return op
 
 
