@@ -191,6 +191,10 @@ class BodyPrinter:
             self.line(f"{self.names[buf]}[{_linear(index, shape)}] = tk::from_float<{c_type(buf.type)}>({val});")
 
 
+def _accumulate(is_sum: bool, value: str) -> str:
+    return f"accum + {value}" if is_sum else f"tk::max_nan(accum, {value})"
+
+
 def _multi_index(linear: str, shape: tuple[int, ...], prefix: str) -> tuple[list[str], list[str]]:
     """Declarations splitting a linear index over `shape`, and the index names."""
     decls, names = [], []
@@ -362,8 +366,7 @@ class CudaPrinter:
         for k in range(len(in_shape)):
             full.append(next(ri) if k in axes else next(ki))
         bp = BodyPrinter(self.out, self.names, op, "        ")
-        val = bp.value_at(src, full, {})
-        self.w(f"        accum = {'accum + ' + val if is_sum else 'tk::max_nan(accum, ' + val + ')'};")
+        self.w(f"        accum = {_accumulate(is_sum, bp.value_at(src, full, {}))};")
         self.w("      }")
         self.w(f"      accum = tk::block_reduce_{'sum' if is_sum else 'max'}(accum, scratch);")
         self.w("      if (threadIdx.x == 0) {")
@@ -375,15 +378,20 @@ class CudaPrinter:
                     out_index.append("0")
             else:
                 out_index.append(next(ki))
+        self.reduce_epilogue(op, red, out_index)
+        self.w("      }")
+        self.w("      __syncthreads();")
+        self.w("    }")
+        self.w("  }")
+
+    def reduce_epilogue(self, op: tile.ReduceOp, red: tk.ReductionOp, out_index: list[str]) -> None:
+        """Round the accumulator to the reduction's type, run the pointwise
+        epilogue at the output index and store every output."""
         bp = BodyPrinter(self.out, self.names, op, "        ")
         env = {red.result: "rv"}
         self.w(f"        const float rv = {_round('accum', red.result.type)};")
         bp.emit_ops(out_index, env, skip=(red,))
         bp.store_outputs(out_index, env)
-        self.w("      }")
-        self.w("      __syncthreads();")
-        self.w("    }")
-        self.w("  }")
 
     def column_reduce(self, op: tile.ReduceOp, red: tk.ReductionOp) -> None:
         """Reduction over leading axes: thread t of item k owns output column
@@ -410,15 +418,10 @@ class CudaPrinter:
         for d in rdecls:
             self.w("          " + d)
         bp = BodyPrinter(self.out, self.names, op, "          ")
-        val = bp.value_at(src, ridx + kidx, {})
-        self.w(f"          accum = {'accum + ' + val if is_sum else 'tk::max_nan(accum, ' + val + ')'};")
+        self.w(f"          accum = {_accumulate(is_sum, bp.value_at(src, ridx + kidx, {}))};")
         self.w("        }")
         out_index = (["0"] * nred if red.keepdim is not None else []) + kidx
-        bp = BodyPrinter(self.out, self.names, op, "        ")
-        env = {red.result: "rv"}
-        self.w(f"        const float rv = {_round('accum', red.result.type)};")
-        bp.emit_ops(out_index, env, skip=(red,))
-        bp.store_outputs(out_index, env)
+        self.reduce_epilogue(op, red, out_index)
         self.w("      }")
         self.w("    }")
         self.w("  }")
