@@ -246,7 +246,7 @@ def test_old_parameter_read_late(case, inplace):
             readers = [
                 op
                 for op in phase_of
-                if op is not c and any(sched.root_buffer(v) is c.target for v in sched._reads(op))
+                if op is not c and any(sched.root_buffer(v) is c.target for v in sched.buffers_read(op))
             ]
             assert all(phase_of[r] < phase_of[c] for r in readers)
     else:

@@ -173,8 +173,3 @@ def lower(captured, inplace: bool = True, grid: int = 0) -> Lowered:
         meta=_meta(kernel, captured, inplace),
         stage_seconds=seconds,
     )
-
-
-def compile_source(captured, inplace: bool = True) -> str:
-    """Just the .cu text (for tests and `trainkernel inspect`)."""
-    return lower(captured, inplace).cuda_source

@@ -319,12 +319,12 @@ class PhaseOp(IRDLOperation):
         for op in self.body.block.ops:
             if not isinstance(op, ComputeLikeOp | CommitOp):
                 raise VerifyException(f"sched.phase may only hold computes and commits, found {op.name}")
-            for out in _writes(op):
+            for out in buffers_written(op):
                 if out in writers:
                     raise VerifyException(f"sched.phase: two ops write the same buffer {out.name_hint or ''}".rstrip())
                 writers[out] = op
         for op in self.body.block.ops:
-            for src in _reads(op):
+            for src in buffers_read(op):
                 w = writers.get(src)
                 if w is not None and w is not op:
                     raise VerifyException(
@@ -333,7 +333,7 @@ class PhaseOp(IRDLOperation):
                     )
 
 
-def _writes(op: Operation) -> list[SSAValue]:
+def buffers_written(op: Operation) -> list[SSAValue]:
     if isinstance(op, CommitOp):
         return [root_buffer(op.target)]
     if isinstance(op, ComputeLikeOp):
@@ -341,7 +341,7 @@ def _writes(op: Operation) -> list[SSAValue]:
     return []
 
 
-def _reads(op: Operation) -> list[SSAValue]:
+def buffers_read(op: Operation) -> list[SSAValue]:
     if isinstance(op, CommitOp):
         return [root_buffer(op.source)]
     if isinstance(op, ComputeLikeOp):

@@ -33,7 +33,7 @@ def live_ranges(program: sched.ProgramLikeOp) -> dict[SSAValue, tuple[int, int]]
     ranges: dict[SSAValue, tuple[int, int]] = {}
     for i, work in enumerate(sched.phase_groups(program)):
         for op in work:
-            for v in sched._reads(op) + sched._writes(op):
+            for v in sched.buffers_read(op) + sched.buffers_written(op):
                 if isinstance(v.owner, sched.BufferOp):
                     lo, hi = ranges.get(v, (i, i))
                     ranges[v] = (min(lo, i), max(hi, i))

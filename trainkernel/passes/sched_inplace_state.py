@@ -33,15 +33,11 @@ ELEMENTWISE_READERS = tk.ELEMENTWISE_OPS
 
 
 def _phase_index(program: sched.ProgramOp) -> dict[Operation, int]:
-    index: dict[Operation, int] = {}
-    for i, phase in enumerate(sched.phases(program)):
-        for op in phase.body.block.ops:
-            index[op] = i
-    return index
+    return {op: i for i, work in enumerate(sched.phase_groups(program)) for op in work}
 
 
 def _reads(op: Operation, root: SSAValue) -> bool:
-    return any(sched.root_buffer(v) is root for v in sched._reads(op))
+    return any(sched.root_buffer(v) is root for v in sched.buffers_read(op))
 
 
 def _reads_only_at_own_index(producer: sched.ComputeOp, state: SSAValue, out_shape: tuple[int, ...]) -> bool:
@@ -86,7 +82,7 @@ def make_direct(program: sched.ProgramOp, commit: sched.CommitOp, phase_of: dict
             continue
         if _reads(op, state) and p >= q:
             return False
-        if any(sched.root_buffer(v) is state for v in sched._writes(op)):
+        if any(sched.root_buffer(v) is state for v in sched.buffers_written(op)):
             return False  # someone else writes the state too
     if not _reads_only_at_own_index(producer, state, tuple(staged.type.get_shape())):
         return False
