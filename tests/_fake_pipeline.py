@@ -97,7 +97,7 @@ def _numel(shape) -> int:
     return n
 
 
-def lower(captured: FakeCaptured, inplace: bool = True, grid: int = 0) -> Lowered:
+def lower(captured: FakeCaptured, inplace: bool = True, grid: int = 0, resident: str = "auto") -> Lowered:
     CALLS["lower"] += 1
     tree = pytree.tree_unflatten(list(range(len(captured.out_meta))), captured.out_spec)
     new_state = pytree.tree_leaves(tree[2]) if isinstance(tree, (tuple, list)) and len(tree) == 3 else []

@@ -124,6 +124,7 @@ def compile_training(
     arch: str | None = None,
     build: bool = True,
     grid: int = 0,
+    resident: str = "auto",
 ) -> "CompiledTrainingStep":
     """Capture `step`, lower it to one CUDA megakernel and (by default) nvcc-compile it.
 
@@ -135,7 +136,10 @@ def compile_training(
             every result gets a fresh buffer).
         grid: blocks of the cooperative launch; 0 (default) lets the compiler's
             cost model choose (one block for tiny steps, where block barriers are
-            far cheaper than grid barriers).
+            far cheaper than grid barriers). A forced grid means a grid kernel.
+        resident: "auto" (default): the cost model decides whether the step runs
+            resident in one cluster (its working set in shared memory) or as a
+            grid kernel; "force": resident whenever it fits; "off": grid kernel.
         cache_dir: kernel cache directory (default ``$TRAINKERNEL_CACHE_DIR`` or
             ``~/.cache/trainkernel``).
         arch: CUDA architecture to build for (default: the visible GPU's, else sm_90).
@@ -197,7 +201,9 @@ def compile_training(
     t_capture = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    lowered = _lower_fn()(captured, inplace=inplace, grid=grid)
+    if resident not in ("auto", "force", "off"):
+        raise ValueError(f"resident must be 'auto', 'force' or 'off', got {resident!r}")
+    lowered = _lower_fn()(captured, inplace=inplace, grid=grid, resident=resident)
     t_lower = time.perf_counter() - t0
     t_passes = float(getattr(lowered, "pass_seconds", t_lower))
 

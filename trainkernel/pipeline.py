@@ -25,23 +25,29 @@ STAGES = ("tk", "sched", "tile")
 _STAGE_PASSES = {
     "tk": "canonicalize,tk-decompose,canonicalize,cse,dce,tk-fuse-elementwise",
     "sched": "tk-to-sched{{inplace={inplace}}},sched-inplace-state,sched-allocate",
-    "tile": "sched-to-tile{{grid={grid}}}",
+    "tile": "sched-to-tile{{grid={grid}}},tile-resident{{mode={resident}}}",
 }
 
 
-def stage_passes(stage: str, inplace: bool = True, grid: int = 0) -> str:
-    """Passes of one stage. `grid=0` lets sched-to-tile's cost model size the grid."""
+def stage_passes(stage: str, inplace: bool = True, grid: int = 0, resident: str = "auto") -> str:
+    """Passes of one stage. `grid=0` lets sched-to-tile's cost model size the grid;
+    a forced grid means a grid kernel (no residency). `resident`: auto (the cost
+    model decides), force (resident whenever the working set fits) or off."""
     if stage not in _STAGE_PASSES:
         raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
-    return _STAGE_PASSES[stage].format(inplace=str(inplace).lower(), grid=int(grid))
+    if resident not in ("auto", "force", "off"):
+        raise ValueError(f"resident must be auto, force or off, got {resident!r}")
+    if grid > 0:
+        resident = "off"
+    return _STAGE_PASSES[stage].format(inplace=str(inplace).lower(), grid=int(grid), resident=resident)
 
 
-def pass_pipeline(stage: str = "tile", inplace: bool = True, grid: int = 0) -> str:
+def pass_pipeline(stage: str = "tile", inplace: bool = True, grid: int = 0, resident: str = "auto") -> str:
     """The `-p` pipeline from a captured module up to and including `stage`."""
     upto = STAGES[: STAGES.index(stage) + 1] if stage in STAGES else None
     if upto is None:
         raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
-    return ",".join(stage_passes(s, inplace, grid) for s in upto)
+    return ",".join(stage_passes(s, inplace, grid, resident) for s in upto)
 
 
 def run_passes(module: builtin.ModuleOp, spec: str) -> None:
@@ -145,9 +151,9 @@ def _meta(kernel, captured, inplace: bool) -> KernelMeta:
     )
 
 
-def lower(captured, inplace: bool = True, grid: int = 0) -> Lowered:
+def lower(captured, inplace: bool = True, grid: int = 0, resident: str = "auto") -> Lowered:
     """Run every stage on a copy of the captured module and print the CUDA."""
-    from trainkernel.backend.cuda_target import CudaPrinter
+    from trainkernel.backend.cuda_target import printer_for
     from trainkernel.dialects import tile
     from trainkernel.ir import print_module
 
@@ -159,11 +165,11 @@ def lower(captured, inplace: bool = True, grid: int = 0) -> Lowered:
     seconds: dict[str, float] = {}
     for stage in STAGES:
         t0 = time.perf_counter()
-        run_passes(module, stage_passes(stage, inplace, grid))
+        run_passes(module, stage_passes(stage, inplace, grid, resident))
         seconds[stage] = time.perf_counter() - t0
         stages[stage] = print_module(module)
     kernel = next(op for op in module.ops if isinstance(op, tile.KernelOp))
-    printer = CudaPrinter(kernel)
+    printer = printer_for(kernel)
     source = printer.print()
     return Lowered(
         stages=stages,

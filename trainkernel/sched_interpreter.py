@@ -107,6 +107,14 @@ def run_program(
             mem[op.result] = _typed(arena[off : off + sched.nbytes(t)], t)
         elif isinstance(op, sched.ViewOp):
             mem[op.result] = mem[op.source].view(tuple(op.result.type.get_shape()))
+        elif isinstance(op, tile.SmemOp):
+            # A staged home always holds its argument's current value (loaded at the
+            # start, written through); a temporary's home is fresh (NaN) memory.
+            if op.source is not None:
+                mem[op.result] = mem[op.source]
+            else:
+                t = op.result.type
+                mem[op.result] = torch.full(tuple(t.get_shape()), float("nan"), dtype=torch_dtype(t.get_element_type()))
         elif isinstance(op, sched.PhaseOp):
             for inner in op.body.block.ops:
                 execute(inner)

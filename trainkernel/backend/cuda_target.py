@@ -465,13 +465,488 @@ extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
 }}""")
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where a buffer (or a view of one) is addressed: a pointer, the shape it is
+    indexed by, and for a shared-memory home the axis split over the cluster."""
+
+    ptr: str
+    shape: tuple[int, ...]
+    split: int | None  # None: global memory, indexed by the full shape
+    cluster: int = 1
+
+    def address(self, index: list[str]) -> str:
+        """Element offset of the global multi-index `index`."""
+        if self.split is None or self.split < 0:
+            return _linear(index, self.shape)
+        local = list(self.shape)
+        c = tile.shard_extent(local[self.split], self.cluster)
+        local[self.split] = c
+        idx = list(index)
+        idx[self.split] = f"({idx[self.split]}) - {c} * rank"
+        return _linear(idx, tuple(local))
+
+
+@dataclass
+class ResidentBodyPrinter(BodyPrinter):
+    """BodyPrinter over places: region arguments read from their shared-memory
+    homes; results stored to homes and, by the block that owns them, to global
+    arguments (with the argument's home written through)."""
+
+    places: dict[SSAValue, Place] = None  # type: ignore[assignment]
+    through: dict[SSAValue, Place] = None  # type: ignore[assignment]
+    replicated_store_guard: bool = False
+
+    def load(self, arg: BlockArgument, index: list[str]) -> str:
+        buf = self.op.ins[arg.index]
+        shape = tuple(tk.shape_of(arg))
+        place = self.places[buf]
+        return f"tk::to_float({place.ptr}[{place.address(broadcast_index(index, shape))}])"
+
+    def store_outputs(self, index: list[str], env: dict[SSAValue, str]) -> None:
+        term = self.op.body.block.last_op
+        assert isinstance(term, tk.YieldOp)
+        for buf, v in zip(self.op.outs, term.values):
+            val = self.value_at(v, index, env)
+            place = self.places[buf]
+            ct = c_type(buf.type)
+            if place.split is None:
+                guard = "if (rank == 0) " if self.replicated_store_guard else ""
+                self.line(f"{guard}{place.ptr}[{place.address(index)}] = tk::from_float<{ct}>({val});")
+                home = self.through.get(buf)
+                if home is not None:
+                    self.line(f"{home.ptr}[{home.address(index)}] = tk::from_float<{ct}>({val});")
+            else:
+                self.line(f"{place.ptr}[{place.address(index)}] = tk::from_float<{ct}>({val});")
+
+
+class ResidentPrinter(CudaPrinter):
+    """A resident kernel: one cluster (`kCluster` blocks, rank = blockIdx.x), every
+    buffer a phase reads in shared memory, phases ordered by block barriers.
+
+    Each tile op does the slice of its iteration space that its `split` gives
+    this block (or all of it, split -1, every block alike; then only rank 0
+    stores to global memory). A split gemm k or reduced axis leaves partials in
+    the op's `scratch`, summed over the cluster by tk::cluster_reduce before
+    the epilogue."""
+
+    def __init__(self, kernel: tile.KernelOp):
+        super().__init__(kernel)
+        self.cluster = kernel.cluster or 1
+        self.places: dict[SSAValue, Place] = {}
+        self.through: dict[SSAValue, Place] = {}  # argument (or view of one) -> its home
+
+    def _home_place(self, home: tile.SmemOp, name: str) -> Place:
+        return Place(name, tuple(home.result.type.get_shape()), home.split_axis, self.cluster)
+
+    def _view_place(self, view: sched.ViewOp, src: Place) -> Place:
+        shape = tuple(view.result.type.get_shape())
+        if src.split is None or src.split < 0:
+            return Place(src.ptr, shape, src.split, self.cluster)
+        from trainkernel.passes.tile_resident import _squeeze_map
+
+        m = _squeeze_map(src.shape, shape)
+        inverse = {v: k for k, v in (m or {}).items()}
+        if m is None or src.split not in inverse:
+            raise DiagnosticException("cuda: a split home is viewed under a shape that moves its split axis")
+        return Place(src.ptr, shape, inverse[src.split], self.cluster)
+
+    def print(self) -> str:
+        k = self.kernel
+        nbuf = len(k.block.args)
+        self.w(HEADER + '#include "tk/resident.cuh"\n')
+        self.w(f"// kernel {k.sym_name.data}: resident, cluster of {self.cluster}, {nbuf} buffers, "
+               f"{k.smem} bytes of shared memory per block, {k.threads} threads")
+        self.w(f"struct TkParams {{ void* buf[{max(nbuf, 1)}]; char* arena; }};")
+        self.w(f"static constexpr int kSmem = {k.smem};")
+        self.w(f"static constexpr int kThreads = {k.threads};")
+        self.w(f"static constexpr int kCluster = {self.cluster};")
+        self.w()
+        self.w(f"extern \"C\" __global__ void __launch_bounds__({k.threads}, 1) {self.kname}(TkParams p) {{")
+        self.w("  extern __shared__ __align__(128) char smem[];")
+        self.w("  __shared__ float scratch[64];")
+        self.w("  const int rank = blockIdx.x;  // the grid is one cluster")
+        self.w("  (void)smem; (void)scratch; (void)rank;")
+        for i, arg in enumerate(k.block.args):
+            name = f"b{i}" if not arg.name_hint else f"b{i}_{arg.name_hint}"
+            self.names[arg] = name
+            self.places[arg] = Place(name, tuple(arg.type.get_shape()), None, self.cluster)
+            self.w(f"  {c_type(arg.type)}* {name} = ({c_type(arg.type)}*)p.buf[{i}];")
+        stages: list[tuple[tile.SmemOp, str]] = []
+        for op in k.block.ops:
+            if isinstance(op, tile.SmemOp):
+                name = f"s{len(self.names)}" + (f"_{op.result.name_hint}" if op.result.name_hint else "")
+                self.names[op.result] = name
+                self.places[op.result] = self._home_place(op, name)
+                ct = c_type(op.result.type)
+                self.w(f"  {ct}* {name} = ({ct}*)(smem + {op.offset_value});")
+                if op.source is not None:
+                    self.through[op.source] = self.places[op.result]
+                    if op.source.index < k.num_inputs.data:
+                        stages.append((op, name))
+            elif isinstance(op, sched.ViewOp):
+                name = f"{self.names[op.source]}_v{len(self.names)}"
+                self.names[op.result] = name
+                self.places[op.result] = self._view_place(op, self.places[op.source])
+                if op.source in self.through:
+                    self.through[op.result] = self._view_place(op, self.through[op.source])
+                self.w(f"  {c_type(op.result.type)}* {name} = {self.names[op.source]};")
+            elif isinstance(op, sched.BufferOp):
+                raise DiagnosticException("cuda: a resident kernel keeps its temporaries in tile.smem, not the arena")
+        self.w("  // ---- prologue: every input home, all copies in flight together")
+        for home, name in stages:
+            self.stage(home, name)
+        self.w("  tk::stage_wait();")
+        phase = 0
+        self.w(f"  // ---- phase {phase}")
+        for op in k.block.ops:
+            if isinstance(op, tile.SyncOp):
+                phase += 1
+                self.w("  __syncthreads();")
+                self.w(f"  // ---- phase {phase}")
+            elif isinstance(op, tile.GemmOp):
+                self.resident_gemm(op)
+            elif isinstance(op, tile.ReduceOp):
+                self.resident_reduce(op)
+            elif isinstance(op, tile.MapOp):
+                self.resident_map(op)
+        self.w("}")
+        self.launcher()
+        return self.out.getvalue()
+
+    def stage(self, home: tile.SmemOp, name: str) -> None:
+        shape = tuple(home.result.type.get_shape())
+        src = self.names[home.source]
+        split = home.split_axis
+        if split < 0:
+            n = 1
+            for d in shape:
+                n *= d
+            self.w(f"  tk::stage_rows({name}, {src}, 1, {n}, 0, 0);")
+            return
+        outer, inner = 1, 1
+        for d in shape[:split]:
+            outer *= d
+        for d in shape[split + 1 :]:
+            inner *= d
+        full = shape[split]
+        c = tile.shard_extent(full, self.cluster)
+        self.w(f"  tk::stage_rows({name}, {src} + (long long){c * inner} * rank, {outer}, "
+               f"max(0, min({c}, {full} - {c} * rank)) * {inner}, {full * inner}LL, {c * inner});")
+
+    def body_printer(self, op: tile.TileWorkOp, indent: str) -> ResidentBodyPrinter:
+        return ResidentBodyPrinter(
+            self.out, self.names, op, indent, places=self.places, through=self.through,
+            replicated_store_guard=self.cluster > 1 and op.split == -1 or self._partial(op),
+        )
+
+    def _partial(self, op: tile.TileWorkOp) -> bool:
+        from trainkernel.passes.tile_resident import is_partial
+
+        return self.cluster > 1 and is_partial(op, op.split)
+
+    def _range(self, size: int, split_here: bool) -> tuple[str, str]:
+        """(start, extent) of this block's slice of a dimension, as C expressions."""
+        if not split_here or self.cluster == 1:
+            return "0", str(size)
+        c = tile.shard_extent(size, self.cluster)
+        return f"{c} * rank", f"max(0, min({c}, {size} - {c} * rank))"
+
+    def _loop_space(self, shape: tuple[int, ...], split: int, prefix: str, indent: str, var: str) -> list[str]:
+        """Decompose `var` over this block's slice of `shape`; returns global index names."""
+        local = list(shape)
+        if split >= 0 and self.cluster > 1:
+            local[split] = tile.shard_extent(shape[split], self.cluster)
+        decls, names = _multi_index(var, tuple(local), prefix + "l")
+        for d in decls:
+            self.w(indent + d)
+        out = []
+        for k, (n, d) in enumerate(zip(names, shape)):
+            if k == split and self.cluster > 1:
+                self.w(f"{indent}const int {prefix}{k} = {n} + {local[k]} * rank;")
+                self.w(f"{indent}if ({prefix}{k} >= {d}) continue;")
+                out.append(f"{prefix}{k}")
+            else:
+                out.append(n)
+        return out
+
+    def resident_map(self, op: tile.MapOp) -> None:
+        term = op.body.block.last_op
+        assert isinstance(term, tk.YieldOp)
+        shape = tuple(tk.shape_of(term.values[0]))
+        split = op.split if op.split is not None else -1
+        local = list(shape)
+        if split >= 0 and self.cluster > 1:
+            local[split] = tile.shard_extent(shape[split], self.cluster)
+        n = 1
+        for d in local:
+            n *= d
+        self.w(f"  {{ // tile.map split {split}: {n} elements per block")
+        self.w(f"    for (int e = threadIdx.x; e < {n}; e += kThreads) {{")
+        index = self._loop_space(shape, split, "i", "      ", "e")
+        bp = self.body_printer(op, "      ")
+        env: dict[SSAValue, str] = {}
+        bp.emit_ops(index, env)
+        bp.store_outputs(index, env)
+        self.w("    }")
+        self.w("  }")
+
+    def _operand(self, op: tile.GemmOp, buf: SSAValue, dims: tuple[int, int], space: tuple[int, int, int]):
+        """Base pointer and (stride, stride) of a gemm operand whose axes are the
+        iteration dims `dims`, offset to this block's slice of the op."""
+        place = self.places[buf]
+        shape = list(place.shape)
+        if place.split is not None and place.split >= 0:
+            shape[place.split] = tile.shard_extent(shape[place.split], self.cluster)
+        strides = _strides(tuple(shape))
+        base = []
+        for axis, d in enumerate(dims):
+            if op.split == d and self.cluster > 1 and place.split != axis:
+                c = tile.shard_extent(space[d], self.cluster)
+                base.append(f"{c} * rank * {strides[axis]}")
+        ptr = place.ptr + (" + " + " + ".join(base) if base else "")
+        return ptr, strides[0], strides[1]
+
+    def resident_gemm(self, op: tile.GemmOp) -> None:
+        mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+        if not (isinstance(mm.lhs, BlockArgument) and isinstance(mm.rhs, BlockArgument)):
+            raise DiagnosticException("cuda: tile.gemm operands must be region arguments (loaded buffers)")
+        ta, tb = mm.transpose_a is not None, mm.transpose_b is not None
+        m, n = tk.shape_of(mm.result)
+        sa = tk.shape_of(mm.lhs)
+        kdim = sa[0] if ta else sa[1]
+        space = (m, n, kdim)
+        a_ptr, a0, a1 = self._operand(op, op.ins[mm.lhs.index], (2, 0) if ta else (0, 2), space)
+        b_ptr, b0, b1 = self._operand(op, op.ins[mm.rhs.index], (1, 2) if tb else (2, 1), space)
+        sam, sak = (a1, a0) if ta else (a0, a1)
+        sbk, sbn = (b1, b0) if tb else (b0, b1)
+        split = op.split if op.split is not None else -1
+        (m0, ml), (n0, nl), (_, kl) = (self._range(d, split == k) for k, d in enumerate(space))
+        t = c_type(mm.result.type)
+        partial = self._partial(op)
+        self.w(f"  {{ // tile.gemm {m}x{n}x{kdim} {op.mma} {'T' if ta else 'N'}{'T' if tb else 'N'}, split {split}")
+        if partial:
+            self.w(f"    float* part = (float*)(smem + {op.scratch});")
+            self.w(f"    tk::smem_gemm<kThreads, {t}>({m}, {n}, {kl}, {a_ptr}, {sam}, {sak}, {b_ptr}, {sbk}, {sbn},")
+            self.w(f"      [&](int i, int j, float acc) {{ part[i * {n} + j] = acc; }});")
+            self.w(f"    tk::cluster_reduce<kCluster, tk::SumOp>(part, {m * n}, [&](int e, float acc) {{")
+            self.w(f"      const int i = e / {n}, j = e % {n};")
+        else:
+            self.w(f"    tk::smem_gemm<kThreads, {t}>({ml}, {nl}, {kl}, {a_ptr}, {sam}, {sak}, {b_ptr}, {sbk}, {sbn},")
+            self.w("      [&](int il, int jl, float acc) {")
+            self.w(f"      const int i = il + {m0}, j = jl + {n0};")
+        bp = self.body_printer(op, "      ")
+        env: dict[SSAValue, str] = {mm.result: "mmv"}
+        self.w(f"      const float mmv = {_round('acc', mm.result.type)};")
+        bp.emit_ops(["i", "j"], env, skip=(mm,))
+        bp.store_outputs(["i", "j"], env)
+        self.w("    });")
+        self.w("  }")
+
+    def resident_reduce(self, op: tile.ReduceOp) -> None:
+        red = op.reduction()
+        if isinstance(red, tk.ArgmaxOp):
+            raise DiagnosticException("cuda: tk.argmax is not supported by the CUDA backend yet")
+        in_shape = tuple(tk.shape_of(red.input))
+        axes = set(red.axes_list)
+        split = op.split if op.split is not None else -1
+        partial = self._partial(op)
+        kept = [k for k in range(len(in_shape)) if k not in axes]
+        reduced = [k for k in range(len(in_shape)) if k in axes]
+        is_sum = isinstance(red, tk.SumOp)
+        combine = "tk::SumOp" if is_sum else "tk::MaxOp"
+        ident = "0.0f" if is_sum else "-INFINITY"
+
+        def local_extent(k: int) -> int:
+            d = in_shape[k]
+            return tile.shard_extent(d, self.cluster) if (k == split and self.cluster > 1) else d
+
+        n_out = 1
+        for k in kept:
+            n_out *= local_extent(k)
+        n_red = 1
+        for k in reduced:
+            n_red *= local_extent(k)
+        full_out = 1
+        for k in kept:
+            full_out *= in_shape[k]
+        leading = bool(kept) and reduced == list(range(len(reduced)))
+        nwarps = self.kernel.threads // 32
+        mode = "column" if leading else ("warp" if n_out >= nwarps else "block")
+        self.w(f"  {{ // tile.reduce {red.name} split {split} ({mode}): {n_red} elements into each of {n_out} outputs")
+        if partial:
+            self.w(f"    float* part = (float*)(smem + {op.scratch});")
+        ind = "      "
+
+        def element(idx_o: list[str]) -> None:
+            # idx_o: global names of the kept axes; reduced axes decomposed from r here.
+            ridx = self._decompose_split("r", [in_shape[k] for k in reduced],
+                                         [k == split for k in reduced], "q", ind + "  ")
+            full, ko, kr = [], iter(idx_o), iter(ridx)
+            for k in range(len(in_shape)):
+                full.append(next(kr) if k in axes else next(ko))
+            bp = self.body_printer(op, ind + "  ")
+            self.w(f"{ind}  accum = {_accumulate(is_sum, bp.value_at(red.input, full, {}))};")
+
+        def outputs_loop(var: str, start: str, step: str) -> list[str]:
+            self.w(f"    for (int {var} = {start}; {var} < {n_out}; {var} += {step}) {{")
+            return self._decompose_split(var, [in_shape[k] for k in kept], [k == split for k in kept], "o", ind)
+
+        def finish(idx_o: list[str], who: str) -> None:
+            if partial:
+                self.w(f"{ind}{who}part[{_linear(idx_o, tuple(in_shape[k] for k in kept))}] = accum;")
+            else:
+                if who:
+                    self.w(f"{ind}{who}{{")
+                self._reduce_tail(op, red, idx_o, in_shape, axes, ind + "  ")
+                if who:
+                    self.w(f"{ind}}}")
+
+        if mode == "column":
+            idx_o = outputs_loop("o", "threadIdx.x", "kThreads")
+            self.w(f"{ind}float accum = {ident};")
+            self.w(f"{ind}for (int r = 0; r < {n_red}; ++r) {{")
+            element(idx_o)
+            self.w(f"{ind}}}")
+            finish(idx_o, "")
+            self.w("    }")
+        elif mode == "warp":
+            self.w("    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;")
+            idx_o = outputs_loop("o", "warp", str(nwarps))
+            self.w(f"{ind}float accum = {ident};")
+            self.w(f"{ind}for (int r = lane; r < {n_red}; r += 32) {{")
+            element(idx_o)
+            self.w(f"{ind}}}")
+            self.w(f"{ind}accum = tk::warp_reduce_{'sum' if is_sum else 'max'}(accum);")
+            finish(idx_o, "if (lane == 0) ")
+            self.w("    }")
+        else:
+            idx_o = outputs_loop("o", "0", "1")
+            self.w(f"{ind}float accum = {ident};")
+            self.w(f"{ind}for (int r = threadIdx.x; r < {n_red}; r += kThreads) {{")
+            element(idx_o)
+            self.w(f"{ind}}}")
+            self.w(f"{ind}accum = tk::block_reduce_{'sum' if is_sum else 'max'}(accum, scratch);")
+            finish(idx_o, "if (threadIdx.x == 0) ")
+            self.w(f"{ind}__syncthreads();")
+            self.w("    }")
+        if partial:
+            self.w(f"    tk::cluster_reduce<kCluster, {combine}>(part, {full_out}, [&](int o, float accum) {{")
+            decls, names = _multi_index("o", tuple(in_shape[k] for k in kept), "p")
+            for d in decls:
+                self.w("      " + d)
+            self._reduce_tail(op, red, names, in_shape, axes, "      ")
+            self.w("    });")
+        self.w("  }")
+
+    def _decompose_split(self, var: str, shape: list[int], split: list[bool], prefix: str, indent: str) -> list[str]:
+        """Names of the global indices of `var` decomposed over this block's slice."""
+        local = [tile.shard_extent(d, self.cluster) if s and self.cluster > 1 else d for d, s in zip(shape, split)]
+        decls, names = _multi_index(var, tuple(local), prefix + "l")
+        for d in decls:
+            self.w(indent + d)
+        out = []
+        for k, (nm, s) in enumerate(zip(names, split)):
+            if s and self.cluster > 1:
+                self.w(f"{indent}const int {prefix}{k} = {nm} + {local[k]} * rank;")
+                self.w(f"{indent}if ({prefix}{k} >= {shape[k]}) continue;")
+                out.append(f"{prefix}{k}")
+            else:
+                out.append(nm)
+        return out
+
+    def _reduce_tail(self, op, red, idx_o: list[str], in_shape, axes, indent: str) -> None:
+        out_index, ko = [], iter(idx_o)
+        for k in range(len(in_shape)):
+            if k in axes:
+                if red.keepdim is not None:
+                    out_index.append("0")
+            else:
+                out_index.append(next(ko))
+        bp = self.body_printer(op, indent)
+        env = {red.result: "rv"}
+        self.w(f"{indent}const float rv = {_round('accum', red.result.type)};")
+        bp.emit_ops(out_index, env, skip=(red,))
+        bp.store_outputs(out_index, env)
+
+    def launcher(self) -> None:
+        k = self.kernel
+        nbuf = len(k.block.args)
+        portable = "" if self.cluster <= 8 else f"""
+  err = cudaFuncSetAttribute({self.kname}, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  if (err != cudaSuccess) return (int)err;"""
+        self.w(f"""
+static cudaLaunchConfig_t tk_config(void* stream) {{
+  static cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = kCluster;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {{}};
+  cfg.gridDim = dim3(kCluster);
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = kSmem;
+  cfg.stream = (cudaStream_t)stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = kCluster > 1 ? 1 : 0;
+  return cfg;
+}}
+
+static int tk_configure() {{
+  static int configured = 0;
+  if (configured) return 0;
+  cudaError_t err = cudaFuncSetAttribute({self.kname}, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  if (err != cudaSuccess) return (int)err;{portable}
+  configured = 1;
+  return 0;
+}}
+
+extern "C" int tk_num_buffers() {{ return {nbuf}; }}
+extern "C" long long tk_arena_bytes() {{ return 0LL; }}
+extern "C" int tk_grid() {{ return kCluster; }}
+extern "C" int tk_cluster() {{ return kCluster; }}
+extern "C" int tk_threads() {{ return kThreads; }}
+extern "C" int tk_smem_bytes() {{ return kSmem; }}
+
+// Clusters of this kernel that fit on the device at once (0: the launch cannot run).
+extern "C" int tk_max_active_clusters() {{
+  int err = tk_configure();
+  if (err) return -err;
+  cudaLaunchConfig_t cfg = tk_config(0);
+  int clusters = 0;
+  cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, (void*){self.kname}, &cfg);
+  return e == cudaSuccess ? clusters : -(int)e;
+}}
+
+extern "C" int tk_max_active_blocks_per_sm() {{
+  int n = tk_max_active_clusters();
+  return n > 0 ? 1 : n;
+}}
+
+extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
+  (void)arena; (void)grid;  // one cluster, no global workspace
+  int err = tk_configure();
+  if (err) return err;
+  TkParams p;
+  for (int i = 0; i < {nbuf}; ++i) p.buf[i] = buffers[i];
+  p.arena = 0;
+  cudaLaunchConfig_t cfg = tk_config(stream);
+  return (int)cudaLaunchKernelEx(&cfg, {self.kname}, p);
+}}""")
+
+
+def printer_for(kernel: tile.KernelOp) -> CudaPrinter:
+    """The printer of a kernel: resident (one cluster) or grid."""
+    return ResidentPrinter(kernel) if kernel.cluster is not None else CudaPrinter(kernel)
+
+
 def emit_cuda(module: builtin.ModuleOp) -> str:
     kernels = [op for op in module.ops if isinstance(op, tile.KernelOp)]
     if len(kernels) != 1:
         raise DiagnosticException(
             f"-t cuda needs exactly one tile.kernel (found {len(kernels)}); run the lowering to sched-to-tile first"
         )
-    return CudaPrinter(kernels[0]).print()
+    return printer_for(kernels[0]).print()
 
 
 @dataclass(frozen=True)

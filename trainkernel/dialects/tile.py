@@ -26,11 +26,28 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from xdsl.dialects.builtin import BFloat16Type, DenseArrayBase, Float16Type, Float32Type, IntegerAttr, StringAttr
+from xdsl.dialects.builtin import (
+    I64,
+    BFloat16Type,
+    DenseArrayBase,
+    Float16Type,
+    Float32Type,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+)
 from xdsl.ir import Attribute, Dialect
-from xdsl.irdl import irdl_op_definition, prop_def
+from xdsl.irdl import (
+    AnyAttr,
+    IRDLOperation,
+    VarConstraint,
+    irdl_op_definition,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+)
 from xdsl.utils.exceptions import VerifyException
-from xdsl.irdl import IRDLOperation
 
 from trainkernel.dialects.sched import BufferOp, ComputeLikeOp, ProgramLikeOp, ScopedSyncOp, ViewOp
 
@@ -54,6 +71,8 @@ class TileWorkOp(ComputeLikeOp):
     REQUIRED: ClassVar[tuple[str, ...]] = ("items", "offset")
     items_ = prop_def(IntegerAttr, prop_name="items")
     offset_ = prop_def(IntegerAttr, prop_name="offset")
+    split_ = opt_prop_def(IntegerAttr, prop_name="split")
+    scratch_ = opt_prop_def(IntegerAttr, prop_name="scratch")
 
     @property
     def items(self) -> int:
@@ -63,12 +82,35 @@ class TileWorkOp(ComputeLikeOp):
     def offset(self) -> int:
         return _int(self, "offset")
 
+    @property
+    def scratch(self) -> int | None:
+        """Shared-memory offset of the fp32 partials of a split reduction (gemm k or a reduced axis)."""
+        attr = self.properties.get("scratch")
+        return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+    @property
+    def split(self) -> int | None:
+        """In a resident kernel, the iteration dimension split over the blocks of
+        the cluster (-1: every block does all of it); None in a grid kernel."""
+        attr = self.properties.get("split")
+        return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+    def iteration_rank(self) -> int:
+        """Number of iteration dimensions `split` may name."""
+        raise NotImplementedError
+
     def verify_(self) -> None:
         super().verify_()
         for key in self.REQUIRED:
             _int(self, key)
         if self.items < 1 or self.offset < 0:
             raise VerifyException(f"{self.name}: items must be >= 1 and offset >= 0")
+        if "split" in self.properties:
+            split = _int(self, "split")
+            if not -1 <= split < self.iteration_rank():
+                raise VerifyException(
+                    f"{self.name}: split {split} names none of its {self.iteration_rank()} iteration dimensions"
+                )
 
 
 @irdl_op_definition
@@ -105,6 +147,9 @@ class GemmOp(TileWorkOp):
         if self.items < -(-m // bm) * -(-n // bn):
             raise VerifyException(f"tile.gemm: {self.items} items do not cover the {m}x{n} output in {bm}x{bn} tiles")
 
+    def iteration_rank(self) -> int:
+        return 3  # (m, n, k)
+
     @property
     def tile_shape(self) -> tuple[int, int, int]:
         tile = self.properties["tile"]
@@ -131,6 +176,10 @@ class MapOp(TileWorkOp):
     @property
     def chunk(self) -> int:
         return _int(self, "chunk")
+
+    def iteration_rank(self) -> int:
+        term = self.body.block.last_op
+        return len(term.operands[0].type.get_shape()) if term is not None and term.operands else 0
 
     def verify_(self) -> None:
         super().verify_()
@@ -162,10 +211,103 @@ class ReduceOp(TileWorkOp):
     def rows(self) -> int:
         return _int(self, "rows")
 
+    def reduction(self):
+        from trainkernel.dialects.tk import ArgmaxOp, MaxOp, SumOp
+
+        return next(o for o in self.body.block.ops if isinstance(o, SumOp | MaxOp | ArgmaxOp))
+
+    def iteration_rank(self) -> int:
+        return len(self.reduction().input.type.get_shape())
+
     def verify_(self) -> None:
         super().verify_()
         if self.rows < 1:
             raise VerifyException(f"tile.reduce rows must be >= 1, got {self.rows}")
+
+
+@irdl_op_definition
+class SmemOp(IRDLOperation):
+    """A buffer's home in the shared memory of each block of a resident kernel,
+    at a byte `offset` of the block's dynamic shared memory. `split = d`: block
+    r of the cluster holds slice r of axis d (ceil(size/cluster) elements, the
+    last slice shorter); -1: every block holds all of it. With `stage %arg` it
+    is the on-chip copy of a kernel argument: loaded at kernel start when the
+    argument is an input, and written through whenever the argument is.
+
+    `%h = tile.smem offset 1024 split 1 : memref<16x64xbf16>`
+    `%w = tile.smem stage %0 offset 0 split 1 : memref<32x64xf32>`
+    """
+
+    name = "tile.smem"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    source = opt_operand_def(T)
+    offset = prop_def(IntegerAttr[I64])
+    split = prop_def(IntegerAttr[I64])
+    result = result_def(T)
+    assembly_format = "(`stage` $source^)? `offset` $offset `split` $split attr-dict `:` type($result)"
+
+    def __init__(self, result_type: MemRefType, offset: int, split: int, source=None):
+        super().__init__(
+            operands=[[source] if source is not None else []],
+            result_types=[result_type],
+            properties={"offset": IntegerAttr(offset, 64), "split": IntegerAttr(split, 64)},
+        )
+
+    @property
+    def offset_value(self) -> int:
+        return self.offset.value.data
+
+    @property
+    def split_axis(self) -> int:
+        return self.split.value.data
+
+    def verify_(self) -> None:
+        t = self.result.type
+        if not isinstance(t, MemRefType):
+            raise VerifyException(f"tile.smem must have a memref type, got {t}")
+        if self.offset_value < 0 or self.offset_value % SMEM_ALIGNMENT:
+            raise VerifyException(
+                f"tile.smem offset {self.offset_value} must be a non-negative multiple of {SMEM_ALIGNMENT}"
+            )
+        if not -1 <= self.split_axis < len(t.get_shape()):
+            raise VerifyException(f"tile.smem split {self.split_axis} is not an axis of {t}")
+        parent = self.parent_op()
+        if not isinstance(parent, KernelOp) or parent.cluster is None:
+            raise VerifyException("tile.smem must be directly inside a resident tile.kernel (one with `cluster`)")
+        if self.source is not None and self.source.owner is not parent.block:
+            raise VerifyException("tile.smem stage must name an argument of its tile.kernel")
+        if self.offset_value + local_bytes(t, self.split_axis, parent.cluster) > parent.smem:
+            raise VerifyException(
+                f"tile.smem at offset {self.offset_value} overruns the kernel's {parent.smem} bytes of shared memory"
+            )
+
+
+SMEM_ALIGNMENT = 16
+"""Shared-memory homes start 16-byte aligned (cp.async 16-byte copies)."""
+
+MAX_CLUSTER = 16
+"""The largest thread block cluster Hopper runs (above 8 needs the non-portable attribute)."""
+
+
+def shard_extent(size: int, parts: int) -> int:
+    """Elements of one block's slice when `size` is split over `parts` blocks."""
+    return -(-size // parts)
+
+
+def local_shape(t: MemRefType, split: int, cluster: int) -> tuple[int, ...]:
+    shape = list(t.get_shape())
+    if split >= 0:
+        shape[split] = shard_extent(shape[split], cluster)
+    return tuple(shape)
+
+
+def local_bytes(t: MemRefType, split: int, cluster: int) -> int:
+    from trainkernel.dialects.sched import element_bytes
+
+    n = 1
+    for d in local_shape(t, split, cluster):
+        n *= d
+    return n * element_bytes(t.get_element_type())
 
 
 @irdl_op_definition
@@ -184,6 +326,7 @@ class KernelOp(ProgramLikeOp):
     grid_ = prop_def(IntegerAttr, prop_name="grid")
     threads_ = prop_def(IntegerAttr, prop_name="threads")
     smem_ = prop_def(IntegerAttr, prop_name="smem")
+    cluster_ = opt_prop_def(IntegerAttr, prop_name="cluster")
 
     def verify_(self) -> None:
         super().verify_()
@@ -191,11 +334,29 @@ class KernelOp(ProgramLikeOp):
             raise VerifyException("tile.kernel: grid >= 1 and block a multiple of 32 up to 1024")
         if self.smem < 0 or self.smem > 227 * 1024:
             raise VerifyException(f"tile.kernel: smem {self.smem} exceeds the 227 KiB a Hopper block may use")
-        if self.grid > 1 and any(isinstance(op, SyncOp) and op.scope.data == "block" for op in self.block.ops):
+        cluster = self.cluster
+        if cluster is not None:
+            # Resident: one cluster; every value a phase reads was made by the same
+            # block (the residency pass proves it), so block barriers order phases.
+            if not 1 <= cluster <= MAX_CLUSTER or self.grid != cluster:
+                raise VerifyException(
+                    f"tile.kernel: a resident kernel is one cluster of 1 to {MAX_CLUSTER} blocks and its grid "
+                    f"is that cluster (cluster {cluster}, grid {self.grid})"
+                )
+            for op in self.block.ops:
+                if isinstance(op, TileWorkOp) and op.split is None:
+                    raise VerifyException(f"tile.kernel: {op.name} of a resident kernel needs a `split`")
+        elif self.grid > 1 and any(isinstance(op, SyncOp) and op.scope.data == "block" for op in self.block.ops):
             raise VerifyException("tile.kernel: `tile.sync block` cannot order phases of a kernel of several blocks")
         for op in self.block.ops:
-            if not isinstance(op, BufferOp | ViewOp | TileWorkOp | SyncOp):
+            if not isinstance(op, BufferOp | ViewOp | SmemOp | TileWorkOp | SyncOp):
                 raise VerifyException(f"tile.kernel may hold buffers, views, tile ops and syncs, not {op.name}")
+
+    @property
+    def cluster(self) -> int | None:
+        """Blocks of the one cluster a resident kernel runs as; None for a grid kernel."""
+        attr = self.properties.get("cluster")
+        return attr.value.data if isinstance(attr, IntegerAttr) else None
 
     @property
     def grid(self) -> int:
@@ -225,4 +386,4 @@ def config(**values: int | str | tuple[int, ...]) -> dict[str, Attribute]:
     return out
 
 
-TILE = Dialect("tile", [KernelOp, GemmOp, MapOp, ReduceOp, SyncOp], [])
+TILE = Dialect("tile", [KernelOp, GemmOp, MapOp, ReduceOp, SmemOp, SyncOp], [])

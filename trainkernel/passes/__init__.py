@@ -56,6 +56,7 @@ _PROJECT_PASSES: dict[str, tuple[str, str]] = {
     "sched-inplace-state": ("sched_inplace_state", "SchedInplaceStatePass"),
     "sched-allocate": ("sched_allocate", "SchedAllocatePass"),
     "sched-to-tile": ("sched_to_tile", "SchedToTilePass"),
+    "tile-resident": ("tile_resident", "TileResidentPass"),
 }
 
 for _name, (_module, _cls) in _PROJECT_PASSES.items():

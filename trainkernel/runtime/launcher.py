@@ -120,11 +120,27 @@ class KernelLibrary:
         if n < 0:
             raise CudaError("tk_max_active_blocks_per_sm", -n)
         if n == 0:
+            cluster = self.cluster()
+            if cluster:
+                raise RuntimeError(
+                    f"{self.path.name}: the resident kernel's cluster of {cluster} blocks cannot be co-resident on "
+                    "this device (shared memory per block, or no GPC with that many free SMs); compile the step "
+                    "with resident=False for a grid kernel"
+                )
             raise RuntimeError(
                 f"{self.path.name}: not even one block of the kernel fits on an SM "
                 "(too many registers, threads or shared memory per block)"
             )
         return n
+
+    def cluster(self) -> int:
+        """Blocks of the one cluster a resident kernel runs as (`tk_cluster()`); 0 for a grid kernel."""
+        fn = getattr(self._lib, "tk_cluster", None)
+        if fn is None:
+            return 0
+        fn.argtypes = []
+        fn.restype = ctypes.c_int
+        return int(fn())
 
     def co_resident_grid(self, requested: int, device_index: int) -> int:
         """`requested` clamped to what can be co-resident on the device (cached per device).

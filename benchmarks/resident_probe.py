@@ -1,0 +1,100 @@
+"""Development probe: resident (one cluster, shared-memory working set) against
+grid kernels, TrainKernel alone, with a correctness check against eager first.
+
+Not the benchmark (no baselines: the harness does that); it isolates the effect
+of `tile-resident` for docs/perf-log.md. Writes resident_probe.json to $OUT.
+
+    python -m benchmarks.resident_probe [workload[:B,I,H,...,O][:dtype] ...]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+import trainkernel
+from trainkernel.workloads import WORKLOADS
+
+DEFAULT = ["tiny", "online", "classification", "small", "mlp4",
+           "tiny:1,32,64,8", "online:33,100,300,7", "tiny::f32", "online::f16", "classification::f32"]
+
+
+def time_program(prog, n: int = 30) -> tuple[float, list[float]]:
+    for _ in range(5):
+        prog.replay()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(n):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        prog.replay()
+        b.record()
+        b.synchronize()
+        samples.append(a.elapsed_time(b) * 1000 / 20)
+    return statistics.median(samples), samples
+
+
+def rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    a, b = a.double(), b.double()
+    return float((a - b).norm() / b.norm().clamp_min(1e-30))
+
+
+def check(w, dtype, compiled, steps: int = 10) -> float:
+    """Max relative error of loss and parameters against eager over `steps` steps."""
+    step = w.make_step(dtype)
+    p_tk = [t.clone() for t in w.init_params(0, "cuda")]
+    p_ref = tuple(t.clone() for t in p_tk)
+    batches = w.make_batches(4, seed=1, device="cuda")
+    worst = 0.0
+    for i in range(steps):
+        x, y = batches[i % 4]
+        loss, _, new = compiled(tuple(p_tk), x, y)
+        p_tk = list(new)
+        loss_ref, _, p_ref = step(p_ref, x, y)
+        worst = max(worst, rel(loss, loss_ref), *(rel(a, b) for a, b in zip(p_tk, p_ref)))
+        if not all(torch.isfinite(t).all() for t in p_tk):
+            return float("inf")
+    return worst
+
+
+def main(specs: list[str]) -> None:
+    out = os.environ.get("OUT", "/tmp")
+    results = {}
+    rows = []
+    for spec in specs:
+        name, sizes, dt = (spec.split(":") + ["", ""])[:3]
+        w = WORKLOADS[name]
+        if sizes:
+            s = [int(v) for v in sizes.split(",")]
+            w = w.with_sizes(s[0], s[1:])
+        dtype = {"": torch.bfloat16, "bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dt]
+        for mode in ("auto", "off"):
+            key = f"{spec}/{mode}"
+            try:
+                t0 = time.perf_counter()
+                params = w.init_params(0, "cuda")
+                batches = w.make_batches(4, seed=1, device="cuda")
+                c = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]), resident=mode)
+                compile_s = time.perf_counter() - t0
+                err = check(w, dtype, c)
+                prog = c.capture(params, *batches[0], steps=20, batches=batches)
+                med, samples = time_program(prog)
+                cluster = "grid" if c.meta.grid_barriers or "resident" not in c.cuda_source[:400] else c.meta.grid
+                results[key] = {"median_us": med, "samples": samples, "max_rel_err": err, "compile_s": compile_s,
+                                "grid": c.meta.grid, "smem": c.meta.smem_bytes, "resident": "resident" in c.cuda_source[:400]}
+                rows.append(f"{spec:28s} {mode:5s} {str(cluster):>5s} smem {c.meta.smem_bytes:7d}  {med:8.2f} us/step  err {err:.2e}")
+            except Exception as e:  # a probe: report and go on
+                results[key] = {"error": repr(e)[:2000]}
+                rows.append(f"{spec:28s} {mode:5s} ERROR {repr(e)[:300]}")
+            print(rows[-1], flush=True)
+            json.dump(results, open(f"{out}/resident_probe.json", "w"), indent=1)
+    print("\n".join(["", "=== resident probe ==="] + rows))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or DEFAULT)

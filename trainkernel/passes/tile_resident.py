@@ -1,0 +1,642 @@
+"""`tile-resident`: keep a step's working set on chip, partitioned over one cluster.
+
+A grid kernel (what `sched-to-tile` makes) runs every phase out of global
+memory: each phase re-loads its operands and the next phase waits on HBM.
+When the step's working set fits the shared memory of one block, or of the
+blocks of one thread block cluster (2-16), this pass rewrites the kernel so
+that global memory is touched twice: every argument a tile op reads gets a
+home in shared memory (`tile.smem stage %arg`, loaded at kernel start, all
+copies in flight together), every temporary lives in shared memory
+(`tile.smem`), and results are stored once by the epilogues that make them.
+
+The partition is derived from the IR, sharding-propagation style, never from
+the shape of a network:
+
+1. Axes are unified into *classes*: a tile op's iteration dimensions (a
+   gemm's m, n, k; a map's output axes; a reduction's input axes) with every
+   axis of every buffer that op reads or writes at that dimension (broadcast
+   axes of size 1 take no part). An axis read in a way this pass cannot
+   follow (a slice, a reshape that is not a squeeze) poisons its class.
+2. A *plan* splits some classes over the cluster's blocks: block r holds
+   slice r of every buffer axis in a split class, and does slice r of every
+   iteration dimension in it. A plan is legal when no buffer and no op has two
+   split axes. Splitting a gemm's k or a reduced axis leaves each block a
+   partial result: the op then sums the partials of all blocks in rank order
+   through distributed shared memory (deterministic) and runs its epilogue on
+   the full result on every block.
+3. Plans are built greedily from each class in turn (largest bytes first,
+   adding every compatible class), and each plan is priced for clusters of
+   1, 2, 4, 8 and 16 by a cost model from measured H200 figures
+   (`ResidentCosts`); the cheapest plan that fits shared memory wins if it
+   beats the grid kernel's calibrated estimate. Otherwise the kernel is left
+   as it is (a working set over the limit is never made resident).
+
+Since every value a phase reads was made by the same block (or by every
+block, for replicated values), phases are then ordered by block barriers.
+`tile.kernel` gets `cluster = P` and `grid = P`; every tile op gets `split`,
+the iteration dimension it divides over the cluster (-1: none).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import builtin
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, StringAttr
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from trainkernel.dialects import sched, tile, tk
+
+Axis = tuple[object, int]
+"""A union-find node: (buffer root value or tile op, axis or iteration dimension)."""
+
+
+# ---------------------------------------------------------------- cost figures
+
+
+@dataclass(frozen=True)
+class ResidentCosts:
+    """Microseconds and bytes per microsecond on an H200 (../shared/GPU.md,
+    docs/perf-log.md). `grid_calibration` scales sched-to-tile's grid estimate
+    by what the harness measured against it (2.4x-6.4x, median ~4)."""
+
+    launch_us: float = 1.3  # a launch that loads and stores a few KB
+    cluster_launch_us: float = 0.2  # extra for a cluster launch
+    sm_bytes_per_us: float = 90e3  # one SM's load/store bandwidth
+    block_sync_us: float = 0.02
+    cluster_sync_us: float = 0.3
+    dsmem_bytes_per_us: float = 200e3
+    op_overhead_us: float = 0.15  # loop set-up and the latency of one op's first loads
+    mma_flop_per_us: float = 1.0e6  # mma.sync from shared memory, one SM
+    simt_flop_per_us: float = 0.1e6
+    elem_ops_per_us: float = 2.0e4  # per-element code, 128 threads
+    smem_budget: int = 220 * 1024
+    grid_calibration: float = 4.0
+
+
+COSTS = ResidentCosts()
+CLUSTERS = (1, 2, 4, 8, 16)
+
+
+# ---------------------------------------------------------------- axis classes
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[Axis, Axis] = {}
+
+    def find(self, x: Axis) -> Axis:
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: Axis, b: Axis) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[ra] = rb
+
+
+def _shape(v: SSAValue) -> tuple[int, ...]:
+    return tuple(v.type.get_shape())
+
+
+def _squeeze_map(src: tuple[int, ...], dst: tuple[int, ...]) -> dict[int, int] | None:
+    """dst axis -> src axis when the shapes differ only by size-1 axes."""
+    s = [k for k, d in enumerate(src) if d != 1]
+    t = [k for k, d in enumerate(dst) if d != 1]
+    if [src[k] for k in s] != [dst[k] for k in t]:
+        return None
+    return dict(zip(t, s))
+
+
+@dataclass
+class Analysis:
+    """Axis classes of one tile.kernel."""
+
+    kernel: tile.KernelOp
+    uf: _UnionFind = field(default_factory=_UnionFind)
+    poisoned: set[Axis] = field(default_factory=set)
+    sizes: dict[Axis, int] = field(default_factory=dict)
+    # (root, axis) of each buffer's own axes; views map onto their roots.
+    view_axes: dict[SSAValue, dict[int, int] | None] = field(default_factory=dict)
+
+    def root(self, v: SSAValue) -> SSAValue:
+        return sched.root_buffer(v)
+
+    def buf_axis(self, v: SSAValue, axis: int) -> Axis | None:
+        """The node of axis `axis` of buffer (or view) v; None for size-1 axes."""
+        if _shape(v)[axis] == 1:
+            return None
+        if isinstance(v.owner, sched.ViewOp):
+            m = _squeeze_map(_shape(v.owner.source), _shape(v))
+            if m is None:
+                self.poison_buffer(v.owner.source)
+                node = (v, axis)
+                self.poisoned.add(node)
+                self.sizes[node] = _shape(v)[axis]
+                return node
+            return self.buf_axis(v.owner.source, m[axis])
+        node = (v, axis)
+        self.sizes[node] = _shape(v)[axis]
+        return node
+
+    def poison_buffer(self, v: SSAValue) -> None:
+        for a in range(len(_shape(v))):
+            node = self.buf_axis(v, a)
+            if node is not None:
+                self.poisoned.add(node)
+
+    def dim(self, op: tile.TileWorkOp, d: int, size: int) -> Axis | None:
+        if size == 1:
+            return None
+        node = (op, d)
+        self.sizes[node] = size
+        return node
+
+    def link(self, a: Axis | None, b: Axis | None) -> None:
+        if a is not None and b is not None:
+            self.uf.union(a, b)
+
+    def poison_op(self, op: tile.TileWorkOp, dims: tuple[int, ...]) -> None:
+        for d, size in enumerate(dims):
+            node = self.dim(op, d, size)
+            if node is not None:
+                self.poisoned.add(node)
+
+    def broadcast(self, op: tile.TileWorkOp, buf: SSAValue, space: tuple[int, ...], dims: list[int]) -> None:
+        """buf is read (or written) at the iteration index restricted to
+        `dims` (iteration dimensions, in order), right-aligned broadcast."""
+        shape = _shape(buf)
+        lead = len(dims) - len(shape)
+        if lead < 0:
+            self.poison_buffer(buf)
+            self.poison_op(op, space)
+            return
+        for a, d in enumerate(shape):
+            if d != 1:
+                it = dims[lead + a]
+                if space[it] != d:
+                    self.poison_buffer(buf)
+                    self.poison_op(op, space)
+                    return
+                self.link(self.buf_axis(buf, a), self.dim(op, it, space[it]))
+
+    def read_uses(self, op: tile.TileWorkOp, space: tuple[int, ...], dims: list[int], skip=()) -> None:
+        """Link every region argument of op to the iteration dims through its uses."""
+        body = op.body.block
+        for arg in body.args:
+            buf = op.ins[arg.index]
+            for use in list(arg.uses):
+                user = use.operation
+                if user in skip:
+                    continue
+                if isinstance(user, tk.TransposeOp):
+                    perm = user.perm_list
+                    shape = _shape(buf)
+                    lead = len(dims) - len(shape)
+                    # result axis k reads input axis perm[k]
+                    if lead < 0:
+                        self.poison_buffer(buf)
+                        self.poison_op(op, space)
+                        continue
+                    for k, p in enumerate(perm):
+                        if shape[p] != 1:
+                            it = dims[lead + k]
+                            self.link(self.buf_axis(buf, p), self.dim(op, it, space[it]))
+                elif isinstance(user, tk.SliceOp | tk.ReshapeOp) or not user.name.startswith("tk."):
+                    self.poison_buffer(buf)
+                    self.poison_op(op, space)
+                else:
+                    self.broadcast(op, buf, space, dims)
+
+    def visit(self, op: tile.TileWorkOp) -> None:
+        if isinstance(op, tile.GemmOp):
+            mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+            m, n = tk.shape_of(mm.result)
+            sa = tk.shape_of(mm.lhs)
+            ta, tb = mm.transpose_a is not None, mm.transpose_b is not None
+            k = sa[0] if ta else sa[1]
+            space = (m, n, k)
+            if not (isinstance(mm.lhs, BlockArgument) and isinstance(mm.rhs, BlockArgument)):
+                self.poison_op(op, space)
+                return
+            a, b = op.ins[mm.lhs.index], op.ins[mm.rhs.index]
+            for axis, d in enumerate((2, 0) if ta else (0, 2)):
+                self.link(self.buf_axis(a, axis), self.dim(op, d, space[d]))
+            for axis, d in enumerate((1, 2) if tb else (2, 1)):
+                self.link(self.buf_axis(b, axis), self.dim(op, d, space[d]))
+            self.read_uses(op, space, [0, 1], skip=(mm,))
+            for out in op.outs:
+                self.broadcast(op, out, space, [0, 1])
+        elif isinstance(op, tile.ReduceOp):
+            red = op.reduction()
+            space = _shape(red.input)
+            if isinstance(red, tk.ArgmaxOp):
+                self.poison_op(op, space)
+                for b in list(op.ins) + list(op.outs):
+                    self.poison_buffer(b)
+                return
+            axes = red.axes_list
+            kept = [d for d in range(len(space)) if d not in axes]
+            out_dims = list(range(len(space))) if red.keepdim is not None else kept
+            # The reduction input is a region argument (maybe through a view op).
+            pre = _prologue_values(op)
+            body = op.body.block
+            for arg in body.args:
+                buf = op.ins[arg.index]
+                if arg in pre:
+                    self._reduce_input(op, buf, arg, space)
+                else:
+                    self.broadcast(op, buf, space, out_dims)
+            for out in op.outs:
+                self.broadcast(op, out, space, out_dims)
+        else:
+            assert isinstance(op, tile.MapOp)
+            term = op.body.block.last_op
+            space = _shape(term.operands[0]) if term.operands else ()
+            dims = list(range(len(space)))
+            self.read_uses(op, space, dims)
+            for out in op.outs:
+                self.broadcast(op, out, space, dims)
+
+    def _reduce_input(self, op: tile.ReduceOp, buf: SSAValue, arg: BlockArgument, space) -> None:
+        dims = list(range(len(space)))
+        users = [u.operation for u in arg.uses]
+        if all(isinstance(u, tk.ReductionOp | tk.ExpandOp) for u in users):
+            self.broadcast(op, buf, space, dims)
+        elif all(isinstance(u, tk.TransposeOp) for u in users):
+            self.read_uses(op, space, dims)
+        else:
+            self.poison_buffer(buf)
+            self.poison_op(op, space)
+
+    def classes(self) -> dict[Axis, list[Axis]]:
+        out: dict[Axis, list[Axis]] = {}
+        for node in self.sizes:
+            out.setdefault(self.uf.find(node), []).append(node)
+        return out
+
+
+def _prologue_values(op: tile.ReduceOp) -> set[SSAValue]:
+    """Region arguments that feed the reduction's input (the prologue side)."""
+    red = op.reduction()
+    seen: set[SSAValue] = set()
+    stack = [red.input]
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if isinstance(v, BlockArgument):
+            continue
+        stack.extend(v.owner.operands)
+    return {v for v in seen if isinstance(v, BlockArgument)}
+
+
+def tile_ops(kernel: tile.KernelOp) -> list[tuple[int, tile.TileWorkOp]]:
+    """(phase index, op) for every tile op in order."""
+    out, phase = [], 0
+    for op in kernel.block.ops:
+        if isinstance(op, tile.SyncOp):
+            phase += 1
+        elif isinstance(op, tile.TileWorkOp):
+            out.append((phase, op))
+    return out
+
+
+def analyse(kernel: tile.KernelOp) -> Analysis:
+    an = Analysis(kernel)
+    for _, op in tile_ops(kernel):
+        an.visit(op)
+    return an
+
+
+# ---------------------------------------------------------------- plans
+
+
+@dataclass
+class Plan:
+    """Split classes (by representative) and what they imply."""
+
+    split: frozenset[Axis]
+    buffer_split: dict[SSAValue, int]  # root buffer -> split axis (-1: replicated)
+    op_split: dict[tile.TileWorkOp, int]  # op -> split iteration dim (-1: none)
+
+
+def iteration_space(op: tile.TileWorkOp) -> tuple[int, ...]:
+    if isinstance(op, tile.GemmOp):
+        mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+        m, n = tk.shape_of(mm.result)
+        sa = tk.shape_of(mm.lhs)
+        return (m, n, sa[0] if mm.transpose_a is not None else sa[1])
+    if isinstance(op, tile.ReduceOp):
+        return _shape(op.reduction().input)
+    term = op.body.block.last_op
+    return _shape(term.operands[0]) if term.operands else ()
+
+
+def is_partial(op: tile.TileWorkOp, split: int) -> bool:
+    """Splitting this dimension leaves each block a partial sum (gemm k, reduced axis)."""
+    if split < 0:
+        return False
+    if isinstance(op, tile.GemmOp):
+        return split == 2
+    if isinstance(op, tile.ReduceOp):
+        return split in op.reduction().axes_list
+    return False
+
+
+def make_plan(an: Analysis, chosen: frozenset[Axis]) -> Plan | None:
+    buffer_split: dict[SSAValue, int] = {}
+    op_split: dict[tile.TileWorkOp, int] = {}
+    for node in an.sizes:
+        if an.uf.find(node) not in chosen:
+            continue
+        owner, axis = node
+        if isinstance(owner, tile.TileWorkOp):
+            if op_split.get(owner, axis) != axis:
+                return None
+            op_split[owner] = axis
+        else:
+            if buffer_split.get(owner, axis) != axis:
+                return None
+            buffer_split[owner] = axis
+    for _, op in tile_ops(an.kernel):
+        op_split.setdefault(op, -1)
+    return Plan(chosen, buffer_split, op_split)
+
+
+def candidate_plans(an: Analysis) -> list[Plan]:
+    classes = an.classes()
+    bad = {an.uf.find(p) for p in an.poisoned}
+    weight: dict[Axis, int] = {}
+    for rep, nodes in classes.items():
+        if rep in bad:
+            continue
+        total = 0
+        for owner, _ in nodes:
+            if not isinstance(owner, tile.TileWorkOp):
+                total += sched.nbytes(owner.type)
+        weight[rep] = total
+    order = sorted(weight, key=lambda r: -weight[r])
+    plans: list[Plan] = [Plan(frozenset(), {}, {op: -1 for _, op in tile_ops(an.kernel)})]
+    seen = {frozenset()}
+    for first in order:
+        chosen: set[Axis] = set()
+        for rep in [first] + [r for r in order if r != first]:
+            trial = frozenset(chosen | {rep})
+            if make_plan(an, trial) is not None:
+                chosen.add(rep)
+        key = frozenset(chosen)
+        if key not in seen:
+            seen.add(key)
+            plan = make_plan(an, key)
+            assert plan is not None
+            plans.append(plan)
+    return plans
+
+
+# ---------------------------------------------------------------- placement
+
+
+@dataclass
+class Placement:
+    cluster: int
+    homes: dict[SSAValue, tuple[int, int]]  # root -> (offset, split axis)
+    scratch: dict[tile.TileWorkOp, int]  # partial op -> offset of its fp32 partials
+    smem: int
+    estimate_us: float
+
+
+def _local_bytes(v: SSAValue, split: int, cluster: int) -> int:
+    return tile.local_bytes(v.type, split, cluster)
+
+
+def _align(n: int, a: int = tile.SMEM_ALIGNMENT) -> int:
+    return -(-n // a) * a
+
+
+def _result_elems(op: tile.TileWorkOp) -> int:
+    if isinstance(op, tile.GemmOp):
+        m, n, _ = iteration_space(op)
+        return m * n
+    n = 1
+    for d in _shape(op.reduction().result):
+        n *= d
+    return n
+
+
+def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts) -> Placement | None:
+    """Give every read argument and every temporary a shared-memory home, by
+    liveness over phases (first-fit, largest first), and price the result."""
+    n_in = kernel.num_inputs.data
+    ops = tile_ops(kernel)
+    last = ops[-1][0] if ops else 0
+    args = set(kernel.block.args)
+    # Live phase range of each home: arguments that are read (inputs from the
+    # kernel start, since the prologue loads them), and every temporary.
+    live: dict[SSAValue, list[int]] = {}
+
+    def touch(r: SSAValue, lo: int, hi: int) -> None:
+        span = live.setdefault(r, [lo, hi])
+        span[0], span[1] = min(span[0], lo), max(span[1], hi)
+
+    for phase, op in ops:
+        for v in op.ins:
+            r = sched.root_buffer(v)
+            touch(r, 0 if (r in args and r.index < n_in) else phase, phase)
+        for v in op.outs:
+            r = sched.root_buffer(v)
+            if r not in args:
+                touch(r, phase, phase)
+    # A written argument that is read: its home is written through from the first write on.
+    for phase, op in ops:
+        for v in op.outs:
+            r = sched.root_buffer(v)
+            if r in args and r in live:
+                touch(r, phase, phase)
+    items: list[tuple[int, int, int, object]] = []  # (bytes, lo, hi, key)
+    for r, (lo, hi) in live.items():
+        items.append((_align(_local_bytes(r, plan.buffer_split.get(r, -1), cluster)), lo, hi, r))
+    for phase, op in ops:
+        if cluster > 1 and is_partial(op, plan.op_split[op]):
+            items.append((_align(4 * _result_elems(op)), phase, phase, op))
+    placed: list[tuple[int, int, int, int]] = []  # (offset, size, lo, hi)
+    offsets: dict[object, int] = {}
+    for size, lo, hi, key in sorted(items, key=lambda t: -t[0]):
+        off = 0
+        for o, s, l2, h2 in sorted(placed):
+            if lo <= h2 and l2 <= hi and off < o + s and o < off + size:
+                off = _align(o + s)
+        # re-check against every overlapping range after moving
+        moved = True
+        while moved:
+            moved = False
+            for o, s, l2, h2 in placed:
+                if lo <= h2 and l2 <= hi and off < o + s and o < off + size:
+                    off = _align(o + s)
+                    moved = True
+        placed.append((off, size, lo, hi))
+        offsets[key] = off
+    smem = max((o + s for o, s, _, _ in placed), default=0)
+    if smem > costs.smem_budget:
+        return None
+    homes = {r: (offsets[r], plan.buffer_split.get(r, -1)) for r in live}
+    scratch = {k: v for k, v in offsets.items() if isinstance(k, tile.TileWorkOp)}
+    est = estimate(kernel, plan, cluster, homes, costs, last)
+    return Placement(cluster, homes, scratch, smem, est)
+
+
+def estimate(kernel, plan: Plan, cluster: int, homes, costs: ResidentCosts, last_phase: int) -> float:
+    n_in = kernel.num_inputs.data
+    t = costs.launch_us + (costs.cluster_launch_us if cluster > 1 else 0.0)
+    loaded = sum(
+        _local_bytes(r, split, cluster)
+        for r, (_, split) in homes.items()
+        if isinstance(r, BlockArgument) and r.index < n_in
+    )
+    t += loaded / costs.sm_bytes_per_us
+    stored = 0
+    for _, op in tile_ops(kernel):
+        split = plan.op_split[op]
+        space = iteration_space(op)
+        local = [(-(-d // cluster) if k == split else d) for k, d in enumerate(space)]
+        work = 1
+        for d in local:
+            work *= d
+        t += costs.op_overhead_us
+        if isinstance(op, tile.GemmOp):
+            mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+            simt = isinstance(tk.element_type_of(mm.result), builtin.Float32Type)
+            t += 2 * work / (costs.simt_flop_per_us if simt else costs.mma_flop_per_us)
+            t += local[0] * local[1] / costs.elem_ops_per_us  # the epilogue
+        else:
+            t += work / costs.elem_ops_per_us
+        if cluster > 1 and is_partial(op, split):
+            n = _result_elems(op)
+            t += 2 * costs.cluster_sync_us + cluster * 4 * n / costs.dsmem_bytes_per_us + n / costs.elem_ops_per_us
+        for v in op.outs:
+            r = sched.root_buffer(v)
+            if isinstance(r, BlockArgument):
+                stored += _local_bytes(r, plan.buffer_split.get(r, -1), cluster)
+    t += stored / costs.sm_bytes_per_us
+    t += costs.block_sync_us * last_phase
+    return t
+
+
+def grid_estimate_us(kernel: tile.KernelOp, costs: ResidentCosts) -> float:
+    """sched-to-tile's estimate of the grid kernel, calibrated by measurement."""
+    from trainkernel.passes.sched_to_tile import estimate_us
+
+    phases: list[list[tile.TileWorkOp]] = [[]]
+    for op in kernel.block.ops:
+        if isinstance(op, tile.SyncOp):
+            phases.append([])
+        elif isinstance(op, tile.TileWorkOp):
+            phases[-1].append(op)
+    phases = [p for p in phases if p]
+    return costs.grid_calibration * (estimate_us(phases, kernel.grid) + 1.2) if phases else 0.0
+
+
+def choose(kernel: tile.KernelOp, costs: ResidentCosts, max_cluster: int = 16) -> tuple[Plan, Placement] | None:
+    an = analyse(kernel)
+    found: list[tuple[Plan, Placement]] = []
+    for plan in candidate_plans(an):
+        for cluster in CLUSTERS:
+            # One block: splitting changes nothing, so only the plan that splits nothing.
+            if cluster > max_cluster or (cluster > 1) != bool(plan.split):
+                continue
+            p = place(kernel, plan, cluster, costs)
+            if p is not None:
+                found.append((plan, p))
+    if not found:
+        return None
+    # Within the model's resolution (5%), fewer blocks: fewer exchanges and a cheaper launch.
+    fastest = min(p.estimate_us for _, p in found)
+    return min((f for f in found if f[1].estimate_us <= 1.05 * fastest), key=lambda f: f[1].cluster)
+
+
+# ---------------------------------------------------------------- rewrite
+
+
+def make_resident(kernel: tile.KernelOp, plan: Plan, placement: Placement) -> None:
+    block = kernel.block
+    first = block.first_op
+    homes: dict[SSAValue, SSAValue] = {}
+    for r, (off, split) in placement.homes.items():
+        src = r if isinstance(r, BlockArgument) else None
+        home = tile.SmemOp(r.type, off, split, src)
+        if isinstance(r, BlockArgument):
+            block.insert_op_before(home, first)
+        else:
+            block.insert_op_before(home, r.owner)
+        homes[r] = home.result
+    # Views of argument homes: rebuild them over the home; views of temps follow the temp.
+    view_of: dict[SSAValue, SSAValue] = {}
+    for op in list(block.ops):
+        if isinstance(op, sched.ViewOp):
+            root = sched.root_buffer(op.result)
+            if isinstance(root, BlockArgument) and root in homes:
+                src = view_of.get(op.source, homes.get(op.source, op.source))
+                v = sched.ViewOp(src, op.result.type)
+                block.insert_op_after(v, op)
+                view_of[op.result] = v.result
+    for _, op in tile_ops(kernel):
+        for i, v in enumerate(op.ins):
+            if v in view_of:
+                op.operands[i] = view_of[v]
+            elif v in homes and isinstance(v, BlockArgument):
+                op.operands[i] = homes[v]
+        op.properties["split"] = IntegerAttr(plan.op_split[op], 64)
+        if op in placement.scratch:
+            op.properties["scratch"] = IntegerAttr(placement.scratch[op], 64)
+    # Temporaries: the arena buffer is replaced by its home.
+    for op in list(block.ops):
+        if isinstance(op, sched.BufferOp):
+            if op.result in homes:
+                op.result.replace_all_uses_with(homes[op.result])
+            if not op.result.uses:
+                op.detach()
+                op.erase()
+        elif isinstance(op, tile.SyncOp):
+            op.properties["scope"] = StringAttr("block")
+    kernel.properties["cluster"] = IntegerAttr(placement.cluster, 64)
+    kernel.properties["grid"] = IntegerAttr(placement.cluster, 64)
+    kernel.properties["smem"] = IntegerAttr(placement.smem, 64)
+    kernel.properties["arena_bytes"] = builtin.IntAttr(0)
+
+
+@dataclass(frozen=True)
+class TileResidentPass(ModulePass):
+    """Make a tile.kernel resident in one cluster when the cost model says it pays.
+
+    `mode=auto` (default) decides by cost; `mode=force` makes it resident
+    whenever it fits; `mode=off` leaves it a grid kernel.
+    """
+
+    name = "tile-resident"
+
+    mode: str = "auto"
+    max_cluster: int = 16
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        from xdsl.utils.exceptions import DiagnosticException
+
+        if self.mode not in ("auto", "force", "off"):
+            raise DiagnosticException(f"tile-resident: mode must be auto, force or off, got {self.mode!r}")
+        if self.mode == "off":
+            return
+        for kernel in list(op.ops):
+            if not isinstance(kernel, tile.KernelOp) or kernel.cluster is not None:
+                continue
+            best = choose(kernel, COSTS, self.max_cluster)
+            if best is None:
+                continue
+            plan, placement = best
+            if self.mode == "auto" and placement.estimate_us >= grid_estimate_us(kernel, COSTS):
+                continue
+            make_resident(kernel, plan, placement)
