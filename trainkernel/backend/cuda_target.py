@@ -912,9 +912,14 @@ extern "C" int tk_smem_bytes() {{ return kSmem; }}
 extern "C" int tk_max_active_clusters() {{
   int err = tk_configure();
   if (err) return -err;
-  cudaLaunchConfig_t cfg = tk_config(0);
   int clusters = 0;
-  cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, (void*){self.kname}, &cfg);
+  cudaError_t e;
+  if (kCluster == 1) {{  // no cluster attribute: the block occupancy query answers
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&clusters, {self.kname}, kThreads, kSmem);
+  }} else {{
+    cudaLaunchConfig_t cfg = tk_config(0);
+    e = cudaOccupancyMaxActiveClusters(&clusters, (void*){self.kname}, &cfg);
+  }}
   return e == cudaSuccess ? clusters : -(int)e;
 }}
 
