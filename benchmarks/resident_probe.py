@@ -62,7 +62,28 @@ def check(w, dtype, compiled, steps: int = 10) -> float:
     return worst
 
 
-def main(specs: list[str]) -> None:
+def timer_run(specs: list[str]) -> None:
+    """One launch of each resident kernel with per-op cycle counts printed (block 0)."""
+    from trainkernel.backend import cuda_target
+
+    cuda_target.PHASE_TIMER = True
+    for spec in specs:
+        name, sizes, dt = (spec.split(":") + ["", ""])[:3]
+        w = WORKLOADS[name]
+        if sizes:
+            s = [int(v) for v in sizes.split(",")]
+            w = w.with_sizes(s[0], s[1:])
+        dtype = {"": torch.bfloat16, "bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dt]
+        params = w.init_params(0, "cuda")
+        batches = w.make_batches(1, seed=1, device="cuda")
+        c = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]), resident="force")
+        for _ in range(3):
+            c(params, *batches[0])
+        torch.cuda.synchronize()
+    cuda_target.PHASE_TIMER = False
+
+
+def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off")) -> None:
     out = os.environ.get("OUT", "/tmp")
     results = {}
     rows = []
@@ -73,7 +94,7 @@ def main(specs: list[str]) -> None:
             s = [int(v) for v in sizes.split(",")]
             w = w.with_sizes(s[0], s[1:])
         dtype = {"": torch.bfloat16, "bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dt]
-        for mode in ("auto", "off"):
+        for mode in modes:
             key = f"{spec}/{mode}"
             try:
                 t0 = time.perf_counter()
@@ -97,4 +118,9 @@ def main(specs: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or DEFAULT)
+    if sys.argv[1:2] == ["--timer"]:
+        timer_run(sys.argv[2:] or DEFAULT)
+    elif sys.argv[1:2] == ["--auto"]:
+        main(sys.argv[2:] or DEFAULT, modes=("auto",))
+    else:
+        main(sys.argv[1:] or DEFAULT)

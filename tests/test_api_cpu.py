@@ -161,7 +161,7 @@ def test_result_structure_must_mirror_state(fakes, tmp_path):
 def test_metadata_is_cross_checked(fakes, tmp_path, monkeypatch):
     real_lower = fake.lower
 
-    def bad_lower(captured, inplace=True, grid=0):
+    def bad_lower(captured, inplace=True, grid=0, resident="auto"):
         out = real_lower(captured, inplace)
         b = out.meta.buffers[0]
         out.meta.buffers[0] = fake.BufferSpec(b.role, b.index, (1, 2), b.dtype)

@@ -506,8 +506,17 @@ class ResidentBodyPrinter(BodyPrinter):
     def store_outputs(self, index: list[str], env: dict[SSAValue, str]) -> None:
         term = self.op.body.block.last_op
         assert isinstance(term, tk.YieldOp)
-        for buf, v in zip(self.op.outs, term.values):
-            val = self.value_at(v, index, env)
+        self.store_values(index, [self.value_at(v, index, env) for v in term.values])
+
+    def compute_values(self, index: list[str], env: dict[SSAValue, str], target: str) -> None:
+        """`target[k] = ` the k-th yielded value: the read-only half of an epilogue."""
+        term = self.op.body.block.last_op
+        assert isinstance(term, tk.YieldOp)
+        for k, v in enumerate(term.values):
+            self.line(f"{target}[{k}] = {self.value_at(v, index, env)};")
+
+    def store_values(self, index: list[str], values: list[str]) -> None:
+        for buf, val in zip(self.op.outs, values):
             place = self.places[buf]
             ct = c_type(buf.type)
             if place.split is None:
@@ -518,6 +527,12 @@ class ResidentBodyPrinter(BodyPrinter):
                     self.line(f"{home.ptr}[{home.address(index)}] = tk::from_float<{ct}>({val});")
             else:
                 self.line(f"{place.ptr}[{place.address(index)}] = tk::from_float<{ct}>({val});")
+
+
+PHASE_TIMER = False
+"""Development probe only (benchmarks/resident_probe.py --timer): resident kernels
+record clock64() after the prologue and after every tile op (each then ends
+with a block barrier) and block 0 prints the cycle counts once at exit."""
 
 
 class ResidentPrinter(CudaPrinter):
@@ -593,10 +608,30 @@ class ResidentPrinter(CudaPrinter):
                 self.w(f"  {c_type(op.result.type)}* {name} = {self.names[op.source]};")
             elif isinstance(op, sched.BufferOp):
                 raise DiagnosticException("cuda: a resident kernel keeps its temporaries in tile.smem, not the arena")
+        # Phase of every tile op, and the last phase that reads each home (by pointer).
+        self.phase_of: dict[tile.TileWorkOp, int] = {}
+        self.last_read: dict[str, int] = {}
+        phase = 0
+        for op in k.block.ops:
+            if isinstance(op, tile.SyncOp):
+                phase += 1
+            elif isinstance(op, tile.TileWorkOp):
+                self.phase_of[op] = phase
+                for v in op.ins:
+                    ptr = self.places[v].ptr
+                    self.last_read[ptr] = max(self.last_read.get(ptr, -1), phase)
         self.w("  // ---- prologue: every input home, all copies in flight together")
         for home, name in stages:
             self.stage(home, name)
+        timer = PHASE_TIMER
+        labels: list[str] = ["prologue"]
+        if timer:
+            n_marks = 2 + sum(1 for op in k.block.ops if isinstance(op, tile.TileWorkOp))
+            self.w(f"  long long tk_t[{n_marks}];")
+            self.w("  tk_t[0] = clock64();")
         self.w("  tk::stage_wait();")
+        if timer:
+            self.w("  tk_t[1] = clock64();")
         phase = 0
         self.w(f"  // ---- phase {phase}")
         for op in k.block.ops:
@@ -604,12 +639,20 @@ class ResidentPrinter(CudaPrinter):
                 phase += 1
                 self.w("  __syncthreads();")
                 self.w(f"  // ---- phase {phase}")
-            elif isinstance(op, tile.GemmOp):
-                self.resident_gemm(op)
-            elif isinstance(op, tile.ReduceOp):
-                self.resident_reduce(op)
-            elif isinstance(op, tile.MapOp):
-                self.resident_map(op)
+            elif isinstance(op, tile.TileWorkOp):
+                if isinstance(op, tile.GemmOp):
+                    self.resident_gemm(op)
+                elif isinstance(op, tile.ReduceOp):
+                    self.resident_reduce(op)
+                else:
+                    self.resident_map(op)
+                if timer:
+                    labels.append(f"p{phase}:{op.name[5:]}/{op.split}")
+                    self.w(f"  __syncthreads(); tk_t[{len(labels)}] = clock64();")
+        if timer:
+            fmt = " ".join(f"{lab}=%lld" for lab in labels)
+            deltas = ", ".join(f"tk_t[{i + 1}] - tk_t[{i}]" for i in range(len(labels)))
+            self.w(f'  if (blockIdx.x == 0 && threadIdx.x == 0) printf("tk-timer {k.sym_name.data} {fmt}\\n", {deltas});')
         self.w("}")
         self.launcher()
         return self.out.getvalue()
@@ -635,8 +678,11 @@ class ResidentPrinter(CudaPrinter):
                f"max(0, min({c}, {full} - {c} * rank)) * {inner}, {full * inner}LL, {c * inner});")
 
     def body_printer(self, op: tile.TileWorkOp, indent: str) -> ResidentBodyPrinter:
+        # Write an argument's home through only where a later phase reads it.
+        phase = self.phase_of[op]
+        through = {b: h for b, h in self.through.items() if self.last_read.get(h.ptr, -1) > phase}
         return ResidentBodyPrinter(
-            self.out, self.names, op, indent, places=self.places, through=self.through,
+            self.out, self.names, op, indent, places=self.places, through=through,
             replicated_store_guard=self.cluster > 1 and op.split == -1 or self._partial(op),
         )
 
@@ -670,24 +716,53 @@ class ResidentPrinter(CudaPrinter):
                 out.append(n)
         return out
 
+    MAP_UNROLL = 4
+    """Elements per thread per iteration of a resident map: their reads are all
+    issued before the first store (stores may alias reads as far as the
+    compiler knows, so one element at a time would serialize on latency)."""
+
     def resident_map(self, op: tile.MapOp) -> None:
         term = op.body.block.last_op
         assert isinstance(term, tk.YieldOp)
         shape = tuple(tk.shape_of(term.values[0]))
         split = op.split if op.split is not None else -1
+        split_here = split >= 0 and self.cluster > 1
         local = list(shape)
-        if split >= 0 and self.cluster > 1:
+        if split_here:
             local[split] = tile.shard_extent(shape[split], self.cluster)
         n = 1
         for d in local:
             n *= d
+        u_count = self.MAP_UNROLL
         self.w(f"  {{ // tile.map split {split}: {n} elements per block")
-        self.w(f"    for (int e = threadIdx.x; e < {n}; e += kThreads) {{")
-        index = self._loop_space(shape, split, "i", "      ", "e")
+        self.w(f"    for (int base = threadIdx.x; base < {n}; base += {u_count} * kThreads) {{")
         bp = self.body_printer(op, "      ")
-        env: dict[SSAValue, str] = {}
-        bp.emit_ops(index, env)
-        bp.store_outputs(index, env)
+        indices, envs = [], []
+        for u in range(u_count):
+            self.w(f"      const int e{u} = min(base + {u} * kThreads, {n - 1});")
+            self.w(f"      bool ok{u} = base + {u} * kThreads < {n};")
+            decls, names = _multi_index(f"e{u}", tuple(local), f"u{u}l")
+            for d in decls:
+                self.w("      " + d)
+            index = list(names)
+            if split_here:
+                g = f"u{u}g{split}"
+                self.w(f"      int {g} = {names[split]} + {local[split]} * rank;")
+                self.w(f"      ok{u} = ok{u} && {g} < {shape[split]};")
+                self.w(f"      {g} = min({g}, {shape[split] - 1});")
+                index[split] = g
+            indices.append(index)
+        for u in range(u_count):
+            env: dict[SSAValue, str] = {}
+            bp.emit_ops(indices[u], env)
+            term_vals = [bp.value_at(v, indices[u], env) for v in term.values]
+            envs.append(term_vals)
+        for u in range(u_count):
+            self.w(f"      if (ok{u}) {{")
+            bp.indent = "        "
+            bp.store_values(indices[u], envs[u])
+            bp.indent = "      "
+            self.w("      }")
         self.w("    }")
         self.w("  }")
 
@@ -727,19 +802,31 @@ class ResidentPrinter(CudaPrinter):
         self.w(f"  {{ // tile.gemm {m}x{n}x{kdim} {op.mma} {'T' if ta else 'N'}{'T' if tb else 'N'}, split {split}")
         if partial:
             self.w(f"    float* part = (float*)(smem + {op.scratch});")
-            self.w(f"    tk::smem_gemm<kThreads, {t}>({m}, {n}, {kl}, {a_ptr}, {sam}, {sak}, {b_ptr}, {sbk}, {sbn},")
-            self.w(f"      [&](int i, int j, float acc) {{ part[i * {n} + j] = acc; }});")
+            self.w(f"    tk::smem_gemm<kThreads, 1, {t}>({m}, {n}, {kl}, {a_ptr}, {sam}, {sak}, {b_ptr}, {sbk}, {sbn},")
+            self.w("      [&](int i, int j, float acc, float* vals) { vals[0] = acc; },")
+            self.w(f"      [&](int i, int j, const float* vals) {{ part[i * {n} + j] = vals[0]; }});")
             self.w(f"    tk::cluster_reduce<kCluster, tk::SumOp>(part, {m * n}, [&](int e, float acc) {{")
             self.w(f"      const int i = e / {n}, j = e % {n};")
-        else:
-            self.w(f"    tk::smem_gemm<kThreads, {t}>({ml}, {nl}, {kl}, {a_ptr}, {sam}, {sak}, {b_ptr}, {sbk}, {sbn},")
-            self.w("      [&](int il, int jl, float acc) {")
-            self.w(f"      const int i = il + {m0}, j = jl + {n0};")
+            bp = self.body_printer(op, "      ")
+            env: dict[SSAValue, str] = {mm.result: "mmv"}
+            self.w(f"      const float mmv = {_round('acc', mm.result.type)};")
+            bp.emit_ops(["i", "j"], env, skip=(mm,))
+            bp.store_outputs(["i", "j"], env)
+            self.w("    });")
+            self.w("  }")
+            return
+        nv = len(op.outs)
+        self.w(f"    tk::smem_gemm<kThreads, {nv}, {t}>({ml}, {nl}, {kl}, {a_ptr}, {sam}, {sak}, {b_ptr}, {sbk}, {sbn},")
+        self.w("      [&](int il, int jl, float acc, float* vals) {")
+        self.w(f"      const int i = il + {m0}, j = jl + {n0};")
         bp = self.body_printer(op, "      ")
-        env: dict[SSAValue, str] = {mm.result: "mmv"}
+        env = {mm.result: "mmv"}
         self.w(f"      const float mmv = {_round('acc', mm.result.type)};")
         bp.emit_ops(["i", "j"], env, skip=(mm,))
-        bp.store_outputs(["i", "j"], env)
+        bp.compute_values(["i", "j"], env, "vals")
+        self.w("    }, [&](int il, int jl, const float* vals) {")
+        self.w(f"      const int i = il + {m0}, j = jl + {n0};")
+        bp.store_values(["i", "j"], [f"vals[{k}]" for k in range(nv)])
         self.w("    });")
         self.w("  }")
 

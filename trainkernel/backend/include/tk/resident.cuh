@@ -7,11 +7,14 @@
 //       stride allows, else 4-byte, else plain loads); stage_wait() waits for
 //       all of them and publishes them to the block. Every copy of the
 //       kernel's prologue is in flight together.
-//   smem_gemm<NT, T>(M, N, K, A, sam, sak, B, sbk, sbn, epi)
+//   smem_gemm<NT, NV, T>(M, N, K, A, sam, sak, B, sbk, sbn, compute, store)
 //       C = A @ B with both operands in shared memory at any strides
 //       (A(i,k) = A[i*sam + k*sak], B(k,j) = B[k*sbk + j*sbn]): mma.sync
 //       m16n8k16 for bf16/f16, fp32 FMA for float, fp32 accumulation in
-//       increasing k order; calls epi(i, j, acc) once per output element.
+//       increasing k order; for every output element, compute(i, j, acc,
+//       vals) fills its NV epilogue values and store(i, j, vals) writes them
+//       (compute may also be called for clamped in-range indices whose
+//       store is skipped: it must only read).
 //   cluster_reduce<CLUSTER, Op>(partials, n, epi)
 //       every block of the cluster holds n fp32 partials in shared memory;
 //       each block sums all blocks' partials in rank order (deterministic,
@@ -100,17 +103,37 @@ __device__ __forceinline__ uint32_t pack(T lo, T hi) {
 }  // namespace resident_detail
 
 // Warp work unit: a 16 x 32 strip of C (one A fragment, four B fragments per k step).
-template <int NT, typename T, class Epi>
+//
+// The epilogue comes in two halves so that its shared-memory reads are not
+// serialized behind its stores (the compiler cannot prove that they do not
+// alias): compute(i, j, acc, vals) fills the NV values an output element
+// yields, for all of a lane's elements first; store(i, j, vals) then writes
+// them.
+template <int NT, int NV, typename T, class Compute, class Store>
 __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int sam, int sak, const T* B, int sbk,
-                                          int sbn, Epi epi) {
+                                          int sbn, Compute compute, Store store) {
   if (M <= 0 || N <= 0) return;
   if constexpr (std::is_same<T, float>::value) {
-    // SIMT fp32: one output per thread at a time, k in increasing order.
-    for (int e = threadIdx.x; e < M * N; e += NT) {
-      const int i = e / N, j = e - (e / N) * N;
-      float acc = 0.0f;
-      for (int k = 0; k < K; ++k) acc = fmaf(A[i * sam + k * sak], B[k * sbk + j * sbn], acc);
-      epi(i, j, acc);
+    // SIMT fp32: four outputs per thread at a time, k in increasing order.
+    for (int e0 = threadIdx.x; e0 < M * N; e0 += 4 * NT) {
+      float vals[4][NV > 0 ? NV : 1];
+      int ii[4], jj[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int e = min(e0 + u * NT, M * N - 1);
+        ii[u] = e / N;
+        jj[u] = e - ii[u] * N;
+      }
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      for (int k = 0; k < K; ++k) {
+#pragma unroll
+        for (int u = 0; u < 4; ++u) acc[u] = fmaf(A[ii[u] * sam + k * sak], B[k * sbk + jj[u] * sbn], acc[u]);
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) compute(ii[u], jj[u], acc[u], vals[u]);
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        if (e0 + u * NT < M * N) store(ii[u], jj[u], vals[u]);
     }
   } else {
     using namespace resident_detail;
@@ -125,6 +148,7 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
       for (int q = 0; q < 4; ++q)
 #pragma unroll
         for (int c = 0; c < 4; ++c) acc[q][c] = 0.0f;
+#pragma unroll 2
       for (int k0 = 0; k0 < K; k0 += 16) {
         uint32_t a[4];
         const int r0 = m0 + g, r1 = m0 + g + 8, c0 = k0 + 2 * t, c1 = k0 + 2 * t + 8;
@@ -135,22 +159,30 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
           const int col = n0 + 8 * q + g;
-          if (n0 + 8 * q >= N) break;
-          // B(k, j) = B[k*sbk + j*sbn], read as rows k, column col
-          const uint32_t b0 = pack(at(B, c0, col, K, N, sbk, sbn), at(B, c0 + 1, col, K, N, sbk, sbn));
-          const uint32_t b1 = pack(at(B, c1, col, K, N, sbk, sbn), at(B, c1 + 1, col, K, N, sbk, sbn));
-          gemm_detail::mma_16816<T>(acc[q], a, b0, b1);
+          if (n0 + 8 * q < N) {
+            // B(k, j) = B[k*sbk + j*sbn], read as rows k, column col
+            const uint32_t b0 = pack(at(B, c0, col, K, N, sbk, sbn), at(B, c0 + 1, col, K, N, sbk, sbn));
+            const uint32_t b1 = pack(at(B, c1, col, K, N, sbk, sbn), at(B, c1 + 1, col, K, N, sbk, sbn));
+            gemm_detail::mma_16816<T>(acc[q], a, b0, b1);
+          }
         }
       }
+      // Element c of fragment q: row m0 + g (+8 for c >= 2), column n0 + 8q + 2t (+1 for odd c).
+      float vals[4][4][NV > 0 ? NV : 1];
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int j0 = n0 + 8 * q + 2 * t;
-        const int i0 = m0 + g;
-        if (i0 < M && j0 < N) epi(i0, j0, acc[q][0]);
-        if (i0 < M && j0 + 1 < N) epi(i0, j0 + 1, acc[q][1]);
-        if (i0 + 8 < M && j0 < N) epi(i0 + 8, j0, acc[q][2]);
-        if (i0 + 8 < M && j0 + 1 < N) epi(i0 + 8, j0 + 1, acc[q][3]);
-      }
+      for (int q = 0; q < 4; ++q)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int i = min(m0 + g + 8 * (c >> 1), M - 1), j = min(n0 + 8 * q + 2 * t + (c & 1), N - 1);
+          compute(i, j, acc[q][c], vals[q][c]);
+        }
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int i = m0 + g + 8 * (c >> 1), j = n0 + 8 * q + 2 * t + (c & 1);
+          if (i < M && j < N) store(i, j, vals[q][c]);
+        }
     }
   }
 }
