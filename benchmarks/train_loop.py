@@ -536,7 +536,8 @@ def environment(device: torch.device) -> dict:
         "cuda": torch.version.cuda,
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "git_commit": _cmd(["git", "rev-parse", "HEAD"]),
+        # The GPU machine's copy has no .git: the caller passes the commit in.
+        "git_commit": os.environ.get("TRAINKERNEL_COMMIT") or _cmd(["git", "rev-parse", "HEAD"]),
         "git_dirty": None,
         "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
     }
