@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import torch
 from xdsl.dialects.builtin import MemRefType, ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from trainkernel.dialects import sched, tile
 from trainkernel.runtime.dtypes import torch_dtype
@@ -55,12 +55,19 @@ def _typed(raw: torch.Tensor, t: MemRefType) -> torch.Tensor:
 
 
 def run_program(
-    module: ModuleOp | sched.ProgramLikeOp, inputs: Sequence[torch.Tensor]
+    module: ModuleOp | sched.ProgramLikeOp, inputs: Sequence[torch.Tensor], partitioned: bool = False
 ) -> tuple[torch.Tensor, ...]:
     """Run a sched.program / tile.kernel on flat CPU inputs; returns flat results.
 
     Inputs are copied first (the program may update state in place); results
     that alias an input are the updated copy.
+
+    `partitioned=True` runs a resident kernel of several blocks block by block
+    (see `_Partition`): each block sees only the slices of the shared-memory
+    homes it holds (the rest is NaN), does only its slice of every op, and
+    split contractions and reductions sum per-block fp32 partials in rank
+    order, as the kernel does. A partition that lets a block read what it
+    does not hold shows up as NaN in the results.
     """
     from trainkernel.interpreter import run_block
     program = _program(module)
@@ -85,7 +92,12 @@ def run_program(
             dst.copy_(value)
         pending.clear()
 
+    part = _Partition(program) if partitioned and isinstance(program, tile.KernelOp) and (program.cluster or 1) > 1 else None
+
     def execute(op: Operation) -> None:
+        if part is not None and isinstance(op, tile.TileWorkOp):
+            pending.extend(part.run(op, mem))
+            return
         if isinstance(op, sched.CommitOp):
             pending.append((mem[op.target], mem[op.source].clone()))
         elif isinstance(op, sched.ComputeLikeOp):
@@ -127,3 +139,122 @@ def run_program(
             raise SchedInterpreterError(f"unexpected {op.name} in {program.name}")
     flush()
     return tuple(mem[args[r]].clone() for r in program.result_args)
+
+
+class _Partition:
+    """Block-by-block execution of a resident kernel (cluster of P blocks)."""
+
+    def __init__(self, kernel: tile.KernelOp):
+        from trainkernel.passes.tile_resident import _squeeze_map
+
+        self.P = kernel.cluster or 1
+        self.split_of: dict[SSAValue, int] = {}
+        for op in kernel.block.ops:
+            if isinstance(op, tile.SmemOp):
+                self.split_of[op.result] = op.split_axis
+            elif isinstance(op, sched.ViewOp) and op.source in self.split_of:
+                src = self.split_of[op.source]
+                m = _squeeze_map(tuple(op.source.type.get_shape()), tuple(op.result.type.get_shape()))
+                inverse = {v: k for k, v in (m or {}).items()}
+                self.split_of[op.result] = inverse.get(src, -1) if src >= 0 else -1
+
+    def _slice(self, size: int, rank: int) -> slice:
+        c = -(-size // self.P)
+        return slice(min(size, rank * c), min(size, (rank + 1) * c))
+
+    def _keep(self, t: torch.Tensor, axis: int, rank: int, fill: float) -> torch.Tensor:
+        """t with everything outside block `rank`'s slice of `axis` replaced by `fill`."""
+        out = torch.full_like(t, fill)
+        idx = [slice(None)] * t.dim()
+        idx[axis] = self._slice(t.shape[axis], rank)
+        out[tuple(idx)] = t[tuple(idx)]
+        return out
+
+    def view(self, op: tile.TileWorkOp, mem, rank: int) -> list[torch.Tensor]:
+        """The inputs of `op` as block `rank` holds them (NaN where it holds nothing)."""
+        vals = []
+        for v in op.ins:
+            t = mem[v].clone()
+            axis = self.split_of.get(v, -1)
+            if axis >= 0 and t.is_floating_point():
+                t = self._keep(t, axis, rank, float("nan"))
+            vals.append(t)
+        return vals
+
+    def run(self, op: tile.TileWorkOp, mem) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        from trainkernel.interpreter import run_block
+        from trainkernel.passes.tile_resident import is_partial
+
+        split = op.split if op.split is not None else -1
+        if split >= 0 and is_partial(op, split):
+            outs = self._partial(op, mem, split)
+            return [(mem[b], v) for b, v in zip(op.outs, outs)]
+        if split < 0:  # every block computes all of it: rank 0's view must suffice
+            outs = run_block(op.body.block, self.view(op, mem, 0))
+            return [(mem[b], v) for b, v in zip(op.outs, outs)]
+        axis = self._out_axis(op, split)
+        writes = []
+        for rank in range(self.P):
+            outs = run_block(op.body.block, self.view(op, mem, rank))
+            for b, v in zip(op.outs, outs):
+                idx = [slice(None)] * v.dim()
+                idx[axis] = self._slice(v.shape[axis], rank)
+                writes.append((mem[b][tuple(idx)], v[tuple(idx)]))
+        return writes
+
+    @staticmethod
+    def _out_axis(op: tile.TileWorkOp, split: int) -> int:
+        if isinstance(op, tile.ReduceOp):
+            red = op.reduction()
+            if red.keepdim is not None:
+                return split
+            kept = [d for d in range(len(red.input.type.get_shape())) if d not in red.axes_list]
+            return kept.index(split)
+        return split  # map: output axes; gemm: m = 0, n = 1
+
+    def _partial(self, op: tile.TileWorkOp, mem, split: int) -> tuple[torch.Tensor, ...]:
+        """Per-block fp32 partials over the block's slice of the contraction or
+        reduced axis, summed (or maxed) in rank order, rounded once, then the
+        epilogue on the whole result (rank 0's view of its other operands)."""
+        from trainkernel.dialects import tk
+        from trainkernel.interpreter import DEFAULT
+
+        block = op.body.block
+        args = self.view(op, mem, 0)
+        full = [mem[v].clone() for v in op.ins]
+        env: dict[SSAValue, torch.Tensor] = dict(zip(block.args, args))
+        for inner in block.ops:
+            if isinstance(inner, tk.YieldOp):
+                return tuple(env[v] for v in inner.values)
+            if isinstance(inner, tk.MatmulOp):
+                a = full[inner.lhs.index].float()
+                b = full[inner.rhs.index].float()
+                a = a.t() if inner.transpose_a is not None else a
+                b = b.t() if inner.transpose_b is not None else b
+                total = None
+                for rank in range(self.P):
+                    ak = self._keep(a, 1, rank, 0.0)
+                    bk = self._keep(b, 0, rank, 0.0)
+                    p = torch.mm(ak, bk)
+                    total = p if total is None else total + p
+                env[inner.result] = total.to(torch_dtype(inner.result.type.get_element_type()))
+            elif isinstance(inner, tk.SumOp | tk.MaxOp) and inner is op.reduction():
+                x = env[inner.input] if inner.input in env else None
+                if isinstance(inner.input, BlockArgument):
+                    x = full[inner.input.index]
+                x = x.float()
+                ident = 0.0 if isinstance(inner, tk.SumOp) else float("-inf")
+                total = None
+                for rank in range(self.P):
+                    xr = self._keep(x, split, rank, ident)
+                    if isinstance(inner, tk.SumOp):
+                        p = torch.sum(xr, dim=list(inner.axes_list), keepdim=inner.keepdim is not None)
+                        total = p if total is None else total + p
+                    else:
+                        p = torch.amax(xr, dim=list(inner.axes_list), keepdim=inner.keepdim is not None)
+                        total = p if total is None else torch.maximum(total, p)
+                env[inner.result] = total.to(torch_dtype(inner.result.type.get_element_type()))
+            else:
+                outs = DEFAULT.eval_op(inner, [env[v] for v in inner.operands])
+                env.update(zip(inner.results, outs))
+        raise SchedInterpreterError(f"{op.name}: body without tk.yield")
