@@ -94,3 +94,51 @@ def test_resident_off_and_forced_grid_give_grid_kernels():
     assert "cudaLaunchKernelEx" in c.cuda_source and "tk::stage_rows" in c.cuda_source
     with pytest.raises(ValueError, match="resident"):
         trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False, resident="yes")
+
+
+class _FakeLib:
+    """A loaded library as the launcher sees it: resident ones report their
+    cluster, and `fits` says whether that cluster can be co-resident."""
+
+    def __init__(self, source: str, fits: bool):
+        self.resident = "cudaLaunchKernelEx" in source
+        self.fits = fits
+        self.path = None
+
+    def cluster(self) -> int:
+        return 16 if self.resident else 0
+
+    def max_active_blocks_per_sm(self) -> int:
+        if self.resident and not self.fits:
+            raise RuntimeError("the resident kernel's cluster of 16 blocks cannot be co-resident on this device")
+        return 1
+
+    def num_buffers(self):
+        return None
+
+
+@pytest.mark.parametrize("fits", [True, False])
+def test_a_cluster_that_cannot_be_co_resident_falls_back_to_the_grid_kernel(monkeypatch, fits):
+    import trainkernel.runtime as runtime
+
+    w = WORKLOADS["online"]
+    c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False)
+    assert "cudaLaunchKernelEx" in c.cuda_source
+    built = []
+
+    class _Build:
+        def __init__(self, source):
+            self.path = source
+
+    monkeypatch.setattr(c, "_build_result", lambda arch=None: built.append(c.cuda_source) or _Build(c.cuda_source))
+    monkeypatch.setattr(runtime, "load_library", lambda source: _FakeLib(source, fits))
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    device = torch.device("cuda", 0)
+    if fits:
+        lib = c._library(device)
+        assert lib.resident and len(built) == 1
+        return
+    with pytest.warns(RuntimeWarning, match="cannot be co-resident on this device; running the grid kernel"):
+        lib = c._library(device)
+    assert not lib.resident
+    assert "cudaLaunchCooperativeKernel" in c.cuda_source and c.meta.arena_bytes > 0

@@ -27,6 +27,7 @@ import inspect
 import os
 import re
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -412,6 +413,8 @@ class CompiledTrainingStep:
         major, minor = torch.cuda.get_device_capability(device)
         arch = self._arch or f"sm_{major}{minor}"
         lib = load_library(self._build_result(arch).path)
+        if not self._can_run(lib):
+            lib = self._fall_back_to_grid(arch)
         n = lib.num_buffers()
         if n is not None and n != len(self.meta.buffers):
             raise RuntimeError(
@@ -419,6 +422,38 @@ class CompiledTrainingStep:
             )
         self._libs[device.index] = lib
         return lib
+
+    @staticmethod
+    def _can_run(lib) -> bool:
+        """False when a resident kernel's cluster cannot be co-resident on the current device."""
+        cluster = getattr(lib, "cluster", None)
+        if cluster is None or not cluster():
+            return True
+        try:
+            lib.max_active_blocks_per_sm()
+        except RuntimeError:
+            return False
+        return True
+
+    def _fall_back_to_grid(self, arch: str):
+        """The configuration the cost model ranks next: the grid kernel (it runs on
+        any device). Said out loud; never eager PyTorch."""
+        from trainkernel.runtime import load_library
+
+        warnings.warn(
+            f"{self.kernel_name}: the resident kernel (one cluster of {self.meta.grid} blocks, "
+            f"{self.meta.smem_bytes} bytes of shared memory each) cannot be co-resident on this device; "
+            "running the grid kernel instead (compile with resident='off' to choose it directly)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        lowered = _lower_fn()(self.captured, inplace=self.inplace, grid=0, resident="off")
+        self.lowered, self.meta, self.kernel_name = lowered, lowered.meta, lowered.kernel_name
+        self._builds.clear()
+        self._arenas.clear()
+        self._libs.clear()
+        self._check_meta()
+        return load_library(self._build_result(arch).path)
 
     # ------------------------------------------------------------------ running
 
