@@ -221,31 +221,31 @@ class _Partition:
 
         block = op.body.block
         args = self.view(op, mem, 0)
-        full = [mem[v].clone() for v in op.ins]
+        views = [self.view(op, mem, rank) for rank in range(self.P)]  # what each block holds
         env: dict[SSAValue, torch.Tensor] = dict(zip(block.args, args))
         for inner in block.ops:
             if isinstance(inner, tk.YieldOp):
                 return tuple(env[v] for v in inner.values)
             if isinstance(inner, tk.MatmulOp):
-                a = full[inner.lhs.index].float()
-                b = full[inner.rhs.index].float()
-                a = a.t() if inner.transpose_a is not None else a
-                b = b.t() if inner.transpose_b is not None else b
                 total = None
                 for rank in range(self.P):
+                    # Block `rank`'s operands (NaN where it holds nothing), zero outside its k slice.
+                    a = views[rank][inner.lhs.index].float()
+                    b = views[rank][inner.rhs.index].float()
+                    a = a.t() if inner.transpose_a is not None else a
+                    b = b.t() if inner.transpose_b is not None else b
                     ak = self._keep(a, 1, rank, 0.0)
                     bk = self._keep(b, 0, rank, 0.0)
                     p = torch.mm(ak, bk)
                     total = p if total is None else total + p
                 env[inner.result] = total.to(torch_dtype(inner.result.type.get_element_type()))
             elif isinstance(inner, tk.SumOp | tk.MaxOp) and inner is op.reduction():
-                x = env[inner.input] if inner.input in env else None
-                if isinstance(inner.input, BlockArgument):
-                    x = full[inner.input.index]
-                x = x.float()
+                if not isinstance(inner.input, BlockArgument):
+                    raise SchedInterpreterError(f"{op.name}: a split reduction reads a region argument")
                 ident = 0.0 if isinstance(inner, tk.SumOp) else float("-inf")
                 total = None
                 for rank in range(self.P):
+                    x = views[rank][inner.input.index].float()
                     xr = self._keep(x, split, rank, ident)
                     if isinstance(inner, tk.SumOp):
                         p = torch.sum(xr, dim=list(inner.axes_list), keepdim=inner.keepdim is not None)

@@ -630,6 +630,9 @@ class ResidentPrinter(CudaPrinter):
             self.w(f"  long long tk_t[{n_marks}];")
             self.w("  tk_t[0] = clock64();")
         self.w("  tk::stage_wait();")
+        if self._prologue_needs_cluster_barrier():
+            # Rank 0 stores an argument other blocks stage before any exchange orders them.
+            self.w("  cooperative_groups::this_cluster().sync();")
         if timer:
             self.w("  tk_t[1] = clock64();")
         phase = 0
@@ -656,6 +659,23 @@ class ResidentPrinter(CudaPrinter):
         self.w("}")
         self.launcher()
         return self.out.getvalue()
+
+    def _prologue_needs_cluster_barrier(self) -> bool:
+        """True when an op that only rank 0 stores (split -1, or a split contraction)
+        writes an argument with a staged home before the first cluster exchange:
+        nothing else orders that store after the other blocks' prologue loads."""
+        if self.cluster == 1:
+            return False
+        staged = {op.source for op in self.kernel.block.ops if isinstance(op, tile.SmemOp) and op.source is not None}
+        for op in self.kernel.block.ops:
+            if not isinstance(op, tile.TileWorkOp):
+                continue
+            guarded = op.split == -1 or self._partial(op)
+            if guarded and any(sched.root_buffer(v) in staged for v in op.outs):
+                return True
+            if self._partial(op):
+                return False
+        return False
 
     def stage(self, home: tile.SmemOp, name: str) -> None:
         shape = tuple(home.result.type.get_shape())
@@ -698,24 +718,6 @@ class ResidentPrinter(CudaPrinter):
         c = tile.shard_extent(size, self.cluster)
         return f"{c} * rank", f"max(0, min({c}, {size} - {c} * rank))"
 
-    def _loop_space(self, shape: tuple[int, ...], split: int, prefix: str, indent: str, var: str) -> list[str]:
-        """Decompose `var` over this block's slice of `shape`; returns global index names."""
-        local = list(shape)
-        if split >= 0 and self.cluster > 1:
-            local[split] = tile.shard_extent(shape[split], self.cluster)
-        decls, names = _multi_index(var, tuple(local), prefix + "l")
-        for d in decls:
-            self.w(indent + d)
-        out = []
-        for k, (n, d) in enumerate(zip(names, shape)):
-            if k == split and self.cluster > 1:
-                self.w(f"{indent}const int {prefix}{k} = {n} + {local[k]} * rank;")
-                self.w(f"{indent}if ({prefix}{k} >= {d}) continue;")
-                out.append(f"{prefix}{k}")
-            else:
-                out.append(n)
-        return out
-
     MAP_UNROLL = 4
     """Elements per thread per iteration of a resident map: their reads are all
     issued before the first store (stores may alias reads as far as the
@@ -735,6 +737,9 @@ class ResidentPrinter(CudaPrinter):
             n *= d
         u_count = self.MAP_UNROLL
         self.w(f"  {{ // tile.map split {split}: {n} elements per block")
+        if split_here:
+            # Trailing blocks may hold an empty slice; the rest clamp into their own.
+            self.w(f"    if ({local[split]} * rank < {shape[split]})")
         self.w(f"    for (int base = threadIdx.x; base < {n}; base += {u_count} * kThreads) {{")
         bp = self.body_printer(op, "      ")
         indices, envs = [], []

@@ -99,6 +99,11 @@ class TileWorkOp(ComputeLikeOp):
         """Number of iteration dimensions `split` may name."""
         raise NotImplementedError
 
+    def splits_a_sum(self) -> bool:
+        """Whether `split` divides a contraction or reduced dimension (each block
+        then holds a partial result)."""
+        return False
+
     def verify_(self) -> None:
         super().verify_()
         for key in self.REQUIRED:
@@ -149,6 +154,9 @@ class GemmOp(TileWorkOp):
 
     def iteration_rank(self) -> int:
         return 3  # (m, n, k)
+
+    def splits_a_sum(self) -> bool:
+        return self.split == 2
 
     @property
     def tile_shape(self) -> tuple[int, int, int]:
@@ -218,6 +226,9 @@ class ReduceOp(TileWorkOp):
 
     def iteration_rank(self) -> int:
         return len(self.reduction().input.type.get_shape())
+
+    def splits_a_sum(self) -> bool:
+        return self.split is not None and self.split in self.reduction().axes_list
 
     def verify_(self) -> None:
         super().verify_()
@@ -346,6 +357,12 @@ class KernelOp(ProgramLikeOp):
             for op in self.block.ops:
                 if isinstance(op, TileWorkOp) and op.split is None:
                     raise VerifyException(f"tile.kernel: {op.name} of a resident kernel needs a `split`")
+                if isinstance(op, TileWorkOp) and cluster > 1 and op.splits_a_sum() and op.scratch is None:
+                    raise VerifyException(
+                        f"tile.kernel: {op.name} splits a sum over the cluster and needs `scratch` for its partials"
+                    )
+                if isinstance(op, SyncOp) and op.scope.data != "block":
+                    raise VerifyException("tile.kernel: phases of a resident kernel are ordered by `tile.sync block`")
         elif self.grid > 1 and any(isinstance(op, SyncOp) and op.scope.data == "block" for op in self.block.ops):
             raise VerifyException("tile.kernel: `tile.sync block` cannot order phases of a kernel of several blocks")
         for op in self.block.ops:

@@ -185,10 +185,10 @@ class Analysis:
                     return
                 self.link(self.buf_axis(buf, a), self.dim(op, it, space[it]))
 
-    def read_uses(self, op: tile.TileWorkOp, space: tuple[int, ...], dims: list[int], skip=()) -> None:
-        """Link every region argument of op to the iteration dims through its uses."""
+    def read_uses(self, op: tile.TileWorkOp, space: tuple[int, ...], dims: list[int], skip=(), args=None) -> None:
+        """Link region arguments of op (all, or `args`) to the iteration dims through their uses."""
         body = op.body.block
-        for arg in body.args:
+        for arg in body.args if args is None else args:
             buf = op.ins[arg.index]
             for use in list(arg.uses):
                 user = use.operation
@@ -250,8 +250,8 @@ class Analysis:
                 buf = op.ins[arg.index]
                 if arg in pre:
                     self._reduce_input(op, buf, arg, space)
-                else:
-                    self.broadcast(op, buf, space, out_dims)
+                else:  # an epilogue operand, read at the output index (maybe through a view op)
+                    self.read_uses(op, space, out_dims, args=[arg])
             for out in op.outs:
                 self.broadcast(op, out, space, out_dims)
         else:
