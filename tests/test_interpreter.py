@@ -20,8 +20,7 @@ from trainkernel.interpreter import (
     torch_dtype,
 )
 from trainkernel.ir import parse_module
-
-DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+from trainkernel.workloads import COMPUTE_DTYPES as DTYPES  # f32, bf16, f16
 
 
 def bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:

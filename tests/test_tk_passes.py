@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from tk_program_gen import GenProgram, addmm_programs, tk_programs  # noqa: E402
 
+from trainkernel import elements  # noqa: E402
 from trainkernel.dialects import make_context, tk  # noqa: E402
 from trainkernel.interpreter import interpret  # noqa: E402
 from trainkernel.ir import parse_module, print_module  # noqa: E402
@@ -211,7 +212,7 @@ def test_decompose_mean_matches_torch_bitwise():
 def test_decompose_addmm_against_torch_addmm(dtype, k):
     """Not bit-exact (the CPU BLAS accumulates into the bias): within the
     reassociation bound of test_decompose_addmm_within_reassociation_error."""
-    tdt = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[dtype]
+    tdt = elements.from_name(dtype).torch
     text = _ir(
         f"%b: tensor<24x{dtype}>, %x: tensor<16x{k}x{dtype}>, %w: tensor<{k}x24x{dtype}>",
         f"tensor<16x24x{dtype}>",

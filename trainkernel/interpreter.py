@@ -51,17 +51,10 @@ from typing import Any
 
 import torch
 from xdsl.dialects import func
-from xdsl.dialects.builtin import (
-    BFloat16Type,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    IntegerType,
-    ModuleOp,
-    TensorType,
-)
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from trainkernel import elements
 from trainkernel.dialects import tk
 
 
@@ -77,24 +70,12 @@ OpImpl = Callable[["Interpreter", Operation, Sequence[torch.Tensor]], Any]
 
 
 def torch_dtype(t: Attribute) -> torch.dtype:
-    """The torch dtype of an element type, or of a tensor type's element type."""
-    if isinstance(t, TensorType):
-        t = t.get_element_type()
-    if isinstance(t, Float32Type):
-        return torch.float32
-    if isinstance(t, BFloat16Type):
-        return torch.bfloat16
-    if isinstance(t, Float16Type):
-        return torch.float16
-    if isinstance(t, Float64Type):
-        return torch.float64
-    if isinstance(t, IntegerType):
-        width = t.width.data
-        if width == 1:
-            return torch.bool
-        if width in (8, 16, 32, 64):
-            return {8: torch.int8, 16: torch.int16, 32: torch.int32, 64: torch.int64}[width]
-    raise InterpreterError(f"no torch dtype for element type {tk.type_str(t)}")
+    """The torch dtype of an element type, or of a tensor type's element type
+    (`trainkernel.elements`), as an InterpreterError when there is none."""
+    try:
+        return elements.torch_dtype(t)
+    except elements.ElementTypeError:
+        raise InterpreterError(f"no torch dtype for element type {tk.type_str(elements.element_type(t))}") from None
 
 
 def _result_dtype(op: Operation, index: int = 0) -> torch.dtype:

@@ -125,7 +125,7 @@ def annotate_state_updates(f: func.FuncOp, in_spec, out_spec) -> None:
 
 def _meta(kernel, captured, inplace: bool) -> KernelMeta:
     from trainkernel.dialects import tile
-    from trainkernel.runtime.dtypes import torch_dtype
+    from trainkernel.elements import torch_dtype
 
     n_in = kernel.num_inputs.data
     results = list(kernel.result_args)

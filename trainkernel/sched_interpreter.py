@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from trainkernel.dialects import sched, tile
-from trainkernel.runtime.dtypes import torch_dtype
+from trainkernel.elements import nbytes, torch_dtype
 
 
 class SchedInterpreterError(RuntimeError):
@@ -44,7 +44,7 @@ def _alloc_arena(program: sched.ProgramLikeOp) -> torch.Tensor:
         for op in program.block.ops:
             if isinstance(op, sched.BufferOp):
                 assert isinstance(op.result.type, MemRefType)
-                size += -(-sched.nbytes(op.result.type) // sched.ARENA_ALIGNMENT) * sched.ARENA_ALIGNMENT
+                size += sched.arena_footprint(op.result.type)
     # NaN-filled: a read of bytes nobody wrote shows up in the results.
     return torch.full((max(size, 1),), 0xFF, dtype=torch.uint8)
 
@@ -115,8 +115,8 @@ def run_program(
             off = op.offset_value
             if off is None:
                 off = cursor
-                cursor += -(-sched.nbytes(t) // sched.ARENA_ALIGNMENT) * sched.ARENA_ALIGNMENT
-            mem[op.result] = _typed(arena[off : off + sched.nbytes(t)], t)
+                cursor += sched.arena_footprint(t)
+            mem[op.result] = _typed(arena[off : off + nbytes(t)], t)
         elif isinstance(op, sched.ViewOp):
             mem[op.result] = mem[op.source].view(tuple(op.result.type.get_shape()))
         elif isinstance(op, tile.SmemOp):

@@ -33,11 +33,13 @@ from collections.abc import Callable, Sequence
 import torch
 from torch.func import grad_and_value
 
+from trainkernel import elements
+
 Params = tuple[torch.Tensor, ...]
 StepFn = Callable[[Params, torch.Tensor, torch.Tensor], tuple[torch.Tensor, Params, Params]]
 
-COMPUTE_DTYPES: dict[str, torch.dtype] = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
-_SHORT = {v: k for k, v in COMPUTE_DTYPES.items()}
+COMPUTE_DTYPES: dict[str, torch.dtype] = {e.name: e.torch for e in elements.COMPUTE}
+"""f32, bf16, f16 by their short names (`trainkernel.elements.COMPUTE`)."""
 
 # Seed of the teacher network that defines every regression/classification target.
 _TEACHER_SEED = 20261129
@@ -45,20 +47,20 @@ _TEACHER_SEED = 20261129
 
 def dtype_short(dtype: torch.dtype) -> str:
     """f32 / bf16 / f16 (the spelling used in step names and test ids)."""
-    if dtype not in _SHORT:
+    e = elements.from_torch(dtype)
+    if e is None or e.name not in COMPUTE_DTYPES:
         raise ValueError(f"compute dtype must be one of {list(COMPUTE_DTYPES)}, got {dtype}")
-    return _SHORT[dtype]
+    return e.name
 
 
 def parse_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    """A compute dtype from a torch dtype or a name (`bf16`, `float16`, `fp32`, `half`, ...)."""
     if isinstance(dtype, torch.dtype):
         return dtype
-    aliases = {"fp32": "f32", "float32": "f32", "float": "f32", "fp16": "f16", "float16": "f16",
-               "half": "f16", "bfloat16": "bf16"}
-    key = aliases.get(dtype.lower(), dtype.lower())
-    if key not in COMPUTE_DTYPES:
+    e = elements.from_name(dtype)
+    if e is None or e.name not in COMPUTE_DTYPES:
         raise ValueError(f"unknown compute dtype {dtype!r}; choose one of {list(COMPUTE_DTYPES)}")
-    return COMPUTE_DTYPES[key]
+    return e.torch
 
 
 def mlp_forward(params: Sequence[torch.Tensor], x: torch.Tensor, compute_dtype: torch.dtype) -> torch.Tensor:

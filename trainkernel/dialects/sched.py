@@ -33,7 +33,6 @@ sched.program @step(%w: memref<4x4xf32>, %x: memref<2x4xf32>, %loss: memref<f32>
 from __future__ import annotations
 
 from collections.abc import Sequence
-from math import prod
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -64,6 +63,9 @@ from xdsl.printer import Printer
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from trainkernel.elements import nbytes
+from trainkernel.util import align_up, numel
+
 MemRefT = base(MemRefType)
 
 ARENA_ALIGNMENT = 256
@@ -80,21 +82,10 @@ def memref_type_of(tensor: Attribute) -> MemRefType:
     return MemRefType(tensor.get_element_type(), tensor.get_shape())
 
 
-def element_bytes(t: Attribute) -> int:
-    from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, IntegerType
-
-    et = t.get_element_type() if isinstance(t, (MemRefType, TensorType)) else t
-    if isinstance(et, Float32Type):
-        return 4
-    if isinstance(et, (BFloat16Type, Float16Type)):
-        return 2
-    if isinstance(et, IntegerType):
-        return max(1, et.width.data // 8)
-    raise VerifyException(f"no storage size known for element type {et}")
-
-
-def nbytes(t: MemRefType) -> int:
-    return prod(t.get_shape()) * element_bytes(t)
+def arena_footprint(t: MemRefType) -> int:
+    """Bytes a temporary of type `t` occupies in the arena: its size rounded up
+    to ARENA_ALIGNMENT (so the next buffer starts aligned)."""
+    return align_up(nbytes(t), ARENA_ALIGNMENT)
 
 
 def _ints(attr: Attribute) -> tuple[int, ...]:
@@ -288,7 +279,7 @@ class ViewOp(IRDLOperation):
     def verify_(self) -> None:
         s, r = self.source.type, self.result.type
         assert isinstance(s, MemRefType) and isinstance(r, MemRefType)
-        if s.get_element_type() != r.get_element_type() or prod(s.get_shape()) != prod(r.get_shape()):
+        if s.get_element_type() != r.get_element_type() or numel(s.get_shape()) != numel(r.get_shape()):
             raise VerifyException(f"sched.view must keep element type and count: {s} to {r}")
 
 

@@ -22,13 +22,9 @@ from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
-    BFloat16Type,
     DenseArrayBase,
-    Float16Type,
-    Float32Type,
     FloatAttr,
     IntegerType,
-    Signedness,
     TensorType,
     UnitAttr,
     f64,
@@ -56,7 +52,8 @@ from xdsl.pattern_rewriter import RewritePattern
 from xdsl.traits import HasCanonicalizationPatternsTrait, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
-FLOAT_TYPES = (Float32Type, BFloat16Type, Float16Type)
+from trainkernel.elements import is_float, is_tk_element_type
+from trainkernel.util import numel
 
 
 def _tensor(value: SSAValue | Attribute) -> TensorType:
@@ -71,17 +68,6 @@ def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:
 
 def element_type_of(value: SSAValue | Attribute) -> Attribute:
     return _tensor(value).get_element_type()
-
-
-def is_float(t: Attribute) -> bool:
-    return isinstance(t, FLOAT_TYPES)
-
-
-def is_tk_element_type(t: Attribute) -> bool:
-    """f32, bf16, f16, or signless i1 / i64."""
-    if isinstance(t, IntegerType):
-        return t.width.data in (1, 64) and t.signedness.data == Signedness.SIGNLESS
-    return is_float(t)
 
 
 def type_str(t: Attribute) -> str:
@@ -723,9 +709,7 @@ class ReshapeOp(_ViewOp):
 
     def verify_(self) -> None:
         self._same_element_type()
-        from math import prod
-
-        if prod(shape_of(self.input)) != prod(shape_of(self.result)):
+        if numel(shape_of(self.input)) != numel(shape_of(self.result)):
             raise VerifyException(
                 f"tk.reshape: {list(shape_of(self.input))} and {list(shape_of(self.result))} have different element counts"
             )

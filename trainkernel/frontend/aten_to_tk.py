@@ -26,43 +26,36 @@ import torch.fx
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    BFloat16Type,
     DictionaryAttr,
-    Float16Type,
-    Float32Type,
     ModuleOp,
     StringAttr,
     TensorType,
-    i1,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from trainkernel import elements
 from trainkernel.dialects import tk
 from trainkernel.frontend.errors import CaptureError, SourceLocation, UnsupportedOpError
+from trainkernel.util import numel
 
-# torch dtype -> tk element type. Integer/bool types exist only for argmax
-# results, fills and pass-through values; no compute op accepts them.
-ELEMENT_TYPES: dict[torch.dtype, Attribute] = {
-    torch.float32: Float32Type(),
-    torch.bfloat16: BFloat16Type(),
-    torch.float16: Float16Type(),
-    torch.int64: i64,
-    torch.bool: i1,
-}
-FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-F32 = Float32Type()
+F32 = elements.F32.ir
 
 _DEFAULT_MEMORY_FORMATS = (None, torch.preserve_format, torch.contiguous_format)
 
 
 def element_type(dtype: torch.dtype) -> Attribute | None:
-    return ELEMENT_TYPES.get(dtype)
+    """The tk element type of a torch dtype (`trainkernel.elements`), None when a
+    tk tensor cannot hold it. Integer/bool types exist only for argmax results,
+    fills and pass-through values; no compute op accepts them."""
+    e = elements.from_torch(dtype)
+    return e.ir if e is not None and e.in_tk else None
 
 
 def tensor_type(shape: Sequence[int], dtype: torch.dtype) -> TensorType:
-    et = ELEMENT_TYPES[dtype]
+    et = element_type(dtype)
+    assert et is not None, dtype
     return TensorType(et, [int(d) for d in shape])
 
 
@@ -158,7 +151,7 @@ class Converter:
     def type_of_val(self, val) -> TensorType:
         if not isinstance(val, torch.Tensor):
             raise self.unsupported(f"result {type(val).__name__} is not a tensor")
-        if val.dtype not in ELEMENT_TYPES:
+        if element_type(val.dtype) is None:
             raise self.unsupported(f"dtype {str(val.dtype).replace('torch.', '')} is not supported (tk has f32, bf16, f16; i64/i1 only for indices and constants)")
         return tensor_type(val.shape, val.dtype)
 
@@ -215,7 +208,7 @@ class Converter:
         return t
 
     def constant(self, value: torch.Tensor) -> SSAValue:
-        if value.dtype not in ELEMENT_TYPES:
+        if element_type(value.dtype) is None:
             raise self.unsupported(f"tensor constant of dtype {value.dtype} is not supported")
         t = tensor_type(value.shape, value.dtype)
         flat = value.detach().reshape(-1)
@@ -291,7 +284,7 @@ class Converter:
         for node, name in zip(placeholders, self.arg_names, strict=True):
             self.node = node
             val = node.meta.get("val")
-            if not isinstance(val, torch.Tensor) or val.dtype not in ELEMENT_TYPES:
+            if not isinstance(val, torch.Tensor) or element_type(val.dtype) is None:
                 dt = getattr(val, "dtype", type(val).__name__)
                 raise CaptureError(
                     f"argument {name}: dtype {dt} is not supported (tk has f32, bf16, f16, i64 and bool tensors)"
@@ -588,9 +581,10 @@ def _axes(cv: Converter, dims, rank: int) -> list[int]:
 def _reduce(cv: Converter, cls, x, dims, keepdim: bool, dtype=None, rt: TensorType | None = None) -> SSAValue:
     x = cv.float_tensor(x, "input")
     if dtype is not None:
-        if dtype not in FLOAT_DTYPES:
+        et = element_type(dtype)
+        if et is None or not tk.is_float(et):
             raise cv.unsupported(f"reduction to dtype {dtype}")
-        x = cv.cast(x, ELEMENT_TYPES[dtype])
+        x = cv.cast(x, et)
     rt = rt or cv.out_float_type()
     rank = len(tk.shape_of(x))
     axes = _axes(cv, dims, rank)
@@ -641,7 +635,7 @@ def _argmax_of(cv: Converter, x: SSAValue, dim, keepdim: bool, rt: TensorType) -
     if not shape:
         return cv.fill(0, rt)
     if dim is None:  # over the flattened tensor
-        flat = cv.reshape(x, [math.prod(shape)])
+        flat = cv.reshape(x, [numel(shape)])
         out = cv.emit(tk.ArgmaxOp(flat, [0], TensorType(i64, []))).result
         return cv.reshape(out, rt.get_shape())
     axis = cv.dim(dim, len(shape))

@@ -48,10 +48,8 @@ except addmm, see there):
 
 from __future__ import annotations
 
-import math
-
 from xdsl.context import Context
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, ModuleOp, TensorType, f32
+from xdsl.dialects.builtin import Float16Type, ModuleOp, TensorType, f32
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -61,9 +59,14 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+from trainkernel import elements
 from trainkernel.dialects import tk
+from trainkernel.util import numel
 
-_LOW_PRECISION = (BFloat16Type, Float16Type)
+
+def _low_precision(t) -> bool:
+    """bf16 / f16: PyTorch computes them in f32 (their opmath type) and rounds once."""
+    return elements.lookup(t).opmath is not elements.lookup(t)
 
 
 def _with_element(t: TensorType, element) -> TensorType:
@@ -81,12 +84,12 @@ class DecomposeMean(RewritePattern):
         if not isinstance(op, tk.MeanOp):
             return
         shape = tk.shape_of(op.input)
-        n = math.prod(shape[a] for a in op.axes_list)
+        n = numel(shape[a] for a in op.axes_list)
         keepdim = op.keepdim is not None
         result_type = op.result.type
         et = tk.element_type_of(op.result)
         new_ops: list[Operation] = []
-        low = isinstance(et, _LOW_PRECISION)
+        low = _low_precision(et)
         x = _to_f32(op.input, new_ops) if low else op.input
         acc = f32 if low else et
         total = tk.SumOp(x, op.axes_list, _with_element(result_type, acc), keepdim)
@@ -103,7 +106,7 @@ class DecomposeAddmm(RewritePattern):
         if not isinstance(op, tk.AddmmOp):
             return
         result_type = op.result.type
-        low = isinstance(tk.element_type_of(op.result), _LOW_PRECISION)
+        low = _low_precision(tk.element_type_of(op.result))
         new_ops: list[Operation] = []
         if low:
             a, b, bias = (_to_f32(v, new_ops) for v in (op.lhs, op.rhs, op.bias))
