@@ -9,13 +9,13 @@ import torch
 from torch.utils import _pytree as pytree
 
 from trainkernel.dialects import tk
-from trainkernel.interpreter import (
+from trainkernel.interpreter import interpret
+from trainkernel.numerics import (
     DEFAULT,
     TK_OP_TABLE,
     Interpreter,
     InterpreterError,
     eval_tk_op,
-    interpret,
     run_block,
     torch_dtype,
 )

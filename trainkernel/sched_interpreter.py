@@ -8,7 +8,7 @@ reads memory as it was when the phase began, and all writes land at the phase's
 end (the barrier). A schedule that only works in some sequential order gives
 different numbers here.
 
-Compute bodies are `tk` ops and run through the tk interpreter, so the three
+Compute bodies are `tk` ops and run through `trainkernel.numerics`, so the three
 levels share one definition of every op's numerics.
 """
 
@@ -22,6 +22,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from trainkernel.dialects import sched, tile
 from trainkernel.elements import nbytes, torch_dtype
+from trainkernel.numerics import run_block
 
 
 class SchedInterpreterError(RuntimeError):
@@ -69,7 +70,6 @@ def run_program(
     order, as the kernel does. A partition that lets a block read what it
     does not hold shows up as NaN in the results.
     """
-    from trainkernel.interpreter import run_block
     program = _program(module)
     args = program.block.args
     n_in = program.num_inputs.data

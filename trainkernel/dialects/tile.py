@@ -46,7 +46,8 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from trainkernel.dialects.sched import BufferOp, ComputeLikeOp, ProgramLikeOp, ScopedSyncOp, ViewOp
+from trainkernel.dialects.base import ComputeLikeOp, ProgramLikeOp, ScopedSyncOp
+from trainkernel.dialects.sched import BufferOp, ViewOp
 from trainkernel.elements import MMA_KINDS, find_mma
 
 

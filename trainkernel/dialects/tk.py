@@ -49,7 +49,7 @@ from xdsl.irdl import (
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.pattern_rewriter import RewritePattern
-from xdsl.traits import HasCanonicalizationPatternsTrait, IsolatedFromAbove, IsTerminator, Pure
+from xdsl.traits import HasCanonicalizationPatternsTrait, IsolatedFromAbove, IsTerminator, OpTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from trainkernel.elements import is_float, is_tk_element_type
@@ -176,7 +176,8 @@ def _int_array(values: Sequence[int]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
 
-def _ints(attr: Attribute) -> tuple[int, ...]:
+def int_values(attr: Attribute) -> tuple[int, ...]:
+    """The integers of an `array<i64: ...>` property."""
     assert isinstance(attr, DenseArrayBase)
     return tuple(int(v) for v in attr.get_values())
 
@@ -207,14 +208,30 @@ TensorT = TkTensorConstraint()
 IndexArray = DenseArrayBase.constr(i64)
 
 
+CANONICALIZATION_PATTERNS: dict[str, tuple[RewritePattern, ...]] = {}
+"""Canonicalization patterns of tk ops, by op name. The patterns are rewrites, so
+they live above the dialect (`trainkernel/passes/tk_canonicalize.py`) and
+register themselves here when imported; the `canonicalize` entry of
+`trainkernel.passes.PASSES` imports them before the pass runs."""
+
+
+def register_canonicalization_patterns(patterns: Mapping[str, Sequence[RewritePattern]]) -> None:
+    for name, pats in patterns.items():
+        CANONICALIZATION_PATTERNS[name] = tuple(pats)
+
+
 class TkCanonicalization(HasCanonicalizationPatternsTrait):
-    """Lets xDSL's `canonicalize` pass find tk patterns; they live, one list per
-    op name, in `trainkernel/passes/tk_canonicalize.py` (loaded on first use)."""
+    """Lets xDSL's `canonicalize` pass find the patterns registered for an op."""
 
     def get_patterns(self, op: type[Operation]) -> tuple[RewritePattern, ...]:
-        from trainkernel.passes.tk_canonicalize import patterns_for
-
-        return patterns_for(op.name)
+        if not CANONICALIZATION_PATTERNS:
+            # A canonicalize pass that did not come from trainkernel.passes would
+            # silently skip every tk rewrite: say so instead.
+            raise RuntimeError(
+                "tk canonicalization patterns are not loaded: run canonicalize through "
+                "trainkernel.passes.PASSES (or import trainkernel.passes.tk_canonicalize)"
+            )
+        return CANONICALIZATION_PATTERNS.get(op.name, ())
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
@@ -605,7 +622,7 @@ class ReductionOp(IRDLOperation):
 
     @property
     def axes_list(self) -> tuple[int, ...]:
-        return _ints(self.axes)
+        return int_values(self.axes)
 
     def expected_shape(self) -> tuple[int, ...]:
         shape = shape_of(self.input)
@@ -754,7 +771,7 @@ class TransposeOp(_ViewOp):
 
     @property
     def perm_list(self) -> tuple[int, ...]:
-        return _ints(self.perm)
+        return int_values(self.perm)
 
     def verify_(self) -> None:
         self._same_element_type()
@@ -795,10 +812,18 @@ class SliceOp(_ViewOp):
             properties={"starts": _int_array(starts), "steps": _int_array(steps)},
         )
 
+    @property
+    def starts_list(self) -> tuple[int, ...]:
+        return int_values(self.starts)
+
+    @property
+    def steps_list(self) -> tuple[int, ...]:
+        return int_values(self.steps)
+
     def verify_(self) -> None:
         self._same_element_type()
         src, dst = shape_of(self.input), shape_of(self.result)
-        starts, steps = _ints(self.starts), _ints(self.steps)
+        starts, steps = self.starts_list, self.steps_list
         if not (len(src) == len(dst) == len(starts) == len(steps)):
             raise VerifyException(
                 f"tk.slice: input rank {len(src)}, result rank {len(dst)}, {len(starts)} starts and "
@@ -811,7 +836,7 @@ class SliceOp(_ViewOp):
                 )
 
     def print(self, printer: Printer) -> None:
-        _print_with_int_lists(printer, self, [("starts", _ints(self.starts)), ("steps", _ints(self.steps))])
+        _print_with_int_lists(printer, self, [("starts", self.starts_list), ("steps", self.steps_list)])
 
     @classmethod
     def parse(cls, parser: Parser) -> SliceOp:
@@ -824,26 +849,33 @@ class SliceOp(_ViewOp):
 # ------------------------------------------------------------------------ fused
 
 
+class TkBody(OpTrait):
+    """An op whose single-block region is a `tk` body ending in `tk.yield`, which
+    hands the region's values back to it: `tk.fused` here, and the compute ops of
+    the buffer levels (`sched.compute`, the `tile` ops), which carry it through
+    `ComputeLikeOp`. The only parents `tk.yield` accepts."""
+
+
 @irdl_op_definition
 class YieldOp(IRDLOperation):
-    """Terminator of `tk.fused`: the values the fused region produces."""
+    """Terminator of a `tk` body (`tk.fused`, `sched.compute`, tile ops): the
+    values the region produces."""
 
     name = "tk.yield"
     values = var_operand_def(TensorT)
     traits = traits_def(IsTerminator())
     assembly_format = "($values^ `:` type($values))? attr-dict"
 
-    # Regions that hold tk ops and hand values back through tk.yield.
-    PARENTS: ClassVar[tuple[str, ...]] = ("tk.fused", "sched.compute", "tile.gemm", "tile.map", "tile.reduce")
-
     def __init__(self, *values: SSAValue | Operation):
         super().__init__(operands=[list(values)])
 
     def verify_(self) -> None:
         parent = self.parent_op()
-        if parent is None or parent.name not in self.PARENTS:
+        if parent is None or not parent.has_trait(TkBody):
             where = parent.name if parent is not None else "no op"
-            raise VerifyException(f"tk.yield must terminate one of {', '.join(self.PARENTS)}, not {where}")
+            raise VerifyException(
+                f"tk.yield must terminate an op with a tk body (TkBody: tk.fused, sched.compute, tile ops), not {where}"
+            )
 
 
 @irdl_op_definition
@@ -865,7 +897,7 @@ class FusedOp(IRDLOperation):
     inputs = var_operand_def(TensorT)
     outputs = var_result_def(TensorT)
     body = region_def("single_block")
-    traits = traits_def(Pure(), IsolatedFromAbove(), TkCanonicalization())
+    traits = traits_def(Pure(), IsolatedFromAbove(), TkBody(), TkCanonicalization())
     assembly_format = "$inputs attr-dict `:` functional-type($inputs, $outputs) $body"
 
     def __init__(self, inputs: Sequence[SSAValue], result_types: Sequence[Attribute], body: Region):

@@ -13,6 +13,8 @@ from xdsl.passes import ModulePass
 def _canonicalize() -> type[ModulePass]:
     from xdsl.transforms.canonicalize import CanonicalizePass
 
+    import trainkernel.passes.tk_canonicalize  # noqa: F401  (registers the tk patterns with the dialect)
+
     return CanonicalizePass
 
 

@@ -1,8 +1,10 @@
 """Canonicalization patterns for `tk`, picked up by xDSL's `canonicalize` pass
-through the TkCanonicalization trait (`PATTERNS`, one tuple per op name).
+through the TkCanonicalization trait: importing this module registers
+`PATTERNS` (one tuple per op name) with the dialect
+(`tk.register_canonicalization_patterns`).
 
 Every pattern keeps the program's values *bit for bit* under the CPU reference
-interpreter (`trainkernel.interpreter`), which mirrors PyTorch. That rules out
+interpreter's numerics (`trainkernel.numerics`), which mirror PyTorch. That rules out
 some textbook identities:
 
 - `x + 0.0 -> x` is wrong for x = -0.0 (-0.0 + 0.0 = +0.0), so only
@@ -92,7 +94,7 @@ def _probe(fill: tk.FillOp):
 def _folded_value(op: Operation, fills: Sequence[tk.FillOp]) -> float | None:
     """Evaluate elementwise `op` on its constant operands with the interpreter;
     None if the result is not finite (or anything goes wrong)."""
-    from trainkernel.interpreter import InterpreterError, eval_tk_op
+    from trainkernel.numerics import InterpreterError, eval_tk_op
 
     try:
         (r,) = eval_tk_op(op, [_probe(f) for f in fills])
@@ -279,7 +281,7 @@ class SliceIdentity(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if not isinstance(op, tk.SliceOp) or op.input.type != op.result.type:
             return
-        if all(s == 0 for s in tk._ints(op.starts)) and all(s == 1 for s in tk._ints(op.steps)):
+        if all(s == 0 for s in op.starts_list) and all(s == 1 for s in op.steps_list):
             _replace_with_value(op, rewriter, op.input)
 
 
@@ -339,6 +341,4 @@ PATTERNS: dict[str, tuple[RewritePattern, ...]] = {
     "tk.matmul": (MatmulAbsorbTranspose(),),
 }
 
-
-def patterns_for(op_name: str) -> tuple[RewritePattern, ...]:
-    return PATTERNS.get(op_name, ())
+tk.register_canonicalization_patterns(PATTERNS)
