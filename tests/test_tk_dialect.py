@@ -353,3 +353,21 @@ def test_every_op_has_lit_round_trip_and_error_tests(name):
     invalid = [f for f in files if f.stem.endswith("-invalid")]
     assert any(_mentions(f, name) and "--print-op-generic" in f.read_text() for f in round_trips), name
     assert any(_mentions(f, name) and "--verify-diagnostics" in f.read_text() for f in invalid), name
+
+
+def test_custom_syntax_is_declarative_or_says_why():
+    """Every tk and sched op prints through a declarative `assembly_format`, or the
+    hand-written `print` it uses is led by a `# Hand-written: <why>` comment."""
+    import inspect
+
+    from trainkernel.dialects import sched
+
+    for dialect in (tk.TK, sched.SCHED):
+        for op in dialect.operations:
+            if op.get_irdl_definition().assembly_format is not None:
+                continue
+            owner = next(c for c in op.__mro__ if "print" in c.__dict__)
+            lines, _ = inspect.getsourcelines(owner)
+            at = next(i for i, line in enumerate(lines) if line.strip().startswith("def print("))
+            above = "".join(lines[max(0, at - 3) : at])
+            assert "# Hand-written" in above, f"{op.name}: {owner.__name__}.print has no comment saying why"

@@ -78,9 +78,19 @@ def arena_footprint(t: MemRefType) -> int:
 
 @irdl_op_definition
 class ComputeOp(ComputeLikeOp):
-    """One unit of work of a phase: load `ins`, run the tk body, store to `outs`."""
+    """One unit of work of a phase: load `ins`, run the tk body, store to `outs`.
+
+    `sched.compute ins(%x, %w : memref<2x4xf32>, memref<4x4xf32>) outs(%t : memref<2x4xf32>) {...}`
+    """
 
     name = "sched.compute"
+    # sched.compute has no `config`: a declarative format replaces the one the tile
+    # ops inherit from ComputeLikeOp, whose methods xDSL wants undefined here.
+    print = Operation.print
+    parse = Operation.parse
+    assembly_format = (
+        "`ins` `(` ($ins^ `:` type($ins))? `)` `outs` `(` ($outs^ `:` type($outs))? `)` attr-dict-with-keyword $body"
+    )
 
 
 # ------------------------------------------------------------------------ memory

@@ -123,55 +123,6 @@ def _parse_float(parser: Parser) -> float:
     return -value if negative else value
 
 
-def _print_int_list(printer: Printer, values: Sequence[int]) -> None:
-    printer.print_string("[" + ", ".join(str(v) for v in values) + "]")
-
-
-def _parse_int_list(parser: Parser) -> list[int]:
-    return parser.parse_comma_separated_list(
-        parser.Delimiter.SQUARE, parser.parse_integer
-    )
-
-
-def _print_with_int_lists(
-    printer: Printer, op: Operation, lists: Sequence[tuple[str, Sequence[int]]], flag: str | None = None
-) -> None:
-    """`%x KW [..] KW [..] (flag)? attr-dict : in-type -> out-type`: the shape
-    shared by reductions, tk.transpose and tk.slice."""
-    printer.print_string(" ")
-    printer.print_operand(op.operands[0])
-    for keyword, values in lists:
-        printer.print_string(f" {keyword} ")
-        _print_int_list(printer, values)
-    if flag is not None:
-        printer.print_string(f" {flag}")
-    printer.print_op_attributes(op.attributes)
-    printer.print_string(" : ")
-    printer.print_attribute(op.operands[0].type)
-    printer.print_string(" -> ")
-    printer.print_attribute(op.results[0].type)
-
-
-def _parse_with_int_lists(
-    parser: Parser, keywords: Sequence[str], flag: str | None = None
-) -> tuple[SSAValue, list[list[int]], bool, Attribute, dict[str, Attribute]]:
-    """Parse what `_print_with_int_lists` prints: (operand, lists, flag seen,
-    result type, attributes)."""
-    operand = parser.parse_unresolved_operand()
-    lists = []
-    for keyword in keywords:
-        parser.parse_keyword(keyword)
-        lists.append(_parse_int_list(parser))
-    seen = flag is not None and parser.parse_optional_keyword(flag) is not None
-    attrs = parser.parse_optional_attr_dict()
-    parser.parse_punctuation(":")
-    in_t = parser.parse_type()
-    parser.parse_punctuation("->")
-    out_t = parser.parse_type()
-    (value,) = parser.resolve_operands([operand], [in_t], parser.pos)
-    return value, lists, seen, out_t, attrs
-
-
 def _int_array(values: Sequence[int]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
@@ -276,6 +227,8 @@ class FillOp(IRDLOperation):
         if not lo <= int(v) <= hi:
             raise VerifyException(f"tk.fill value {v} does not fit {type_str(et)} (range [{lo}, {hi}])")
 
+    # Hand-written: the value prints as Python's shortest exact repr (and inf/nan
+    # as keywords); a declarative `$value` prints FloatAttrs as `1.000000e-03 : f64`.
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         _print_float(printer, self.fill_value)
@@ -467,6 +420,7 @@ class PowOp(IRDLOperation):
         if not is_float(element_type_of(self.result)):
             raise VerifyException(f"tk.pow computes on floating types only, got {type_str(self.result.type)}")
 
+    # Hand-written for the exponent, printed as tk.fill prints its value.
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_operand(self.input)
@@ -613,6 +567,7 @@ class ReductionOp(IRDLOperation):
     keepdim = opt_prop_def(UnitAttr)
     result = result_def(TensorT)
     traits = traits_def(Pure(), TkCanonicalization())
+    assembly_format = "$input `axes` $axes (`keepdim` $keepdim^)? attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input, axes: Sequence[int], result_type: Attribute, keepdim: bool = False):
         props: dict[str, Attribute] = {"axes": _int_array(axes)}
@@ -650,17 +605,6 @@ class ReductionOp(IRDLOperation):
                 f"{self.name}: input {type_str(self.input.type)} and result {type_str(self.result.type)} "
                 "need one floating element type"
             )
-
-    def print(self, printer: Printer) -> None:
-        _print_with_int_lists(printer, self, [("axes", self.axes_list)], "keepdim" if self.keepdim else None)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        value, (axes,), keepdim, out_t, attrs = _parse_with_int_lists(parser, ["axes"], "keepdim")
-        op = cls(value, axes, out_t, keepdim)
-        op.attributes.update(attrs)
-        return op
-
 
 @irdl_op_definition
 class SumOp(ReductionOp):
@@ -762,6 +706,7 @@ class TransposeOp(_ViewOp):
 
     name = "tk.transpose"
     perm = prop_def(IndexArray)
+    assembly_format = "$input `perm` $perm attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input, perm: Sequence[int], result_type: Attribute | None = None):
         if result_type is None:
@@ -782,17 +727,6 @@ class TransposeOp(_ViewOp):
         if shape_of(self.result) != want:
             raise VerifyException(f"tk.transpose: result shape {list(shape_of(self.result))} should be {list(want)}")
 
-    def print(self, printer: Printer) -> None:
-        _print_with_int_lists(printer, self, [("perm", self.perm_list)])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> TransposeOp:
-        value, (perm,), _, out_t, attrs = _parse_with_int_lists(parser, ["perm"])
-        op = cls(value, perm, out_t)
-        op.attributes.update(attrs)
-        return op
-
-
 @irdl_op_definition
 class SliceOp(_ViewOp):
     """Strided slice: result[i] = input[starts + i * steps] per axis; the result
@@ -804,6 +738,7 @@ class SliceOp(_ViewOp):
     name = "tk.slice"
     starts = prop_def(IndexArray)
     steps = prop_def(IndexArray)
+    assembly_format = "$input `starts` $starts `steps` $steps attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input, starts: Sequence[int], steps: Sequence[int], result_type: Attribute):
         super().__init__(
@@ -834,16 +769,6 @@ class SliceOp(_ViewOp):
                 raise VerifyException(
                     f"tk.slice: axis {axis} reads [{start} : {start + size * step} : {step}] outside size {n}"
                 )
-
-    def print(self, printer: Printer) -> None:
-        _print_with_int_lists(printer, self, [("starts", self.starts_list), ("steps", self.steps_list)])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> SliceOp:
-        value, (starts, steps), _, out_t, attrs = _parse_with_int_lists(parser, ["starts", "steps"])
-        op = cls(value, starts, steps, out_t)
-        op.attributes.update(attrs)
-        return op
 
 
 # ------------------------------------------------------------------------ fused
