@@ -30,7 +30,7 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     AttrConstraint,
     VerificationContext,
@@ -842,6 +842,36 @@ class FusedOp(IRDLOperation):
         for op in block.ops:
             if op is not term and not isinstance(op, FUSIBLE_OPS):
                 raise VerifyException(f"tk.fused: {op.name} cannot be fused")
+
+
+def outline(ops: Sequence[Operation], outputs: Sequence[SSAValue]) -> tuple[list[SSAValue], Region]:
+    """A tk body (the region of a `tk.fused`, a `sched.compute`, a tile op) that
+    computes `outputs` with clones of `ops`, in order. Its arguments are the values
+    read from outside (by the ops, or yielded directly), in first-use order; a
+    `tk.fill` read from outside is cloned in instead, ahead of the ops (a constant
+    costs nothing per element). Ends in `tk.yield` of the outputs.
+
+    Returns (the values to pass as operands, the region)."""
+    members = set(ops)
+    inputs: list[SSAValue] = []
+    fills: list[FillOp] = []
+    for value in [v for op in ops for v in op.operands] + list(outputs):
+        owner = value.owner
+        if isinstance(owner, FillOp) and owner not in members:
+            if owner not in fills:
+                fills.append(owner)
+        elif owner not in members and value not in inputs:
+            inputs.append(value)
+    block = Block(arg_types=[v.type for v in inputs])
+    mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
+    for fill in fills:
+        clone = fill.clone()
+        block.add_op(clone)
+        mapping[fill.result] = clone.result
+    for op in ops:
+        block.add_op(op.clone(value_mapper=mapping))
+    block.add_op(YieldOp(*[mapping[v] for v in outputs]))
+    return inputs, Region(block)
 
 
 ELEMENTWISE_OPS: tuple[type[IRDLOperation], ...] = (

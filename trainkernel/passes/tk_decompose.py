@@ -39,7 +39,8 @@ except addmm, see there):
   BLAS's order either, so nothing downstream may rely on addmm bits.
 - `pow(x, 2) -> mul(x, x)` (PyTorch computes x*x, in f32 for bf16, one rounding;
   for f16 `powf(x, 2)` of an f16 value is exact in f32: same result);
-- `pow(x, 1) -> x`; `pow(x, 0) -> fill 1` (PyTorch special-cases both);
+- `pow(x, 1) -> x`; `pow(x, 0) -> fill 1` (PyTorch special-cases both): the
+  canonicalization pattern `tk_canonicalize.PowIdentity`, applied here too;
 - `pow(x, 0.5) -> sqrt(x)` for f32 and bf16 (PyTorch dispatches to sqrt). Not
   for f16: PyTorch uses powf there and powf(-0, 0.5) = +0 where sqrt gives -0;
 - `pow(x, -1) -> div(1, x)` with a rank-0 constant 1 of x's type (PyTorch's
@@ -61,6 +62,7 @@ from xdsl.pattern_rewriter import (
 
 from trainkernel import elements
 from trainkernel.dialects import tk
+from trainkernel.passes.tk_canonicalize import PowIdentity
 from trainkernel.util import numel
 
 
@@ -129,11 +131,7 @@ class DecomposePow(RewritePattern):
         e = op.exponent_value
         x = op.input
         t = op.result.type
-        if e == 1.0:
-            rewriter.replace(op, [], [x])
-        elif e == 0.0:
-            rewriter.replace(op, tk.FillOp(1.0, t))
-        elif e == 2.0:
+        if e == 2.0:
             rewriter.replace(op, tk.MulOp(x, x, t))
         elif e == 0.5 and not isinstance(tk.element_type_of(t), Float16Type):
             rewriter.replace(op, tk.SqrtOp(x))
@@ -142,7 +140,9 @@ class DecomposePow(RewritePattern):
             rewriter.replace(op, [one, tk.DivOp(one, x, t)])
 
 
-DECOMPOSE_PATTERNS: tuple[RewritePattern, ...] = (DecomposeMean(), DecomposeAddmm(), DecomposePow())
+# pow(x, 1) and pow(x, 0) are canonicalizations; the pattern is canonicalize's own,
+# applied here too so that tk-decompose alone leaves no special exponent behind.
+DECOMPOSE_PATTERNS: tuple[RewritePattern, ...] = (DecomposeMean(), DecomposeAddmm(), PowIdentity(), DecomposePow())
 
 
 class TkDecomposePass(ModulePass):
