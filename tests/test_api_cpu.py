@@ -9,7 +9,6 @@ the real frontend + pipeline where they exist.
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
@@ -161,8 +160,8 @@ def test_result_structure_must_mirror_state(fakes, tmp_path):
 def test_metadata_is_cross_checked(fakes, tmp_path, monkeypatch):
     real_lower = fake.lower
 
-    def bad_lower(captured, inplace=True, grid=0, resident="auto"):
-        out = real_lower(captured, inplace)
+    def bad_lower(captured, **options):
+        out = real_lower(captured, **options)
         b = out.meta.buffers[0]
         out.meta.buffers[0] = fake.BufferSpec(b.role, b.index, (1, 2), b.dtype)
         return out
@@ -234,12 +233,6 @@ def test_staged_step_writes_no_input(fakes, tmp_path):
     assert len(c._validate((t, x, y), "cpu")) == 6
 
 
-REAL = importlib.util.find_spec("trainkernel.pipeline") is not None and importlib.util.find_spec(
-    "trainkernel.frontend.capture"
-) is not None
-
-
-@pytest.mark.skipif(not REAL, reason="trainkernel.pipeline / trainkernel.frontend.capture not available yet")
 @needs_nvcc
 @pytest.mark.parametrize("inplace", [True, False])
 def test_real_pipeline_compiles_and_builds_without_gpu(tmp_path, inplace):
@@ -333,18 +326,19 @@ def test_cli_usage_errors(capsys):
         main(["inspect", "tiny", "--stage", "llvm"])
 
 
-@pytest.mark.skipif(not REAL, reason="trainkernel.pipeline / trainkernel.frontend.capture not available yet")
-@pytest.mark.parametrize("stage", ["tk", "sched", "tile", "cuda"])
+@pytest.mark.parametrize("stage", ["captured", "tk", "sched", "tile", "cuda", "pipeline"])
 def test_cli_inspect(capsys, stage):
     from trainkernel.tools.cli import main
 
     assert main(["inspect", "tiny", "--stage", stage, "--sizes", "5,12,20,3", "--dtype", "f32"]) == 0
     out = capsys.readouterr().out
-    marker = {"tk": "tk.", "sched": "sched.program", "tile": "tile.kernel", "cuda": "tk_launch"}[stage]
+    marker = {"captured": "tk.matmul", "tk": "tk.updates", "sched": "sched.program", "tile": "tile.kernel",
+              "cuda": "tk_launch", "pipeline": "tk-mark-state-updates{state=4},canonicalize,"}[stage]
     assert marker in out
+    if stage == "captured":  # the state updates are marked by the pipeline's first pass, not by capture
+        assert "tk.updates" not in out
 
 
-@pytest.mark.skipif(not REAL, reason="trainkernel.pipeline / trainkernel.frontend.capture not available yet")
 @needs_nvcc
 @no_gpu
 def test_cli_compile_without_gpu(capsys, tmp_path):
@@ -376,7 +370,6 @@ def _ci_kernel_set():
     return chosen
 
 
-@pytest.mark.skipif(not REAL, reason="trainkernel.pipeline / trainkernel.frontend.capture not available yet")
 @needs_nvcc
 def test_gpu_suite_kernels_compile_for_sm90(tmp_path):
     from test_runtime_cuda import _compile_case

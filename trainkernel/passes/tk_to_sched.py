@@ -27,8 +27,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import sched, tk
-
-UPDATES_ATTR = "tk.updates"
+from trainkernel.passes.tk_mark_state_updates import UPDATES_ATTR
 
 
 @dataclass(eq=False)

@@ -1,7 +1,7 @@
 """`trainkernel`: the command line for the user jobs.
 
     trainkernel compile [WORKLOAD] [--dtype bf16] [--staged]   compile (and, on a GPU, train and check)
-    trainkernel inspect WORKLOAD --stage tk|sched|tile|cuda     print one stage's IR or the CUDA
+    trainkernel inspect WORKLOAD --stage captured|tk|sched|tile|cuda|pipeline   one stage, or the -p list
     trainkernel verify [--workloads ...] [--dtypes ...]         GPU correctness: compiled vs PyTorch
     trainkernel bench ...                                       the training-loop benchmark
 
@@ -298,7 +298,12 @@ def cmd_compile(args) -> int:
 def cmd_inspect(args) -> int:
     w = get_workload(args.workload, _parse_sizes(args.sizes))
     c = _compile(w, args.dtype, not args.staged, args.cache_dir, build=False)
-    text = c.cuda_source if args.stage == "cuda" else c.ir(args.stage)
+    if args.stage == "captured":  # what trainkernel.capture gives: the input of `pipeline`
+        text = str(c.captured)
+    elif args.stage == "pipeline":  # the exact trainkernel-opt -p list from `captured` to `cuda`
+        text = c.pipeline
+    else:
+        text = c.cuda_source if args.stage == "cuda" else c.ir(args.stage)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
@@ -366,7 +371,9 @@ def _parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("inspect", help="print one stage of the lowering")
     common(i, False)
-    i.add_argument("--stage", required=True, choices=("tk", "sched", "tile", "cuda"))
+    i.add_argument("--stage", required=True, choices=("captured", "tk", "sched", "tile", "cuda", "pipeline"),
+                   help="captured: the IR trainkernel.capture gives; tk/sched/tile: after that stage; cuda: the .cu; "
+                   "pipeline: the trainkernel-opt -p list that turns `captured` into `cuda`")
 
     v = sub.add_parser("verify", help="GPU correctness: compiled vs PyTorch eager over N steps (non-zero exit on mismatch)")
     v.add_argument("--workloads", nargs="+", help="workload names (default: all)")
