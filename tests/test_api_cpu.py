@@ -18,6 +18,7 @@ import torch
 import trainkernel
 import _fake_pipeline as fake
 from trainkernel.api import CompiledTrainingStep, compile_training
+from trainkernel.workloads import WORKLOADS
 
 HAVE_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").is_file()
 needs_nvcc = pytest.mark.skipif(not HAVE_NVCC, reason="nvcc (CUDA toolkit) not found")
@@ -271,6 +272,32 @@ class _EagerAsCompiled:
                 p.copy_(n)
             new = params
         return loss, grads, new
+
+
+@pytest.mark.parametrize("name", ["tiny", "mlp4"])
+def test_reference_step_is_the_step_in_float64(name):
+    """Workload.reference_step (the checker's reference) is the MLP, MSE loss and SGD
+    update written out here in float64, bit for bit; make_step(f32) stays close to it."""
+    from torch.func import grad_and_value
+
+    w = WORKLOADS[name].scaled(1 / 4)
+    params = tuple(p.double() for p in w.init_params(seed=3))
+    x, y = (t.double() for t in w.make_batches(1, seed=3)[0])
+
+    def loss_fn(ps):
+        h = x
+        for i in range(w.layers):
+            h = h @ ps[2 * i] + ps[2 * i + 1]
+            h = torch.relu(h) if i + 1 < w.layers else h
+        return ((h - y) ** 2).mean()
+
+    grads, loss = grad_and_value(loss_fn)(params)
+    r_loss, r_grads, r_new = w.reference_step()(params, x, y)
+    assert r_loss.dtype == torch.float64 and torch.equal(r_loss, loss)
+    assert all(torch.equal(a, b) for a, b in zip(r_grads, grads))
+    assert all(torch.equal(n, p - w.lr * g) for n, p, g in zip(r_new, params, grads))
+    f_loss, _, _ = w.make_step("f32")(tuple(p.float() for p in params), x.float(), y.float())
+    assert f_loss.dtype == torch.float32 and abs(float(f_loss) - float(loss)) < 1e-4 * abs(float(loss))
 
 
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])

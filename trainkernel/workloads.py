@@ -86,6 +86,24 @@ def mse_loss(
     return ((out - y.to(loss_dtype)) ** 2).mean()
 
 
+def make_sgd_step(lr: float, compute_dtype: torch.dtype, loss_dtype: torch.dtype = torch.float32) -> StepFn:
+    """The pure SGD step ``step(params, x, y) -> (loss, grads, new_params)`` of the
+    MLP: `mse_loss` differentiated with ``grad_and_value``, then ``p - lr * g``.
+    The one definition of the step: `Workload.make_step` (compute dtype, f32 loss)
+    and `Workload.reference_step` (all float64) use it, and so can the benchmark
+    harness (``make_sgd_step(lr, compute_dtype, master_dtype)``)."""
+
+    def loss_fn(params: Params, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return mse_loss(params, x, y, compute_dtype, loss_dtype)
+
+    def step(params: Params, x: torch.Tensor, y: torch.Tensor):
+        grads, loss = grad_and_value(loss_fn)(params, x, y)
+        new_params = tuple(p - lr * g for p, g in zip(params, grads))
+        return loss, grads, new_params
+
+    return step
+
+
 @dataclasses.dataclass(frozen=True)
 class Workload:
     """An MLP training problem; ``widths`` = (in, hidden..., out)."""
@@ -176,17 +194,15 @@ class Workload:
     def make_step(self, compute_dtype: torch.dtype | str = torch.bfloat16) -> StepFn:
         """The pure SGD step ``step(params, x, y) -> (loss, grads, new_params)``."""
         compute_dtype = parse_dtype(compute_dtype)
-        lr = self.lr
-
-        def loss_fn(params: Params, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-            return mse_loss(params, x, y, compute_dtype)
-
-        def step(params: Params, x: torch.Tensor, y: torch.Tensor):
-            grads, loss = grad_and_value(loss_fn)(params, x, y)
-            new_params = tuple(p - lr * g for p, g in zip(params, grads))
-            return loss, grads, new_params
-
+        step = make_sgd_step(self.lr, compute_dtype)
         step.__name__ = step.__qualname__ = f"{self.name}_sgd_{dtype_short(compute_dtype)}"
+        return step
+
+    def reference_step(self) -> StepFn:
+        """The same step computed entirely in float64 (model, loss and SGD update):
+        the reference the correctness checks measure errors against."""
+        step = make_sgd_step(self.lr, torch.float64, torch.float64)
+        step.__name__ = step.__qualname__ = f"{self.name}_sgd_f64"
         return step
 
     def make_adamw_step(

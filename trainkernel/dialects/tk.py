@@ -252,6 +252,12 @@ class FillOp(IRDLOperation):
 # ------------------------------------------------------------------ elementwise
 
 
+def _require_float_result(op: Operation) -> None:
+    t = op.results[0].type
+    if not is_float(element_type_of(t)):
+        raise VerifyException(f"{op.name} computes on floating types only, got {type_str(t)}")
+
+
 class ElementwiseBinaryOp(IRDLOperation):
     """Broadcasting elementwise binary op (see the module docstring for dtypes)."""
 
@@ -336,8 +342,7 @@ class ElementwiseUnaryOp(IRDLOperation):
         super().__init__(operands=[v], result_types=[v.type])
 
     def verify_(self) -> None:
-        if not is_float(element_type_of(self.result)):
-            raise VerifyException(f"{self.name} computes on floating types only, got {type_str(self.result.type)}")
+        _require_float_result(self)
 
 
 @irdl_op_definition
@@ -389,8 +394,7 @@ class ReluGradOp(IRDLOperation):
         super().__init__(operands=[g, output], result_types=[g.type])
 
     def verify_(self) -> None:
-        if not is_float(element_type_of(self.result)):
-            raise VerifyException(f"tk.relu_grad computes on floating types only, got {type_str(self.result.type)}")
+        _require_float_result(self)
 
 
 @irdl_op_definition
@@ -417,8 +421,7 @@ class PowOp(IRDLOperation):
         return _float_value(self, "exponent")
 
     def verify_(self) -> None:
-        if not is_float(element_type_of(self.result)):
-            raise VerifyException(f"tk.pow computes on floating types only, got {type_str(self.result.type)}")
+        _require_float_result(self)
 
     # Hand-written for the exponent, printed as tk.fill prints its value.
     def print(self, printer: Printer) -> None:
@@ -655,18 +658,23 @@ class _ViewOp(IRDLOperation):
             )
 
 
+class _ShapeViewOp(_ViewOp):
+    """A view given by its result type alone (reshape, expand)."""
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input, result_type: Attribute):
+        super().__init__(operands=[input], result_types=[result_type])
+
+
 @irdl_op_definition
-class ReshapeOp(_ViewOp):
+class ReshapeOp(_ShapeViewOp):
     """Same elements in row-major order, new shape.
 
     `%r = tk.reshape %x : tensor<1x8xf32> -> tensor<8xf32>`
     """
 
     name = "tk.reshape"
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input, result_type: Attribute):
-        super().__init__(operands=[input], result_types=[result_type])
 
     def verify_(self) -> None:
         self._same_element_type()
@@ -677,7 +685,7 @@ class ReshapeOp(_ViewOp):
 
 
 @irdl_op_definition
-class ExpandOp(_ViewOp):
+class ExpandOp(_ShapeViewOp):
     """Broadcast to a larger shape (NumPy rules: leading axes added, size-1 axes
     repeated).
 
@@ -685,10 +693,6 @@ class ExpandOp(_ViewOp):
     """
 
     name = "tk.expand"
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input, result_type: Attribute):
-        super().__init__(operands=[input], result_types=[result_type])
 
     def verify_(self) -> None:
         self._same_element_type()
@@ -894,19 +898,7 @@ broadcast of) index i."""
 
 FUSIBLE_OPS: tuple[type[IRDLOperation], ...] = (
     FillOp,
-    AddOp,
-    SubOp,
-    MulOp,
-    DivOp,
-    MaximumOp,
-    NegOp,
-    ReluOp,
-    ExpOp,
-    LogOp,
-    SqrtOp,
-    ReluGradOp,
-    PowOp,
-    CastOp,
+    *ELEMENTWISE_OPS,
     MatmulOp,
     SumOp,
     MaxOp,
@@ -915,24 +907,13 @@ FUSIBLE_OPS: tuple[type[IRDLOperation], ...] = (
     ReshapeOp,
     TransposeOp,
 )
+"""Ops a `tk.fused` region may hold."""
 
 TK = Dialect(
     "tk",
     [
         FillOp,
-        AddOp,
-        SubOp,
-        MulOp,
-        DivOp,
-        MaximumOp,
-        NegOp,
-        ReluOp,
-        ExpOp,
-        LogOp,
-        SqrtOp,
-        ReluGradOp,
-        PowOp,
-        CastOp,
+        *ELEMENTWISE_OPS,
         MatmulOp,
         AddmmOp,
         SumOp,

@@ -595,28 +595,22 @@ def _reduce(cv: Converter, cls, x, dims, keepdim: bool, dtype=None, rt: TensorTy
     return cv.emit(cls(x, axes, rt, bool(keepdim))).result
 
 
-@handles("aten.sum.default")
-def _sum_all(cv, node, args, kwargs):
-    return _reduce(cv, tk.SumOp, args[0], None, False, kwargs.get("dtype"))
+def _sum_and_mean(cls: type[tk.ReductionOp], over_all: str, over_dims: str) -> None:
+    """Handlers of `aten.<op>.default` (every axis) and `aten.<op>.<dims>` (some)."""
+
+    @handles(over_all)
+    def _all(cv, node, args, kwargs):
+        return _reduce(cv, cls, args[0], None, False, kwargs.get("dtype"))
+
+    @handles(over_dims)
+    def _dims(cv, node, args, kwargs):
+        return _reduce(
+            cv, cls, args[0], _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "keepdim", False), kwargs.get("dtype")
+        )
 
 
-@handles("aten.sum.dim_IntList")
-def _sum_dims(cv, node, args, kwargs):
-    return _reduce(
-        cv, tk.SumOp, args[0], _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "keepdim", False), kwargs.get("dtype")
-    )
-
-
-@handles("aten.mean.default")
-def _mean_all(cv, node, args, kwargs):
-    return _reduce(cv, tk.MeanOp, args[0], None, False, kwargs.get("dtype"))
-
-
-@handles("aten.mean.dim")
-def _mean_dims(cv, node, args, kwargs):
-    return _reduce(
-        cv, tk.MeanOp, args[0], _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "keepdim", False), kwargs.get("dtype")
-    )
+_sum_and_mean(tk.SumOp, "aten.sum.default", "aten.sum.dim_IntList")
+_sum_and_mean(tk.MeanOp, "aten.mean.default", "aten.mean.dim")
 
 
 @handles("aten.amax.default", "aten.max.default")
@@ -857,27 +851,26 @@ def _slice(cv, node, args, kwargs):
     return cv.slice(x, axis, start if size else 0, size, step)
 
 
-@handles("aten.narrow.default", "aten.narrow_copy.default")
-def _narrow(cv, node, args, kwargs):
+def _input_axis_position(cv, args, what: str) -> tuple[SSAValue, int, int]:
+    """(input, axis, position) of `op(input, dim, position, ...)`, negatives wrapped."""
     x = cv.tensor(args[0], "input")
     shape = tk.shape_of(x)
     axis = cv.dim(args[1], len(shape))
-    start = args[2]
-    if not isinstance(start, int):
-        raise cv.unsupported("narrow with a tensor start")
-    start = start + shape[axis] if start < 0 else start
+    position = args[2]
+    if not isinstance(position, int):
+        raise cv.unsupported(f"{what} with a tensor {'start' if what == 'narrow' else 'index'}")
+    return x, axis, position + shape[axis] if position < 0 else position
+
+
+@handles("aten.narrow.default", "aten.narrow_copy.default")
+def _narrow(cv, node, args, kwargs):
+    x, axis, start = _input_axis_position(cv, args, "narrow")
     return cv.slice(x, axis, start, int(args[3]), 1)
 
 
 @handles("aten.select.int", "aten.select_copy.int")
 def _select(cv, node, args, kwargs):
-    x = cv.tensor(args[0], "input")
-    shape = tk.shape_of(x)
-    axis = cv.dim(args[1], len(shape))
-    index = args[2]
-    if not isinstance(index, int):
-        raise cv.unsupported("select with a tensor index")
-    index = index + shape[axis] if index < 0 else index
+    x, axis, index = _input_axis_position(cv, args, "select")
     return cv.reshape(cv.slice(x, axis, index, 1, 1), cv.out_type().get_shape())
 
 
@@ -924,5 +917,3 @@ def _copy(cv, node, args, kwargs):
         src = cv.cast(src, rt.get_element_type())
     return cv.expand(src, rt.get_shape())
 
-
-SUPPORTED_OPS: tuple[str, ...] = tuple(sorted(HANDLERS))

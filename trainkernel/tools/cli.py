@@ -69,29 +69,6 @@ def _parse_sizes(text: str | None) -> list[int] | None:
     return sizes
 
 
-def reference_step(workload):
-    """The workload's step computed entirely in float64 (same model, loss and SGD update)."""
-    import torch
-    from torch.func import grad_and_value
-
-    lr = workload.lr
-    n_layers = len(workload.widths) - 1
-
-    def loss_fn(params, x, y):
-        h = x
-        for i in range(n_layers):
-            h = h @ params[2 * i] + params[2 * i + 1]
-            if i + 1 < n_layers:
-                h = torch.relu(h)
-        return ((h - y) ** 2).mean()
-
-    def step(params, x, y):
-        grads, loss = grad_and_value(loss_fn)(params, x, y)
-        return loss, grads, tuple(p - lr * g for p, g in zip(params, grads))
-
-    return step
-
-
 def problem(workload, compute_dtype, device, n_batches: int = 4, seed: int = 0):
     """(params, batches): FP32 master params and resident batches with x, y in the compute dtype."""
     params = tuple(p.contiguous() for p in workload.init_params(seed=seed, device=device))
@@ -188,7 +165,7 @@ def _check(workload, compute_dtype, steps, inplace, device, cache_dir, seed, com
     from trainkernel.api import compile_training
 
     step = workload.make_step(compute_dtype)
-    ref = reference_step(workload)
+    ref = workload.reference_step()
     params0, batches = problem(workload, compute_dtype, device, seed=seed)
     if compiled is None:
         compiled = compile_training(step, (params0, *batches[0]), inplace=inplace, cache_dir=cache_dir)
