@@ -172,7 +172,7 @@ ALLOWED: dict[str, set[str]] = {
     "ir": {"dialects"},
     "numerics": {"base", "dialects"},
     "passes": {"base", "dialects", "numerics"},
-    "interpreters": {"base", "dialects", "numerics"},
+    "interpreters": {"base", "dialects", "numerics", "passes"},  # may reuse a pass's analysis of what it runs
     "backend": {"base", "dialects", "passes"},  # the printer runs after the passes and may read their analyses
     "runtime": {"base"},
     "frontend": {"base", "dialects", "ir", "passes"},

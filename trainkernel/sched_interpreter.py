@@ -182,7 +182,6 @@ class _Partition:
         return vals
 
     def run(self, op: tile.TileWorkOp, mem) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        from trainkernel.interpreter import run_block
         from trainkernel.passes.tile_resident import is_partial
 
         split = op.split if op.split is not None else -1
@@ -217,7 +216,7 @@ class _Partition:
         reduced axis, summed (or maxed) in rank order, rounded once, then the
         epilogue on the whole result (rank 0's view of its other operands)."""
         from trainkernel.dialects import tk
-        from trainkernel.interpreter import DEFAULT
+        from trainkernel.numerics import DEFAULT
 
         block = op.body.block
         args = self.view(op, mem, 0)
