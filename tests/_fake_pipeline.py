@@ -1,6 +1,7 @@
 """A stand-in for `trainkernel.frontend.capture` and `trainkernel.pipeline` in tests.
 
-It follows the pipeline contract (Lowered, KernelMeta, BufferSpec, the
+It returns the pipeline's own types (a real `Captured` of a stand-in module,
+`Lowered`, `KernelMeta`, `BufferSpec`) and follows the launcher ABI (the
 `tk_launch` / `tk_max_active_blocks_per_sm` exports) with a kernel whose
 effect is easy to predict, so the build, the launcher and the API plumbing
 are tested independently of the real lowering:
@@ -17,60 +18,32 @@ are tested independently of the real lowering:
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 import types
 
 import torch
 import torch.utils._pytree as pytree
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType
+from xdsl.ir import Block, Region
 
-CTYPE = {torch.float32: "float", torch.bfloat16: "__nv_bfloat16", torch.float16: "__half"}
-
-
-@dataclasses.dataclass
-class FakeCaptured:
-    module: object
-    func: object
-    in_spec: object
-    out_spec: object
-    arg_names: list
-    result_names: list
-    in_meta: list  # (shape, dtype) per flat input
-    out_meta: list  # (shape, dtype) per flat result
-
-
-@dataclasses.dataclass(frozen=True)
-class BufferSpec:
-    role: str
-    index: int
-    shape: tuple
-    dtype: torch.dtype
-
-
-@dataclasses.dataclass
-class KernelMeta:
-    buffers: list
-    results: list
-    arena_bytes: int
-    grid: int
-    block: int
-    smem_bytes: int
-    inplace: bool
-
-
-@dataclasses.dataclass
-class Lowered:
-    stages: dict
-    cuda_source: str
-    kernel_name: str
-    pass_seconds: float
-    meta: KernelMeta
-
+from trainkernel import elements
+from trainkernel.dialects import tk
+from trainkernel.frontend.capture import Captured
+from trainkernel.pipeline import BufferSpec, KernelMeta, Lowered
+from trainkernel.util import numel
 
 CALLS = {"capture": 0, "lower": 0}
 
 
-def capture(step, example_args):
+def _tensor_type(t: torch.Tensor) -> TensorType:
+    return TensorType(elements.from_torch(t.dtype).ir, list(t.shape))
+
+
+def capture(step, example_args) -> Captured:
+    """A real `Captured` of a stand-in module: one func.func with the step's flat
+    argument and result types whose results are fills (what the fake kernel
+    computes is described in the module docstring, not in this IR)."""
     CALLS["capture"] += 1
     args = tuple(example_args)
     for leaf in pytree.tree_leaves(args):
@@ -78,34 +51,40 @@ def capture(step, example_args):
     out = step(*args)
     flat_in, in_spec = pytree.tree_flatten(args)
     flat_out, out_spec = pytree.tree_flatten(out)
-    return FakeCaptured(
-        module=None,
-        func=None,
+    in_types, out_types = [_tensor_type(t) for t in flat_in], [_tensor_type(t) for t in flat_out]
+    block = Block(arg_types=in_types)
+    fills = [tk.FillOp(0.0, t) for t in out_types]
+    block.add_ops([*fills, func.ReturnOp(*fills)])
+    names = lambda prefix, n: ArrayAttr([DictionaryAttr({"tk.name": StringAttr(f"{prefix}{i}")}) for i in range(n)])  # noqa: E731
+    f = func.FuncOp("fake_step", (in_types, out_types), Region(block),
+                    arg_attrs=names("in", len(flat_in)), res_attrs=names("out", len(flat_out)))
+    module = ModuleOp([f])
+    module.verify()
+    return Captured(
+        module=module,
+        step=step,
         in_spec=in_spec,
         out_spec=out_spec,
-        arg_names=[f"in{i}" for i in range(len(flat_in))],
-        result_names=[f"out{i}" for i in range(len(flat_out))],
-        in_meta=[(tuple(t.shape), t.dtype) for t in flat_in],
-        out_meta=[(tuple(t.shape), t.dtype) for t in flat_out],
+        arg_names=tuple(f"in{i}" for i in range(len(flat_in))),
+        result_names=tuple(f"out{i}" for i in range(len(flat_out))),
     )
 
 
-def _numel(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= int(s)
-    return n
+def _flat_types(captured: Captured, results: bool) -> list[tuple[tuple[int, ...], torch.dtype]]:
+    types_ = captured.func.function_type.outputs.data if results else captured.func.function_type.inputs.data
+    return [(tuple(t.get_shape()), elements.torch_dtype(t)) for t in types_]
 
 
-def lower(captured: FakeCaptured, inplace: bool = True, grid: int = 0, resident: str = "auto") -> Lowered:
+def lower(captured: Captured, inplace: bool = True, grid: int = 0, resident: str = "auto") -> Lowered:
     CALLS["lower"] += 1
-    tree = pytree.tree_unflatten(list(range(len(captured.out_meta))), captured.out_spec)
+    in_meta, out_meta = _flat_types(captured, False), _flat_types(captured, True)
+    tree = pytree.tree_unflatten(list(range(len(out_meta))), captured.out_spec)
     new_state = pytree.tree_leaves(tree[2]) if isinstance(tree, (tuple, list)) and len(tree) == 3 else []
     state_of = {k: i for i, k in enumerate(new_state)}  # result index -> flat input index
 
-    buffers = [BufferSpec("input", i, shape, dtype) for i, (shape, dtype) in enumerate(captured.in_meta)]
+    buffers = [BufferSpec("input", i, shape, dtype) for i, (shape, dtype) in enumerate(in_meta)]
     results = []
-    for k, (shape, dtype) in enumerate(captured.out_meta):
+    for k, (shape, dtype) in enumerate(out_meta):
         if inplace and k in state_of:
             results.append(("buffer", state_of[k]))
         else:
@@ -117,8 +96,8 @@ def lower(captured: FakeCaptured, inplace: bool = True, grid: int = 0, resident:
     body_state, body_rest = [], []
     for k, (_, pos) in enumerate(results):
         b = buffers[pos]
-        t = CTYPE[b.dtype]
-        n = _numel(b.shape)
+        t = elements.from_torch(b.dtype).c_type
+        n = numel(b.shape)
         p = f"(({t}*)a.b[{pos}])"
         if k in state_of:
             src = f"(({t}*)a.b[{state_of[k]}])"
@@ -167,13 +146,14 @@ extern "C" int tk_max_active_blocks_per_sm() {{
 }}
 """
     meta = KernelMeta(buffers=buffers, results=results, arena_bytes=arena_bytes, grid=1000, block=block,
-                      smem_bytes=0, inplace=inplace)
+                      smem_bytes=0, inplace=inplace, phases=2, grid_barriers=1)
     stages = {
         "tk": "func.func @step() {\n  // fake tk\n}",
         "sched": "sched.program {\n  sched.phase {}\n  sched.barrier\n  sched.phase {}\n}",
         "tile": "tile.kernel {\n  // fake tile\n}",
     }
-    return Lowered(stages=stages, cuda_source=source, kernel_name="tk_fake_kernel", pass_seconds=0.001, meta=meta)
+    return Lowered(stages=stages, cuda_source=source, kernel_name="tk_fake_kernel", pass_seconds=0.001, meta=meta,
+                   pipeline="(fake: no passes)")
 
 
 def install(monkeypatch) -> None:

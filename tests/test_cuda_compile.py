@@ -83,7 +83,22 @@ CASES: list[Case] = (
 class Built:
     returncode: int
     log: str
-    symbols: str
+    symbols: set[str] | None  # dynamic symbols the library defines; None: no tool to read them
+
+
+def exported_symbols(lib: Path) -> set[str] | None:
+    """The dynamic symbols `lib` defines, read with nm, else readelf (None: neither exists)."""
+    if shutil.which("nm"):
+        out = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True).stdout
+        return {line.split()[-1] for line in out.splitlines() if line.strip()}
+    if shutil.which("readelf"):
+        out = subprocess.run(["readelf", "--dyn-syms", "-W", str(lib)], capture_output=True, text=True, check=True).stdout
+        rows = [line.split() for line in out.splitlines()]
+        return {r[7].split("@")[0] for r in rows if len(r) >= 8 and r[0][:-1].isdigit() and r[6] != "UND"}
+    return None
+
+
+COMPILED: list[str] = []  # every source handed to nvcc, in call order
 
 
 def _lower(case: Case):
@@ -96,10 +111,9 @@ def _compile(source: str, workdir: Path) -> Built:
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     src, lib = workdir / f"{digest}.cu", workdir / f"{digest}.so"
     src.write_text(source)
+    COMPILED.append(source)
     proc = subprocess.run([NVCC, *FLAGS, str(src), "-o", str(lib)], capture_output=True, text=True)
-    symbols = ""
-    if proc.returncode == 0 and shutil.which("nm"):
-        symbols = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True, text=True).stdout
+    symbols = exported_symbols(lib) if proc.returncode == 0 else set()
     return Built(proc.returncode, proc.stdout + proc.stderr, symbols)
 
 
@@ -129,9 +143,11 @@ def test_cases_cover_every_workload_and_odd_shape():
         assert {c.dtype for c in CASES if c.name == name} == set(COMPUTE_DTYPES)
 
 
-def test_sources_are_deduplicated(builds):
+def test_each_distinct_source_is_compiled_once(builds):
     lowered, built = builds
-    assert len(built) == len({low.cuda_source for low in lowered.values()}) <= len(CASES)
+    sources = {low.cuda_source for low in lowered.values()}
+    assert len(COMPILED) == len(set(COMPILED)), "a source was handed to nvcc twice"
+    assert set(COMPILED) == sources == set(built)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
@@ -144,12 +160,24 @@ def test_emitted_cuda_compiles_for_sm90(builds, case):
     # exported with C linkage.
     # Grid kernels: __launch_bounds__(threads); resident ones also say 1 block per SM.
     assert re.search(rf"__global__ void __launch_bounds__\({low.meta.block}(, 1)?\) {low.kernel_name}\(", low.cuda_source)
-    if result.symbols:
-        exported = {line.split()[-1] for line in result.symbols.splitlines() if line.strip()}
-        missing = [s for s in LAUNCHER_SYMBOLS if s not in exported]
-        assert not missing, f"{case.id}: launcher symbols not exported: {missing}"
+    assert result.symbols is not None, "neither nm nor readelf found: cannot check the exported launcher symbols"
+    missing = [s for s in LAUNCHER_SYMBOLS if s not in result.symbols]
+    assert not missing, f"{case.id}: launcher symbols not exported: {missing}"
     # One grid barrier per phase boundary, or none at all on a single block.
     syncs = low.cuda_source.count("tk::grid_sync();")
     assert syncs == low.meta.grid_barriers <= low.meta.phases - 1
     if low.meta.grid == 1:
         assert syncs == 0
+
+
+@pytest.mark.skipif(not (shutil.which("nm") and shutil.which("readelf")), reason="needs both nm and readelf")
+def test_readelf_fallback_reads_the_same_symbols_as_nm(monkeypatch):
+    import _ctypes
+
+    lib = Path(_ctypes.__file__)
+    with_nm = exported_symbols(lib)
+    real_which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name: None if name == "nm" else real_which(name))
+    assert exported_symbols(lib) == with_nm and with_nm
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert exported_symbols(lib) is None

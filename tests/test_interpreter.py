@@ -9,19 +9,18 @@ import torch
 from torch.utils import _pytree as pytree
 
 from trainkernel.dialects import tk
-from trainkernel.interpreter import (
+from trainkernel.interpreter import interpret
+from trainkernel.numerics import (
     DEFAULT,
     TK_OP_TABLE,
     Interpreter,
     InterpreterError,
     eval_tk_op,
-    interpret,
     run_block,
     torch_dtype,
 )
 from trainkernel.ir import parse_module
-
-DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+from trainkernel.workloads import COMPUTE_DTYPES as DTYPES  # f32, bf16, f16
 
 
 def bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:

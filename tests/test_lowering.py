@@ -3,8 +3,8 @@
 For every workload of `trainkernel.workloads` (reduced sizes, see CPU_SIZES)
 and the odd shapes of the GPU suite (B=33, I=100, H=300, O=7; a batch of 1),
 x every compute dtype (f32, bf16, f16) x inplace {True, False}: capture the SGD
-step, run the compile pipeline's stages (`annotate_state_updates`, then
-`run_passes(stage_passes(stage))` for tk, sched and tile, exactly as
+step, run the compile pipeline's stages (`run_passes(stage_passes(stage,
+state=state_leaves(captured)))` for tk, sched and tile, exactly as
 `trainkernel.pipeline.lower` does) and execute the `sched.program` and the
 `tile.kernel` with `trainkernel.sched_interpreter.run_program` for 3 steps,
 each level feeding its own updated parameters into its next step, on fresh
@@ -34,13 +34,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torch.func import grad_and_value
 from torch.utils import _pytree as pytree
-from xdsl.dialects import builtin, func
+from xdsl.dialects import builtin
 from xdsl.dialects.builtin import IntAttr
 
 import trainkernel
 from trainkernel.dialects import sched, tile
 from trainkernel.ir import parse_module, print_module
-from trainkernel.pipeline import annotate_state_updates, run_passes, stage_passes
+from trainkernel.pipeline import run_passes, stage_passes, state_leaves
 from trainkernel.sched_interpreter import run_program
 from trainkernel.workloads import COMPUTE_DTYPES, WORKLOADS, Workload, mse_loss
 
@@ -90,11 +90,10 @@ def assert_bit_equal(got: torch.Tensor, want: torch.Tensor, what: str) -> None:
 def lower_stages(captured, inplace: bool) -> dict[str, builtin.ModuleOp]:
     """The captured module after each stage, as `pipeline.lower` runs them."""
     module = captured.module.clone()
-    f = next(op for op in module.ops if isinstance(op, func.FuncOp))
-    annotate_state_updates(f, captured.in_spec, captured.out_spec)
+    state = state_leaves(captured)
     out: dict[str, builtin.ModuleOp] = {}
     for stage in ("tk", "sched", "tile"):
-        run_passes(module, stage_passes(stage, inplace))
+        run_passes(module, stage_passes(stage, inplace, state=state))
         out[stage] = module.clone()
     return out
 

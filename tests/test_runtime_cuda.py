@@ -324,7 +324,7 @@ REPLAY_CASES = [(n, None) for n in _workload_names()] + ODD[:2]
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("case", REPLAY_CASES, ids=_case_id)
 def test_captured_20_step_replay(compiled_cases, case, dtype, inplace):
-    from trainkernel.tools.cli import FLOOR, K_EAGER, _rel, problem, reference_step
+    from trainkernel.tools.cli import FLOOR, K_EAGER, _rel, problem
     from trainkernel.workloads import parse_dtype
 
     w, c = _get(compiled_cases, case, dtype, inplace)
@@ -346,7 +346,7 @@ def test_captured_20_step_replay(compiled_cases, case, dtype, inplace):
     assert all(torch.equal(a, b) for a, b in zip(new, expected[2]))
     assert all(torch.equal(a, b) for a, b in zip(prog.state, expected[2]))
     # and against PyTorch: final loss and parameters within the eager envelope
-    step, ref = w.make_step(compute), reference_step(w)
+    step, ref = w.make_step(compute), w.reference_step()
     e_state, r_state = tuple(p.clone() for p in params0), tuple(p.double() for p in params0)
     with torch.no_grad():
         for t in range(20):

@@ -5,7 +5,7 @@ diagnostic; this file checks what text cannot reach easily:
 
 - programs built with the Python constructors verify, print in the custom
   form and parse back to the same text (custom and generic);
-- the storage helpers (`element_bytes`, `nbytes`, `root_buffer`, the
+- the storage helpers (`elements.nbytes`, `arena_footprint`, `root_buffer`, the
   tensor <-> memref type maps, `phases`);
 - a hypothesis property: for random programs (buffers, views of them, computes
   spread over phases) the phase verifier accepts exactly the programs in which
@@ -33,8 +33,10 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Region
 from xdsl.utils.exceptions import VerifyException
 
+from trainkernel import elements
 from trainkernel.dialects import sched, tile, tk
 from trainkernel.ir import parse_module, print_module
+from trainkernel.util import align_up, numel
 
 F32, BF16, F16 = Float32Type(), BFloat16Type(), Float16Type()
 
@@ -64,12 +66,10 @@ def roundtrip(module: ModuleOp) -> str:
     ],
 )
 def test_storage_sizes(t, size):
-    assert sched.nbytes(t) == size
-    count = 1
-    for d in t.get_shape():
-        count *= d
-    assert sched.element_bytes(t) * count == size
-    assert sched.element_bytes(t.get_element_type()) == sched.element_bytes(t)
+    assert elements.nbytes(t) == size
+    assert elements.byte_size(t) * numel(t.get_shape()) == size
+    assert elements.byte_size(t.get_element_type()) == elements.byte_size(t)
+    assert sched.arena_footprint(t) == align_up(size, sched.ARENA_ALIGNMENT)
 
 
 def test_type_maps():

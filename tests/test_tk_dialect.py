@@ -181,7 +181,7 @@ def test_inferred_types_and_accessors():
     assert fill.fill_value == 1.5
     assert s.axes_list == (0, 2) and s.keepdim is not None and s.expected_shape() == (1, 3, 1)
     assert mm.transpose_a is not None and mm.transpose_b is None
-    assert tk._ints(sl.starts) == (0, 1, 0) and tk._ints(sl.steps) == (1, 1, 2)
+    assert sl.starts_list == (0, 1, 0) and sl.steps_list == (1, 1, 2)
 
 
 def test_discardable_attributes_survive():
@@ -251,8 +251,19 @@ def test_verifier_rejects(case):
 
 
 def test_yield_outside_a_region_op():
-    with pytest.raises(VerifyException, match="must terminate one of tk.fused, .*, not builtin.module"):
+    with pytest.raises(VerifyException, match=r"must terminate an op with a tk body \(TkBody: .*\), not builtin.module"):
         ModuleOp([tk.YieldOp()]).verify()
+
+
+def test_yield_parents_are_the_ops_with_the_tk_body_trait():
+    """tk.yield accepts exactly the parents with the TkBody trait: tk.fused and every
+    compute op of the buffer levels (through ComputeLikeOp), found by the trait."""
+    from trainkernel.dialects import base, sched, tile
+
+    for dialect in (tk.TK, sched.SCHED, tile.TILE):
+        for op in dialect.operations:
+            holds_body = op is tk.FusedOp or issubclass(op, base.ComputeLikeOp)
+            assert op.has_trait(tk.TkBody) == holds_body, op.name
 
 
 def test_fused_body_may_not_capture():
@@ -342,3 +353,21 @@ def test_every_op_has_lit_round_trip_and_error_tests(name):
     invalid = [f for f in files if f.stem.endswith("-invalid")]
     assert any(_mentions(f, name) and "--print-op-generic" in f.read_text() for f in round_trips), name
     assert any(_mentions(f, name) and "--verify-diagnostics" in f.read_text() for f in invalid), name
+
+
+def test_custom_syntax_is_declarative_or_says_why():
+    """Every tk and sched op prints through a declarative `assembly_format`, or the
+    hand-written `print` it uses is led by a `# Hand-written: <why>` comment."""
+    import inspect
+
+    from trainkernel.dialects import sched
+
+    for dialect in (tk.TK, sched.SCHED):
+        for op in dialect.operations:
+            if op.get_irdl_definition().assembly_format is not None:
+                continue
+            owner = next(c for c in op.__mro__ if "print" in c.__dict__)
+            lines, _ = inspect.getsourcelines(owner)
+            at = next(i for i, line in enumerate(lines) if line.strip().startswith("def print("))
+            above = "".join(lines[max(0, at - 3) : at])
+            assert "# Hand-written" in above, f"{op.name}: {owner.__name__}.print has no comment saying why"

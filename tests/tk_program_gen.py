@@ -22,18 +22,17 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ModuleOp,
     TensorType,
-    bf16,
-    f16,
     f32,
     i1,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from trainkernel import elements
 from trainkernel.dialects import tk
-from trainkernel.interpreter import torch_dtype
+from trainkernel.elements import torch_dtype
 
-FLOATS: tuple[Attribute, ...] = (f32, bf16, f16)
+FLOATS: tuple[Attribute, ...] = tuple(e.ir for e in elements.COMPUTE)  # f32, bf16, f16
 SPECIAL_VALUES = (0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 3.0, -0.25, 1e-3)
 EXPONENTS = (2.0, 1.0, 0.0, 0.5, -1.0, 3.0, 1.5, -2.0)
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
-import re
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -36,10 +35,9 @@ import torch
 import torch.utils._pytree as pytree
 
 from trainkernel.backend.build import BuildResult, build as _build, default_arch, normalize_arch
+from trainkernel.pipeline import STAGES
 
 __all__ = ["CapturedProgram", "CompiledTrainingStep", "compile_training", "STAGES"]
-
-STAGES: tuple[str, ...] = ("tk", "sched", "tile")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -201,12 +199,10 @@ def compile_training(
     captured = _capture_fn()(step, abstract)
     t_capture = time.perf_counter() - t0
 
-    t0 = time.perf_counter()
     if resident not in ("auto", "force", "off"):
         raise ValueError(f"resident must be 'auto', 'force' or 'off', got {resident!r}")
     lowered = _lower_fn()(captured, inplace=inplace, grid=grid, resident=resident)
-    t_lower = time.perf_counter() - t0
-    t_passes = float(getattr(lowered, "pass_seconds", t_lower))
+    t_passes = lowered.pass_seconds
 
     compiled = CompiledTrainingStep(
         step=step,
@@ -320,11 +316,9 @@ class CompiledTrainingStep:
         kernel's own buffers then stand in (an in-place result is the state
         buffer, so a dtype change of the new state cannot be seen there).
         """
-        out_spec = getattr(self.captured, "out_spec", None)
+        out_spec = self.captured.out_spec
         meta = self.meta
         n = len(meta.results)
-        if out_spec is None:
-            raise RuntimeError("internal error: the captured step has no output structure (out_spec)")
         if out_spec.num_leaves != n:
             raise RuntimeError(f"internal error: the step returns {out_spec.num_leaves} tensors, the kernel {n}")
         kernel_types = [(tuple(meta.buffers[pos].shape), meta.buffers[pos].dtype) for _, pos in meta.results]
@@ -364,14 +358,18 @@ class CompiledTrainingStep:
         """The generated .cu source (megakernel + extern "C" launcher)."""
         return self.lowered.cuda_source
 
+    @property
+    def pipeline(self) -> str:
+        """The exact `-p` pass list this step was lowered with: `trainkernel-opt -p
+        "$PIPELINE" -t cuda` on `str(trainkernel.capture(step, args))` prints
+        `cuda_source`."""
+        return self.lowered.pipeline
+
     def stats(self) -> dict[str, Any]:
         """Phases, grid barriers, generated CUDA lines and launch geometry."""
-        sched = self.lowered.stages.get("sched", "")
-        phases = getattr(self.meta, "phases", None)
-        barriers = getattr(self.meta, "grid_barriers", None)
         return {
-            "phases": int(phases) if phases is not None else len(re.findall(r"\bsched\.phase\b", sched)),
-            "barriers": int(barriers) if barriers is not None else len(re.findall(r"\bsched\.barrier\b", sched)),
+            "phases": int(self.meta.phases),
+            "barriers": int(self.meta.grid_barriers),
             "cuda_lines": self.cuda_source.count("\n") + 1,
             "arena_bytes": int(self.meta.arena_bytes),
             "grid": int(self.meta.grid),

@@ -1,12 +1,17 @@
 """The compile pipeline: captured tk module -> tk, sched, tile stages -> CUDA.
 
 One definition, shared by `compile_training` and by anyone reproducing a stage
-with `trainkernel-opt`: `pass_pipeline(stage, inplace)` is the exact `-p`
-argument, so
+with `trainkernel-opt`. Everything between the captured module and the `.cu`
+file is a registered pass, and `lower` runs exactly the passes of
+`pass_pipeline(...)`, so `CompiledTrainingStep.pipeline` (that string) given
+to `trainkernel-opt` on the captured text prints `compiled.cuda_source`:
 
-    trainkernel-opt step.mlir -p "$(python -c 'from trainkernel.pipeline import pass_pipeline; print(pass_pipeline("tile"))')" -t cuda
+    trainkernel inspect tiny --stage captured > tiny.mlir
+    trainkernel-opt tiny.mlir -p "$(trainkernel inspect tiny --stage pipeline)" -t cuda
 
-prints the same .cu file that `compile_training` builds.
+The first pass, `tk-mark-state-updates{state=N}`, marks the last N results as
+the new values of the first N arguments (N = the state's leaves, see
+`state_leaves`).
 """
 
 from __future__ import annotations
@@ -15,39 +20,44 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from xdsl.dialects import builtin, func
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, i64
+from xdsl.dialects import builtin
 from xdsl.passes import PassPipeline
 
 STAGES = ("tk", "sched", "tile")
 
 # Passes that take the module from the previous stage to this one.
 _STAGE_PASSES = {
-    "tk": "canonicalize,tk-decompose,canonicalize,cse,dce,tk-fuse-elementwise",
+    "tk": "tk-mark-state-updates{{state={state}}},canonicalize,tk-decompose,canonicalize,cse,dce,tk-fuse-elementwise",
     "sched": "tk-to-sched{{inplace={inplace}}},sched-inplace-state,sched-allocate",
     "tile": "sched-to-tile{{grid={grid}}},tile-resident{{mode={resident}}}",
 }
 
 
-def stage_passes(stage: str, inplace: bool = True, grid: int = 0, resident: str = "auto") -> str:
-    """Passes of one stage. `grid=0` lets sched-to-tile's cost model size the grid;
-    a forced grid means a grid kernel (no residency). `resident`: auto (the cost
-    model decides), force (resident whenever the working set fits) or off."""
+def stage_passes(stage: str, inplace: bool = True, grid: int = 0, resident: str = "auto", state: int = 0) -> str:
+    """Passes of one stage. `state`: how many leading arguments are the state (their
+    new values are the last results; 0: none). `grid=0` lets sched-to-tile's cost
+    model size the grid; a forced grid means a grid kernel (no residency).
+    `resident`: auto (the cost model decides), force (resident whenever the
+    working set fits) or off."""
     if stage not in _STAGE_PASSES:
         raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
     if resident not in ("auto", "force", "off"):
         raise ValueError(f"resident must be auto, force or off, got {resident!r}")
     if grid > 0:
         resident = "off"
-    return _STAGE_PASSES[stage].format(inplace=str(inplace).lower(), grid=int(grid), resident=resident)
+    return _STAGE_PASSES[stage].format(
+        inplace=str(inplace).lower(), grid=int(grid), resident=resident, state=int(state)
+    )
 
 
-def pass_pipeline(stage: str = "tile", inplace: bool = True, grid: int = 0, resident: str = "auto") -> str:
+def pass_pipeline(
+    stage: str = "tile", inplace: bool = True, grid: int = 0, resident: str = "auto", state: int = 0
+) -> str:
     """The `-p` pipeline from a captured module up to and including `stage`."""
     upto = STAGES[: STAGES.index(stage) + 1] if stage in STAGES else None
     if upto is None:
         raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
-    return ",".join(stage_passes(s, inplace, grid, resident) for s in upto)
+    return ",".join(stage_passes(s, inplace, grid, resident, state) for s in upto)
 
 
 def run_passes(module: builtin.ModuleOp, spec: str) -> None:
@@ -88,18 +98,18 @@ class Lowered:
     kernel_name: str
     pass_seconds: float
     meta: KernelMeta
+    pipeline: str  # the exact `-p` pass list that produced the stages
     stage_seconds: dict[str, float] = field(default_factory=dict)
 
 
-def annotate_state_updates(f: func.FuncOp, in_spec, out_spec) -> None:
-    """Mark each result that is the new value of a parameter with `tk.updates`.
-
-    The convention of `compile_training`: the state is the first argument (a
-    pytree of tensors) and the step returns a tuple whose last element has
-    exactly the state's structure: the updated state.
-    """
+def state_leaves(captured) -> int:
+    """How many leading arguments are the state, by `compile_training`'s convention:
+    the state is the first argument (a pytree of tensors) and the step returns a
+    tuple whose last element has exactly the state's structure (the updated state).
+    Raises CaptureError for a step that does not follow it."""
     from trainkernel.frontend.errors import CaptureError
 
+    in_spec, out_spec = captured.in_spec, captured.out_spec
     in_children = in_spec.children()
     if not in_children:
         raise CaptureError("the step takes no arguments: the state (parameters) must be its first argument")
@@ -112,20 +122,12 @@ def annotate_state_updates(f: func.FuncOp, in_spec, out_spec) -> None:
             "the step's last result must have the structure of its first argument (the updated state); "
             f"got {new_state_spec} for state {state_spec}"
         )
-    n_state = state_spec.num_leaves
-    n_out = out_spec.num_leaves
-    attrs = list(f.res_attrs.data) if f.res_attrs is not None else [DictionaryAttr({}) for _ in range(n_out)]
-    for k in range(n_state):
-        r = n_out - n_state + k
-        d = dict(attrs[r].data)
-        d["tk.updates"] = IntegerAttr(k, i64)
-        attrs[r] = DictionaryAttr(d)
-    f.res_attrs = builtin.ArrayAttr(attrs)
+    return state_spec.num_leaves
 
 
 def _meta(kernel, captured, inplace: bool) -> KernelMeta:
     from trainkernel.dialects import tile
-    from trainkernel.runtime.dtypes import torch_dtype
+    from trainkernel.elements import torch_dtype
 
     n_in = kernel.num_inputs.data
     results = list(kernel.result_args)
@@ -159,13 +161,12 @@ def lower(captured, inplace: bool = True, grid: int = 0, resident: str = "auto")
 
     start = time.perf_counter()
     module = captured.module.clone()
-    f = next(op for op in module.ops if isinstance(op, func.FuncOp))
-    annotate_state_updates(f, captured.in_spec, captured.out_spec)
+    state = state_leaves(captured)
     stages: dict[str, str] = {}
     seconds: dict[str, float] = {}
     for stage in STAGES:
         t0 = time.perf_counter()
-        run_passes(module, stage_passes(stage, inplace, grid, resident))
+        run_passes(module, stage_passes(stage, inplace, grid, resident, state))
         seconds[stage] = time.perf_counter() - t0
         stages[stage] = print_module(module)
     kernel = next(op for op in module.ops if isinstance(op, tile.KernelOp))
@@ -177,5 +178,6 @@ def lower(captured, inplace: bool = True, grid: int = 0, resident: str = "auto")
         kernel_name=printer.kname,
         pass_seconds=time.perf_counter() - start,
         meta=_meta(kernel, captured, inplace),
+        pipeline=pass_pipeline("tile", inplace, grid, resident, state),
         stage_seconds=seconds,
     )

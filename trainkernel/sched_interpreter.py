@@ -8,7 +8,7 @@ reads memory as it was when the phase began, and all writes land at the phase's
 end (the barrier). A schedule that only works in some sequential order gives
 different numbers here.
 
-Compute bodies are `tk` ops and run through the tk interpreter, so the three
+Compute bodies are `tk` ops and run through `trainkernel.numerics`, so the three
 levels share one definition of every op's numerics.
 """
 
@@ -21,7 +21,8 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from trainkernel.dialects import sched, tile
-from trainkernel.runtime.dtypes import torch_dtype
+from trainkernel.elements import nbytes, torch_dtype
+from trainkernel.numerics import run_block
 
 
 class SchedInterpreterError(RuntimeError):
@@ -44,7 +45,7 @@ def _alloc_arena(program: sched.ProgramLikeOp) -> torch.Tensor:
         for op in program.block.ops:
             if isinstance(op, sched.BufferOp):
                 assert isinstance(op.result.type, MemRefType)
-                size += -(-sched.nbytes(op.result.type) // sched.ARENA_ALIGNMENT) * sched.ARENA_ALIGNMENT
+                size += sched.arena_footprint(op.result.type)
     # NaN-filled: a read of bytes nobody wrote shows up in the results.
     return torch.full((max(size, 1),), 0xFF, dtype=torch.uint8)
 
@@ -69,7 +70,6 @@ def run_program(
     order, as the kernel does. A partition that lets a block read what it
     does not hold shows up as NaN in the results.
     """
-    from trainkernel.interpreter import run_block
     program = _program(module)
     args = program.block.args
     n_in = program.num_inputs.data
@@ -115,8 +115,8 @@ def run_program(
             off = op.offset_value
             if off is None:
                 off = cursor
-                cursor += -(-sched.nbytes(t) // sched.ARENA_ALIGNMENT) * sched.ARENA_ALIGNMENT
-            mem[op.result] = _typed(arena[off : off + sched.nbytes(t)], t)
+                cursor += sched.arena_footprint(t)
+            mem[op.result] = _typed(arena[off : off + nbytes(t)], t)
         elif isinstance(op, sched.ViewOp):
             mem[op.result] = mem[op.source].view(tuple(op.result.type.get_shape()))
         elif isinstance(op, tile.SmemOp):
@@ -182,7 +182,6 @@ class _Partition:
         return vals
 
     def run(self, op: tile.TileWorkOp, mem) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        from trainkernel.interpreter import run_block
         from trainkernel.passes.tile_resident import is_partial
 
         split = op.split if op.split is not None else -1
@@ -217,7 +216,7 @@ class _Partition:
         reduced axis, summed (or maxed) in rank order, rounded once, then the
         epilogue on the whole result (rank 0's view of its other operands)."""
         from trainkernel.dialects import tk
-        from trainkernel.interpreter import DEFAULT
+        from trainkernel.numerics import DEFAULT
 
         block = op.body.block
         args = self.view(op, mem, 0)

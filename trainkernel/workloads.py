@@ -33,11 +33,13 @@ from collections.abc import Callable, Sequence
 import torch
 from torch.func import grad_and_value
 
+from trainkernel import elements
+
 Params = tuple[torch.Tensor, ...]
 StepFn = Callable[[Params, torch.Tensor, torch.Tensor], tuple[torch.Tensor, Params, Params]]
 
-COMPUTE_DTYPES: dict[str, torch.dtype] = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
-_SHORT = {v: k for k, v in COMPUTE_DTYPES.items()}
+COMPUTE_DTYPES: dict[str, torch.dtype] = {e.name: e.torch for e in elements.COMPUTE}
+"""f32, bf16, f16 by their short names (`trainkernel.elements.COMPUTE`)."""
 
 # Seed of the teacher network that defines every regression/classification target.
 _TEACHER_SEED = 20261129
@@ -45,20 +47,20 @@ _TEACHER_SEED = 20261129
 
 def dtype_short(dtype: torch.dtype) -> str:
     """f32 / bf16 / f16 (the spelling used in step names and test ids)."""
-    if dtype not in _SHORT:
+    e = elements.from_torch(dtype)
+    if e is None or e.name not in COMPUTE_DTYPES:
         raise ValueError(f"compute dtype must be one of {list(COMPUTE_DTYPES)}, got {dtype}")
-    return _SHORT[dtype]
+    return e.name
 
 
 def parse_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    """A compute dtype from a torch dtype or a name (`bf16`, `float16`, `fp32`, `half`, ...)."""
     if isinstance(dtype, torch.dtype):
         return dtype
-    aliases = {"fp32": "f32", "float32": "f32", "float": "f32", "fp16": "f16", "float16": "f16",
-               "half": "f16", "bfloat16": "bf16"}
-    key = aliases.get(dtype.lower(), dtype.lower())
-    if key not in COMPUTE_DTYPES:
+    e = elements.from_name(dtype)
+    if e is None or e.name not in COMPUTE_DTYPES:
         raise ValueError(f"unknown compute dtype {dtype!r}; choose one of {list(COMPUTE_DTYPES)}")
-    return COMPUTE_DTYPES[key]
+    return e.torch
 
 
 def mlp_forward(params: Sequence[torch.Tensor], x: torch.Tensor, compute_dtype: torch.dtype) -> torch.Tensor:
@@ -82,6 +84,24 @@ def mse_loss(
     """MSE in `loss_dtype` (f32; f64 for the benchmark's float64 reference)."""
     out = mlp_forward(params, x, compute_dtype).to(loss_dtype)
     return ((out - y.to(loss_dtype)) ** 2).mean()
+
+
+def make_sgd_step(lr: float, compute_dtype: torch.dtype, loss_dtype: torch.dtype = torch.float32) -> StepFn:
+    """The pure SGD step ``step(params, x, y) -> (loss, grads, new_params)`` of the
+    MLP: `mse_loss` differentiated with ``grad_and_value``, then ``p - lr * g``.
+    The one definition of the step: `Workload.make_step` (compute dtype, f32 loss)
+    and `Workload.reference_step` (all float64) use it, and so can the benchmark
+    harness (``make_sgd_step(lr, compute_dtype, master_dtype)``)."""
+
+    def loss_fn(params: Params, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return mse_loss(params, x, y, compute_dtype, loss_dtype)
+
+    def step(params: Params, x: torch.Tensor, y: torch.Tensor):
+        grads, loss = grad_and_value(loss_fn)(params, x, y)
+        new_params = tuple(p - lr * g for p, g in zip(params, grads))
+        return loss, grads, new_params
+
+    return step
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,17 +194,15 @@ class Workload:
     def make_step(self, compute_dtype: torch.dtype | str = torch.bfloat16) -> StepFn:
         """The pure SGD step ``step(params, x, y) -> (loss, grads, new_params)``."""
         compute_dtype = parse_dtype(compute_dtype)
-        lr = self.lr
-
-        def loss_fn(params: Params, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-            return mse_loss(params, x, y, compute_dtype)
-
-        def step(params: Params, x: torch.Tensor, y: torch.Tensor):
-            grads, loss = grad_and_value(loss_fn)(params, x, y)
-            new_params = tuple(p - lr * g for p, g in zip(params, grads))
-            return loss, grads, new_params
-
+        step = make_sgd_step(self.lr, compute_dtype)
         step.__name__ = step.__qualname__ = f"{self.name}_sgd_{dtype_short(compute_dtype)}"
+        return step
+
+    def reference_step(self) -> StepFn:
+        """The same step computed entirely in float64 (model, loss and SGD update):
+        the reference the correctness checks measure errors against."""
+        step = make_sgd_step(self.lr, torch.float64, torch.float64)
+        step.__name__ = step.__qualname__ = f"{self.name}_sgd_f64"
         return step
 
     def make_adamw_step(

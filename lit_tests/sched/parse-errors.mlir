@@ -18,7 +18,8 @@ sched.program @p() inputs 0 results [] arena -1 {
 // -----
 // CHECK: {{^//}} {{-----$}}
 
-// CHECK: ins: 2 operands but 1 types
+// (sched.compute's format is declarative: this message is xDSL's.)
+// CHECK: expected 1 operand types but had 2
 sched.program @p(%a: memref<4xf32>, %b: memref<4xf32>) inputs 2 results [] arena -1 {
   sched.phase {
     sched.compute ins(%a, %b : memref<4xf32>) outs() {

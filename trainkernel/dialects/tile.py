@@ -28,10 +28,7 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
-    BFloat16Type,
     DenseArrayBase,
-    Float16Type,
-    Float32Type,
     IntegerAttr,
     MemRefType,
     StringAttr,
@@ -49,12 +46,9 @@ from xdsl.irdl import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from trainkernel.dialects.sched import BufferOp, ComputeLikeOp, ProgramLikeOp, ScopedSyncOp, ViewOp
-
-MMA_KINDS = ("mma.bf16", "mma.f16", "simt.f32")
-"""Tensor-core mma.sync (bf16/f16 in, f32 accumulate) or SIMT fp32."""
-
-MMA_FOR_TYPE = {BFloat16Type: "mma.bf16", Float16Type: "mma.f16", Float32Type: "simt.f32"}
+from trainkernel.dialects.base import ComputeLikeOp, ProgramLikeOp, ScopedSyncOp
+from trainkernel.dialects.sched import BufferOp, ViewOp
+from trainkernel.elements import MMA_KINDS, find_mma
 
 
 def _int(op: IRDLOperation, name: str) -> int:
@@ -141,7 +135,7 @@ class GemmOp(TileWorkOp):
         mma = self.properties.get("mma")
         if not isinstance(mma, StringAttr) or mma.data not in MMA_KINDS:
             raise VerifyException(f"tile.gemm mma must be one of {', '.join(MMA_KINDS)}")
-        want = MMA_FOR_TYPE.get(type(mm[0].result.type.get_element_type()))
+        want = find_mma(mm[0].result.type)
         if want != mma.data:
             raise VerifyException(
                 f"tile.gemm mma {mma.data!r} does not compute {mm[0].result.type.get_element_type()} "
@@ -313,7 +307,7 @@ def local_shape(t: MemRefType, split: int, cluster: int) -> tuple[int, ...]:
 
 
 def local_bytes(t: MemRefType, split: int, cluster: int) -> int:
-    from trainkernel.dialects.sched import element_bytes
+    from trainkernel.elements import byte_size as element_bytes
 
     n = 1
     for d in local_shape(t, split, cluster):

@@ -22,19 +22,15 @@ from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
 from xdsl.dialects.builtin import (
-    BFloat16Type,
     DenseArrayBase,
-    Float16Type,
-    Float32Type,
     FloatAttr,
     IntegerType,
-    Signedness,
     TensorType,
     UnitAttr,
     f64,
     i64,
 )
-from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     AttrConstraint,
     VerificationContext,
@@ -53,10 +49,11 @@ from xdsl.irdl import (
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.pattern_rewriter import RewritePattern
-from xdsl.traits import HasCanonicalizationPatternsTrait, IsolatedFromAbove, IsTerminator, Pure
+from xdsl.traits import HasCanonicalizationPatternsTrait, IsolatedFromAbove, IsTerminator, OpTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
-FLOAT_TYPES = (Float32Type, BFloat16Type, Float16Type)
+from trainkernel.elements import is_float, is_tk_element_type
+from trainkernel.util import numel
 
 
 def _tensor(value: SSAValue | Attribute) -> TensorType:
@@ -71,17 +68,6 @@ def shape_of(value: SSAValue | Attribute) -> tuple[int, ...]:
 
 def element_type_of(value: SSAValue | Attribute) -> Attribute:
     return _tensor(value).get_element_type()
-
-
-def is_float(t: Attribute) -> bool:
-    return isinstance(t, FLOAT_TYPES)
-
-
-def is_tk_element_type(t: Attribute) -> bool:
-    """f32, bf16, f16, or signless i1 / i64."""
-    if isinstance(t, IntegerType):
-        return t.width.data in (1, 64) and t.signedness.data == Signedness.SIGNLESS
-    return is_float(t)
 
 
 def type_str(t: Attribute) -> str:
@@ -137,60 +123,12 @@ def _parse_float(parser: Parser) -> float:
     return -value if negative else value
 
 
-def _print_int_list(printer: Printer, values: Sequence[int]) -> None:
-    printer.print_string("[" + ", ".join(str(v) for v in values) + "]")
-
-
-def _parse_int_list(parser: Parser) -> list[int]:
-    return parser.parse_comma_separated_list(
-        parser.Delimiter.SQUARE, parser.parse_integer
-    )
-
-
-def _print_with_int_lists(
-    printer: Printer, op: Operation, lists: Sequence[tuple[str, Sequence[int]]], flag: str | None = None
-) -> None:
-    """`%x KW [..] KW [..] (flag)? attr-dict : in-type -> out-type`: the shape
-    shared by reductions, tk.transpose and tk.slice."""
-    printer.print_string(" ")
-    printer.print_operand(op.operands[0])
-    for keyword, values in lists:
-        printer.print_string(f" {keyword} ")
-        _print_int_list(printer, values)
-    if flag is not None:
-        printer.print_string(f" {flag}")
-    printer.print_op_attributes(op.attributes)
-    printer.print_string(" : ")
-    printer.print_attribute(op.operands[0].type)
-    printer.print_string(" -> ")
-    printer.print_attribute(op.results[0].type)
-
-
-def _parse_with_int_lists(
-    parser: Parser, keywords: Sequence[str], flag: str | None = None
-) -> tuple[SSAValue, list[list[int]], bool, Attribute, dict[str, Attribute]]:
-    """Parse what `_print_with_int_lists` prints: (operand, lists, flag seen,
-    result type, attributes)."""
-    operand = parser.parse_unresolved_operand()
-    lists = []
-    for keyword in keywords:
-        parser.parse_keyword(keyword)
-        lists.append(_parse_int_list(parser))
-    seen = flag is not None and parser.parse_optional_keyword(flag) is not None
-    attrs = parser.parse_optional_attr_dict()
-    parser.parse_punctuation(":")
-    in_t = parser.parse_type()
-    parser.parse_punctuation("->")
-    out_t = parser.parse_type()
-    (value,) = parser.resolve_operands([operand], [in_t], parser.pos)
-    return value, lists, seen, out_t, attrs
-
-
 def _int_array(values: Sequence[int]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
 
-def _ints(attr: Attribute) -> tuple[int, ...]:
+def int_values(attr: Attribute) -> tuple[int, ...]:
+    """The integers of an `array<i64: ...>` property."""
     assert isinstance(attr, DenseArrayBase)
     return tuple(int(v) for v in attr.get_values())
 
@@ -221,14 +159,30 @@ TensorT = TkTensorConstraint()
 IndexArray = DenseArrayBase.constr(i64)
 
 
+CANONICALIZATION_PATTERNS: dict[str, tuple[RewritePattern, ...]] = {}
+"""Canonicalization patterns of tk ops, by op name. The patterns are rewrites, so
+they live above the dialect (`trainkernel/passes/tk_canonicalize.py`) and
+register themselves here when imported; the `canonicalize` entry of
+`trainkernel.passes.PASSES` imports them before the pass runs."""
+
+
+def register_canonicalization_patterns(patterns: Mapping[str, Sequence[RewritePattern]]) -> None:
+    for name, pats in patterns.items():
+        CANONICALIZATION_PATTERNS[name] = tuple(pats)
+
+
 class TkCanonicalization(HasCanonicalizationPatternsTrait):
-    """Lets xDSL's `canonicalize` pass find tk patterns; they live, one list per
-    op name, in `trainkernel/passes/tk_canonicalize.py` (loaded on first use)."""
+    """Lets xDSL's `canonicalize` pass find the patterns registered for an op."""
 
     def get_patterns(self, op: type[Operation]) -> tuple[RewritePattern, ...]:
-        from trainkernel.passes.tk_canonicalize import patterns_for
-
-        return patterns_for(op.name)
+        if not CANONICALIZATION_PATTERNS:
+            # A canonicalize pass that did not come from trainkernel.passes would
+            # silently skip every tk rewrite: say so instead.
+            raise RuntimeError(
+                "tk canonicalization patterns are not loaded: run canonicalize through "
+                "trainkernel.passes.PASSES (or import trainkernel.passes.tk_canonicalize)"
+            )
+        return CANONICALIZATION_PATTERNS.get(op.name, ())
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
@@ -273,6 +227,8 @@ class FillOp(IRDLOperation):
         if not lo <= int(v) <= hi:
             raise VerifyException(f"tk.fill value {v} does not fit {type_str(et)} (range [{lo}, {hi}])")
 
+    # Hand-written: the value prints as Python's shortest exact repr (and inf/nan
+    # as keywords); a declarative `$value` prints FloatAttrs as `1.000000e-03 : f64`.
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         _print_float(printer, self.fill_value)
@@ -294,6 +250,12 @@ class FillOp(IRDLOperation):
 
 
 # ------------------------------------------------------------------ elementwise
+
+
+def _require_float_result(op: Operation) -> None:
+    t = op.results[0].type
+    if not is_float(element_type_of(t)):
+        raise VerifyException(f"{op.name} computes on floating types only, got {type_str(t)}")
 
 
 class ElementwiseBinaryOp(IRDLOperation):
@@ -380,8 +342,7 @@ class ElementwiseUnaryOp(IRDLOperation):
         super().__init__(operands=[v], result_types=[v.type])
 
     def verify_(self) -> None:
-        if not is_float(element_type_of(self.result)):
-            raise VerifyException(f"{self.name} computes on floating types only, got {type_str(self.result.type)}")
+        _require_float_result(self)
 
 
 @irdl_op_definition
@@ -433,8 +394,7 @@ class ReluGradOp(IRDLOperation):
         super().__init__(operands=[g, output], result_types=[g.type])
 
     def verify_(self) -> None:
-        if not is_float(element_type_of(self.result)):
-            raise VerifyException(f"tk.relu_grad computes on floating types only, got {type_str(self.result.type)}")
+        _require_float_result(self)
 
 
 @irdl_op_definition
@@ -461,9 +421,9 @@ class PowOp(IRDLOperation):
         return _float_value(self, "exponent")
 
     def verify_(self) -> None:
-        if not is_float(element_type_of(self.result)):
-            raise VerifyException(f"tk.pow computes on floating types only, got {type_str(self.result.type)}")
+        _require_float_result(self)
 
+    # Hand-written for the exponent, printed as tk.fill prints its value.
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_operand(self.input)
@@ -610,6 +570,7 @@ class ReductionOp(IRDLOperation):
     keepdim = opt_prop_def(UnitAttr)
     result = result_def(TensorT)
     traits = traits_def(Pure(), TkCanonicalization())
+    assembly_format = "$input `axes` $axes (`keepdim` $keepdim^)? attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input, axes: Sequence[int], result_type: Attribute, keepdim: bool = False):
         props: dict[str, Attribute] = {"axes": _int_array(axes)}
@@ -619,7 +580,7 @@ class ReductionOp(IRDLOperation):
 
     @property
     def axes_list(self) -> tuple[int, ...]:
-        return _ints(self.axes)
+        return int_values(self.axes)
 
     def expected_shape(self) -> tuple[int, ...]:
         shape = shape_of(self.input)
@@ -647,17 +608,6 @@ class ReductionOp(IRDLOperation):
                 f"{self.name}: input {type_str(self.input.type)} and result {type_str(self.result.type)} "
                 "need one floating element type"
             )
-
-    def print(self, printer: Printer) -> None:
-        _print_with_int_lists(printer, self, [("axes", self.axes_list)], "keepdim" if self.keepdim else None)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        value, (axes,), keepdim, out_t, attrs = _parse_with_int_lists(parser, ["axes"], "keepdim")
-        op = cls(value, axes, out_t, keepdim)
-        op.attributes.update(attrs)
-        return op
-
 
 @irdl_op_definition
 class SumOp(ReductionOp):
@@ -708,31 +658,34 @@ class _ViewOp(IRDLOperation):
             )
 
 
+class _ShapeViewOp(_ViewOp):
+    """A view given by its result type alone (reshape, expand)."""
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+
+    def __init__(self, input, result_type: Attribute):
+        super().__init__(operands=[input], result_types=[result_type])
+
+
 @irdl_op_definition
-class ReshapeOp(_ViewOp):
+class ReshapeOp(_ShapeViewOp):
     """Same elements in row-major order, new shape.
 
     `%r = tk.reshape %x : tensor<1x8xf32> -> tensor<8xf32>`
     """
 
     name = "tk.reshape"
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input, result_type: Attribute):
-        super().__init__(operands=[input], result_types=[result_type])
 
     def verify_(self) -> None:
         self._same_element_type()
-        from math import prod
-
-        if prod(shape_of(self.input)) != prod(shape_of(self.result)):
+        if numel(shape_of(self.input)) != numel(shape_of(self.result)):
             raise VerifyException(
                 f"tk.reshape: {list(shape_of(self.input))} and {list(shape_of(self.result))} have different element counts"
             )
 
 
 @irdl_op_definition
-class ExpandOp(_ViewOp):
+class ExpandOp(_ShapeViewOp):
     """Broadcast to a larger shape (NumPy rules: leading axes added, size-1 axes
     repeated).
 
@@ -740,10 +693,6 @@ class ExpandOp(_ViewOp):
     """
 
     name = "tk.expand"
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
-
-    def __init__(self, input, result_type: Attribute):
-        super().__init__(operands=[input], result_types=[result_type])
 
     def verify_(self) -> None:
         self._same_element_type()
@@ -761,6 +710,7 @@ class TransposeOp(_ViewOp):
 
     name = "tk.transpose"
     perm = prop_def(IndexArray)
+    assembly_format = "$input `perm` $perm attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input, perm: Sequence[int], result_type: Attribute | None = None):
         if result_type is None:
@@ -770,7 +720,7 @@ class TransposeOp(_ViewOp):
 
     @property
     def perm_list(self) -> tuple[int, ...]:
-        return _ints(self.perm)
+        return int_values(self.perm)
 
     def verify_(self) -> None:
         self._same_element_type()
@@ -780,17 +730,6 @@ class TransposeOp(_ViewOp):
         want = tuple(src[p] for p in perm)
         if shape_of(self.result) != want:
             raise VerifyException(f"tk.transpose: result shape {list(shape_of(self.result))} should be {list(want)}")
-
-    def print(self, printer: Printer) -> None:
-        _print_with_int_lists(printer, self, [("perm", self.perm_list)])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> TransposeOp:
-        value, (perm,), _, out_t, attrs = _parse_with_int_lists(parser, ["perm"])
-        op = cls(value, perm, out_t)
-        op.attributes.update(attrs)
-        return op
-
 
 @irdl_op_definition
 class SliceOp(_ViewOp):
@@ -803,6 +742,7 @@ class SliceOp(_ViewOp):
     name = "tk.slice"
     starts = prop_def(IndexArray)
     steps = prop_def(IndexArray)
+    assembly_format = "$input `starts` $starts `steps` $steps attr-dict `:` type($input) `->` type($result)"
 
     def __init__(self, input, starts: Sequence[int], steps: Sequence[int], result_type: Attribute):
         super().__init__(
@@ -811,10 +751,18 @@ class SliceOp(_ViewOp):
             properties={"starts": _int_array(starts), "steps": _int_array(steps)},
         )
 
+    @property
+    def starts_list(self) -> tuple[int, ...]:
+        return int_values(self.starts)
+
+    @property
+    def steps_list(self) -> tuple[int, ...]:
+        return int_values(self.steps)
+
     def verify_(self) -> None:
         self._same_element_type()
         src, dst = shape_of(self.input), shape_of(self.result)
-        starts, steps = _ints(self.starts), _ints(self.steps)
+        starts, steps = self.starts_list, self.steps_list
         if not (len(src) == len(dst) == len(starts) == len(steps)):
             raise VerifyException(
                 f"tk.slice: input rank {len(src)}, result rank {len(dst)}, {len(starts)} starts and "
@@ -826,40 +774,37 @@ class SliceOp(_ViewOp):
                     f"tk.slice: axis {axis} reads [{start} : {start + size * step} : {step}] outside size {n}"
                 )
 
-    def print(self, printer: Printer) -> None:
-        _print_with_int_lists(printer, self, [("starts", _ints(self.starts)), ("steps", _ints(self.steps))])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> SliceOp:
-        value, (starts, steps), _, out_t, attrs = _parse_with_int_lists(parser, ["starts", "steps"])
-        op = cls(value, starts, steps, out_t)
-        op.attributes.update(attrs)
-        return op
-
 
 # ------------------------------------------------------------------------ fused
 
 
+class TkBody(OpTrait):
+    """An op whose single-block region is a `tk` body ending in `tk.yield`, which
+    hands the region's values back to it: `tk.fused` here, and the compute ops of
+    the buffer levels (`sched.compute`, the `tile` ops), which carry it through
+    `ComputeLikeOp`. The only parents `tk.yield` accepts."""
+
+
 @irdl_op_definition
 class YieldOp(IRDLOperation):
-    """Terminator of `tk.fused`: the values the fused region produces."""
+    """Terminator of a `tk` body (`tk.fused`, `sched.compute`, tile ops): the
+    values the region produces."""
 
     name = "tk.yield"
     values = var_operand_def(TensorT)
     traits = traits_def(IsTerminator())
     assembly_format = "($values^ `:` type($values))? attr-dict"
 
-    # Regions that hold tk ops and hand values back through tk.yield.
-    PARENTS: ClassVar[tuple[str, ...]] = ("tk.fused", "sched.compute", "tile.gemm", "tile.map", "tile.reduce")
-
     def __init__(self, *values: SSAValue | Operation):
         super().__init__(operands=[list(values)])
 
     def verify_(self) -> None:
         parent = self.parent_op()
-        if parent is None or parent.name not in self.PARENTS:
+        if parent is None or not parent.has_trait(TkBody):
             where = parent.name if parent is not None else "no op"
-            raise VerifyException(f"tk.yield must terminate one of {', '.join(self.PARENTS)}, not {where}")
+            raise VerifyException(
+                f"tk.yield must terminate an op with a tk body (TkBody: tk.fused, sched.compute, tile ops), not {where}"
+            )
 
 
 @irdl_op_definition
@@ -881,7 +826,7 @@ class FusedOp(IRDLOperation):
     inputs = var_operand_def(TensorT)
     outputs = var_result_def(TensorT)
     body = region_def("single_block")
-    traits = traits_def(Pure(), IsolatedFromAbove(), TkCanonicalization())
+    traits = traits_def(Pure(), IsolatedFromAbove(), TkBody(), TkCanonicalization())
     assembly_format = "$inputs attr-dict `:` functional-type($inputs, $outputs) $body"
 
     def __init__(self, inputs: Sequence[SSAValue], result_types: Sequence[Attribute], body: Region):
@@ -901,6 +846,36 @@ class FusedOp(IRDLOperation):
         for op in block.ops:
             if op is not term and not isinstance(op, FUSIBLE_OPS):
                 raise VerifyException(f"tk.fused: {op.name} cannot be fused")
+
+
+def outline(ops: Sequence[Operation], outputs: Sequence[SSAValue]) -> tuple[list[SSAValue], Region]:
+    """A tk body (the region of a `tk.fused`, a `sched.compute`, a tile op) that
+    computes `outputs` with clones of `ops`, in order. Its arguments are the values
+    read from outside (by the ops, or yielded directly), in first-use order; a
+    `tk.fill` read from outside is cloned in instead, ahead of the ops (a constant
+    costs nothing per element). Ends in `tk.yield` of the outputs.
+
+    Returns (the values to pass as operands, the region)."""
+    members = set(ops)
+    inputs: list[SSAValue] = []
+    fills: list[FillOp] = []
+    for value in [v for op in ops for v in op.operands] + list(outputs):
+        owner = value.owner
+        if isinstance(owner, FillOp) and owner not in members:
+            if owner not in fills:
+                fills.append(owner)
+        elif owner not in members and value not in inputs:
+            inputs.append(value)
+    block = Block(arg_types=[v.type for v in inputs])
+    mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
+    for fill in fills:
+        clone = fill.clone()
+        block.add_op(clone)
+        mapping[fill.result] = clone.result
+    for op in ops:
+        block.add_op(op.clone(value_mapper=mapping))
+    block.add_op(YieldOp(*[mapping[v] for v in outputs]))
+    return inputs, Region(block)
 
 
 ELEMENTWISE_OPS: tuple[type[IRDLOperation], ...] = (
@@ -923,19 +898,7 @@ broadcast of) index i."""
 
 FUSIBLE_OPS: tuple[type[IRDLOperation], ...] = (
     FillOp,
-    AddOp,
-    SubOp,
-    MulOp,
-    DivOp,
-    MaximumOp,
-    NegOp,
-    ReluOp,
-    ExpOp,
-    LogOp,
-    SqrtOp,
-    ReluGradOp,
-    PowOp,
-    CastOp,
+    *ELEMENTWISE_OPS,
     MatmulOp,
     SumOp,
     MaxOp,
@@ -944,24 +907,13 @@ FUSIBLE_OPS: tuple[type[IRDLOperation], ...] = (
     ReshapeOp,
     TransposeOp,
 )
+"""Ops a `tk.fused` region may hold."""
 
 TK = Dialect(
     "tk",
     [
         FillOp,
-        AddOp,
-        SubOp,
-        MulOp,
-        DivOp,
-        MaximumOp,
-        NegOp,
-        ReluOp,
-        ExpOp,
-        LogOp,
-        SqrtOp,
-        ReluGradOp,
-        PowOp,
-        CastOp,
+        *ELEMENTWISE_OPS,
         MatmulOp,
         AddmmOp,
         SumOp,

@@ -26,43 +26,36 @@ import torch.fx
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    BFloat16Type,
     DictionaryAttr,
-    Float16Type,
-    Float32Type,
     ModuleOp,
     StringAttr,
     TensorType,
-    i1,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from trainkernel import elements
 from trainkernel.dialects import tk
 from trainkernel.frontend.errors import CaptureError, SourceLocation, UnsupportedOpError
+from trainkernel.util import numel
 
-# torch dtype -> tk element type. Integer/bool types exist only for argmax
-# results, fills and pass-through values; no compute op accepts them.
-ELEMENT_TYPES: dict[torch.dtype, Attribute] = {
-    torch.float32: Float32Type(),
-    torch.bfloat16: BFloat16Type(),
-    torch.float16: Float16Type(),
-    torch.int64: i64,
-    torch.bool: i1,
-}
-FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-F32 = Float32Type()
+F32 = elements.F32.ir
 
 _DEFAULT_MEMORY_FORMATS = (None, torch.preserve_format, torch.contiguous_format)
 
 
 def element_type(dtype: torch.dtype) -> Attribute | None:
-    return ELEMENT_TYPES.get(dtype)
+    """The tk element type of a torch dtype (`trainkernel.elements`), None when a
+    tk tensor cannot hold it. Integer/bool types exist only for argmax results,
+    fills and pass-through values; no compute op accepts them."""
+    e = elements.from_torch(dtype)
+    return e.ir if e is not None and e.in_tk else None
 
 
 def tensor_type(shape: Sequence[int], dtype: torch.dtype) -> TensorType:
-    et = ELEMENT_TYPES[dtype]
+    et = element_type(dtype)
+    assert et is not None, dtype
     return TensorType(et, [int(d) for d in shape])
 
 
@@ -158,7 +151,7 @@ class Converter:
     def type_of_val(self, val) -> TensorType:
         if not isinstance(val, torch.Tensor):
             raise self.unsupported(f"result {type(val).__name__} is not a tensor")
-        if val.dtype not in ELEMENT_TYPES:
+        if element_type(val.dtype) is None:
             raise self.unsupported(f"dtype {str(val.dtype).replace('torch.', '')} is not supported (tk has f32, bf16, f16; i64/i1 only for indices and constants)")
         return tensor_type(val.shape, val.dtype)
 
@@ -215,7 +208,7 @@ class Converter:
         return t
 
     def constant(self, value: torch.Tensor) -> SSAValue:
-        if value.dtype not in ELEMENT_TYPES:
+        if element_type(value.dtype) is None:
             raise self.unsupported(f"tensor constant of dtype {value.dtype} is not supported")
         t = tensor_type(value.shape, value.dtype)
         flat = value.detach().reshape(-1)
@@ -291,7 +284,7 @@ class Converter:
         for node, name in zip(placeholders, self.arg_names, strict=True):
             self.node = node
             val = node.meta.get("val")
-            if not isinstance(val, torch.Tensor) or val.dtype not in ELEMENT_TYPES:
+            if not isinstance(val, torch.Tensor) or element_type(val.dtype) is None:
                 dt = getattr(val, "dtype", type(val).__name__)
                 raise CaptureError(
                     f"argument {name}: dtype {dt} is not supported (tk has f32, bf16, f16, i64 and bool tensors)"
@@ -588,9 +581,10 @@ def _axes(cv: Converter, dims, rank: int) -> list[int]:
 def _reduce(cv: Converter, cls, x, dims, keepdim: bool, dtype=None, rt: TensorType | None = None) -> SSAValue:
     x = cv.float_tensor(x, "input")
     if dtype is not None:
-        if dtype not in FLOAT_DTYPES:
+        et = element_type(dtype)
+        if et is None or not tk.is_float(et):
             raise cv.unsupported(f"reduction to dtype {dtype}")
-        x = cv.cast(x, ELEMENT_TYPES[dtype])
+        x = cv.cast(x, et)
     rt = rt or cv.out_float_type()
     rank = len(tk.shape_of(x))
     axes = _axes(cv, dims, rank)
@@ -601,28 +595,22 @@ def _reduce(cv: Converter, cls, x, dims, keepdim: bool, dtype=None, rt: TensorTy
     return cv.emit(cls(x, axes, rt, bool(keepdim))).result
 
 
-@handles("aten.sum.default")
-def _sum_all(cv, node, args, kwargs):
-    return _reduce(cv, tk.SumOp, args[0], None, False, kwargs.get("dtype"))
+def _sum_and_mean(cls: type[tk.ReductionOp], over_all: str, over_dims: str) -> None:
+    """Handlers of `aten.<op>.default` (every axis) and `aten.<op>.<dims>` (some)."""
+
+    @handles(over_all)
+    def _all(cv, node, args, kwargs):
+        return _reduce(cv, cls, args[0], None, False, kwargs.get("dtype"))
+
+    @handles(over_dims)
+    def _dims(cv, node, args, kwargs):
+        return _reduce(
+            cv, cls, args[0], _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "keepdim", False), kwargs.get("dtype")
+        )
 
 
-@handles("aten.sum.dim_IntList")
-def _sum_dims(cv, node, args, kwargs):
-    return _reduce(
-        cv, tk.SumOp, args[0], _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "keepdim", False), kwargs.get("dtype")
-    )
-
-
-@handles("aten.mean.default")
-def _mean_all(cv, node, args, kwargs):
-    return _reduce(cv, tk.MeanOp, args[0], None, False, kwargs.get("dtype"))
-
-
-@handles("aten.mean.dim")
-def _mean_dims(cv, node, args, kwargs):
-    return _reduce(
-        cv, tk.MeanOp, args[0], _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "keepdim", False), kwargs.get("dtype")
-    )
+_sum_and_mean(tk.SumOp, "aten.sum.default", "aten.sum.dim_IntList")
+_sum_and_mean(tk.MeanOp, "aten.mean.default", "aten.mean.dim")
 
 
 @handles("aten.amax.default", "aten.max.default")
@@ -641,7 +629,7 @@ def _argmax_of(cv: Converter, x: SSAValue, dim, keepdim: bool, rt: TensorType) -
     if not shape:
         return cv.fill(0, rt)
     if dim is None:  # over the flattened tensor
-        flat = cv.reshape(x, [math.prod(shape)])
+        flat = cv.reshape(x, [numel(shape)])
         out = cv.emit(tk.ArgmaxOp(flat, [0], TensorType(i64, []))).result
         return cv.reshape(out, rt.get_shape())
     axis = cv.dim(dim, len(shape))
@@ -863,27 +851,26 @@ def _slice(cv, node, args, kwargs):
     return cv.slice(x, axis, start if size else 0, size, step)
 
 
-@handles("aten.narrow.default", "aten.narrow_copy.default")
-def _narrow(cv, node, args, kwargs):
+def _input_axis_position(cv, args, what: str) -> tuple[SSAValue, int, int]:
+    """(input, axis, position) of `op(input, dim, position, ...)`, negatives wrapped."""
     x = cv.tensor(args[0], "input")
     shape = tk.shape_of(x)
     axis = cv.dim(args[1], len(shape))
-    start = args[2]
-    if not isinstance(start, int):
-        raise cv.unsupported("narrow with a tensor start")
-    start = start + shape[axis] if start < 0 else start
+    position = args[2]
+    if not isinstance(position, int):
+        raise cv.unsupported(f"{what} with a tensor {'start' if what == 'narrow' else 'index'}")
+    return x, axis, position + shape[axis] if position < 0 else position
+
+
+@handles("aten.narrow.default", "aten.narrow_copy.default")
+def _narrow(cv, node, args, kwargs):
+    x, axis, start = _input_axis_position(cv, args, "narrow")
     return cv.slice(x, axis, start, int(args[3]), 1)
 
 
 @handles("aten.select.int", "aten.select_copy.int")
 def _select(cv, node, args, kwargs):
-    x = cv.tensor(args[0], "input")
-    shape = tk.shape_of(x)
-    axis = cv.dim(args[1], len(shape))
-    index = args[2]
-    if not isinstance(index, int):
-        raise cv.unsupported("select with a tensor index")
-    index = index + shape[axis] if index < 0 else index
+    x, axis, index = _input_axis_position(cv, args, "select")
     return cv.reshape(cv.slice(x, axis, index, 1, 1), cv.out_type().get_shape())
 
 
@@ -930,5 +917,3 @@ def _copy(cv, node, args, kwargs):
         src = cv.cast(src, rt.get_element_type())
     return cv.expand(src, rt.get_shape())
 
-
-SUPPORTED_OPS: tuple[str, ...] = tuple(sorted(HANDLERS))

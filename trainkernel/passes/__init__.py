@@ -13,6 +13,8 @@ from xdsl.passes import ModulePass
 def _canonicalize() -> type[ModulePass]:
     from xdsl.transforms.canonicalize import CanonicalizePass
 
+    import trainkernel.passes.tk_canonicalize  # noqa: F401  (registers the tk patterns with the dialect)
+
     return CanonicalizePass
 
 
@@ -35,10 +37,6 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
 }
 
 
-def register(name: str, factory: Callable[[], type[ModulePass]]) -> None:
-    PASSES[name] = factory
-
-
 def _local(module: str, cls: str) -> Callable[[], type[ModulePass]]:
     def factory() -> type[ModulePass]:
         import importlib
@@ -50,6 +48,7 @@ def _local(module: str, cls: str) -> Callable[[], type[ModulePass]]:
 
 # Project passes: name -> (module under trainkernel/passes, class name).
 _PROJECT_PASSES: dict[str, tuple[str, str]] = {
+    "tk-mark-state-updates": ("tk_mark_state_updates", "TkMarkStateUpdatesPass"),
     "tk-decompose": ("tk_decompose", "TkDecomposePass"),
     "tk-fuse-elementwise": ("tk_fuse_elementwise", "TkFuseElementwisePass"),
     "tk-to-sched": ("tk_to_sched", "TkToSchedPass"),

@@ -23,11 +23,6 @@ from xdsl.utils.exceptions import DiagnosticException
 from trainkernel.dialects import sched
 
 
-def _align(n: int) -> int:
-    a = sched.ARENA_ALIGNMENT
-    return (n + a - 1) // a * a
-
-
 def live_ranges(program: sched.ProgramLikeOp) -> dict[SSAValue, tuple[int, int]]:
     """Arena buffer -> (first phase that touches it, last phase that touches it)."""
     ranges: dict[SSAValue, tuple[int, int]] = {}
@@ -49,7 +44,7 @@ def allocate(program: sched.ProgramLikeOp) -> int:
 
     def size(b: sched.BufferOp) -> int:
         assert isinstance(b.result.type, MemRefType)
-        return _align(sched.nbytes(b.result.type))
+        return sched.arena_footprint(b.result.type)
 
     placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last)
     order = sorted(buffers, key=lambda b: (-size(b), ranges[b.result][0]))

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type
 from xdsl.ir import Block, Operation, Region
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import sched, tile, tk
+from trainkernel.elements import mma_kind
 
 THREADS = 128
 """Threads per block: the GEMM tiles are written for 4 warps (2x2 warp tiles)."""
@@ -46,16 +46,6 @@ def gemm_smem_bytes(mma: str) -> int:
     a = max(bm * (bk + pad), bk * (bm + pad))
     b = max(bn * (bk + pad), bk * (bn + pad))
     return STAGES * (a + b) * elem
-
-
-def mma_kind(element_type) -> str:
-    if isinstance(element_type, BFloat16Type):
-        return "mma.bf16"
-    if isinstance(element_type, Float16Type):
-        return "mma.f16"
-    if isinstance(element_type, Float32Type):
-        return "simt.f32"
-    raise DiagnosticException(f"sched-to-tile: no matmul kernel for element type {element_type}")
 
 
 def _ceil(a: int, b: int) -> int:

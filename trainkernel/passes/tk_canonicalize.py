@@ -1,8 +1,10 @@
 """Canonicalization patterns for `tk`, picked up by xDSL's `canonicalize` pass
-through the TkCanonicalization trait (`PATTERNS`, one tuple per op name).
+through the TkCanonicalization trait: importing this module registers
+`PATTERNS` (one tuple per op name) with the dialect
+(`tk.register_canonicalization_patterns`).
 
 Every pattern keeps the program's values *bit for bit* under the CPU reference
-interpreter (`trainkernel.interpreter`), which mirrors PyTorch. That rules out
+interpreter's numerics (`trainkernel.numerics`), which mirror PyTorch. That rules out
 some textbook identities:
 
 - `x + 0.0 -> x` is wrong for x = -0.0 (-0.0 + 0.0 = +0.0), so only
@@ -48,17 +50,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import (
-    BFloat16Type,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    IntegerType,
-    TensorType,
-)
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
+from trainkernel import elements
 from trainkernel.dialects import tk
 
 # ---------------------------------------------------------------- helpers
@@ -73,9 +69,7 @@ def fill_value_in_type(fill: tk.FillOp) -> float:
     """The value every element of `fill` has, after rounding to its element type."""
     import torch
 
-    from trainkernel.interpreter import torch_dtype
-
-    return float(torch.full((), fill.fill_value, dtype=torch_dtype(fill.result.type)).item())
+    return float(torch.full((), fill.fill_value, dtype=elements.torch_dtype(fill.result.type)).item())
 
 
 def _is_const(value: SSAValue, number: float) -> bool:
@@ -93,16 +87,14 @@ def _probe(fill: tk.FillOp):
     rank 0 (scalar rules depend on it), any other rank becomes shape (1,)."""
     import torch
 
-    from trainkernel.interpreter import torch_dtype
-
     shape = () if not tk.shape_of(fill.result) else (1,)
-    return torch.full(shape, fill.fill_value, dtype=torch_dtype(fill.result.type))
+    return torch.full(shape, fill.fill_value, dtype=elements.torch_dtype(fill.result.type))
 
 
 def _folded_value(op: Operation, fills: Sequence[tk.FillOp]) -> float | None:
     """Evaluate elementwise `op` on its constant operands with the interpreter;
     None if the result is not finite (or anything goes wrong)."""
-    from trainkernel.interpreter import InterpreterError, eval_tk_op
+    from trainkernel.numerics import InterpreterError, eval_tk_op
 
     try:
         (r,) = eval_tk_op(op, [_probe(f) for f in fills])
@@ -188,43 +180,6 @@ class PowIdentity(RewritePattern):
 # ------------------------------------------------------------------- casts
 
 
-def _kind(t: Attribute) -> tuple[str, int] | None:
-    if isinstance(t, BFloat16Type):
-        return ("bf16", 16)
-    if isinstance(t, Float16Type):
-        return ("f16", 16)
-    if isinstance(t, Float32Type):
-        return ("f32", 32)
-    if isinstance(t, Float64Type):
-        return ("f64", 64)
-    if isinstance(t, IntegerType):
-        return ("i", t.width.data)
-    return None
-
-
-_FLOAT_WIDENINGS = {
-    ("bf16", "f32"),
-    ("f16", "f32"),
-    ("bf16", "f64"),
-    ("f16", "f64"),
-    ("f32", "f64"),
-}
-
-
-def cast_is_exact(src: Attribute, dst: Attribute) -> bool:
-    """Whether converting element type `src` to `dst` keeps every value exactly
-    (so a later conversion sees the original value)."""
-    a, b = _kind(src), _kind(dst)
-    if a is None or b is None:
-        return False
-    if src == dst:
-        return True
-    if (a[0], b[0]) in _FLOAT_WIDENINGS:
-        return True
-    # i1 (0 or 1) is exact in every float type and every wider integer.
-    return a == ("i", 1) and (b[0] != "i" or b[1] > 1)
-
-
 class CastIdentity(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if isinstance(op, tk.CastOp) and op.input.type == op.result.type:
@@ -242,9 +197,10 @@ class CastOfCast(RewritePattern):
         a = tk.element_type_of(x)
         b = tk.element_type_of(inner.result)
         c = tk.element_type_of(op.result)
-        if not cast_is_exact(a, b):
+        if not elements.cast_is_exact(a, b):
             return
-        if tk.is_float(a) and not (tk.is_float(c) or isinstance(c, Float64Type)):
+        c_row = elements.find(c)
+        if tk.is_float(a) and not (c_row is not None and c_row.is_float):
             # float -> float -> integer: fine mathematically, but keep the
             # (NaN -> integer is undefined) question out of the rewriter.
             return
@@ -325,7 +281,7 @@ class SliceIdentity(RewritePattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
         if not isinstance(op, tk.SliceOp) or op.input.type != op.result.type:
             return
-        if all(s == 0 for s in tk._ints(op.starts)) and all(s == 1 for s in tk._ints(op.steps)):
+        if all(s == 0 for s in op.starts_list) and all(s == 1 for s in op.steps_list):
             _replace_with_value(op, rewriter, op.input)
 
 
@@ -385,6 +341,4 @@ PATTERNS: dict[str, tuple[RewritePattern, ...]] = {
     "tk.matmul": (MatmulAbsorbTranspose(),),
 }
 
-
-def patterns_for(op_name: str) -> tuple[RewritePattern, ...]:
-    return PATTERNS.get(op_name, ())
+tk.register_canonicalization_patterns(PATTERNS)

@@ -39,7 +39,8 @@ except addmm, see there):
   BLAS's order either, so nothing downstream may rely on addmm bits.
 - `pow(x, 2) -> mul(x, x)` (PyTorch computes x*x, in f32 for bf16, one rounding;
   for f16 `powf(x, 2)` of an f16 value is exact in f32: same result);
-- `pow(x, 1) -> x`; `pow(x, 0) -> fill 1` (PyTorch special-cases both);
+- `pow(x, 1) -> x`; `pow(x, 0) -> fill 1` (PyTorch special-cases both): the
+  canonicalization pattern `tk_canonicalize.PowIdentity`, applied here too;
 - `pow(x, 0.5) -> sqrt(x)` for f32 and bf16 (PyTorch dispatches to sqrt). Not
   for f16: PyTorch uses powf there and powf(-0, 0.5) = +0 where sqrt gives -0;
 - `pow(x, -1) -> div(1, x)` with a rank-0 constant 1 of x's type (PyTorch's
@@ -48,10 +49,8 @@ except addmm, see there):
 
 from __future__ import annotations
 
-import math
-
 from xdsl.context import Context
-from xdsl.dialects.builtin import BFloat16Type, Float16Type, ModuleOp, TensorType, f32
+from xdsl.dialects.builtin import Float16Type, ModuleOp, TensorType, f32
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -61,9 +60,15 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
+from trainkernel import elements
 from trainkernel.dialects import tk
+from trainkernel.passes.tk_canonicalize import PowIdentity
+from trainkernel.util import numel
 
-_LOW_PRECISION = (BFloat16Type, Float16Type)
+
+def _low_precision(t) -> bool:
+    """bf16 / f16: PyTorch computes them in f32 (their opmath type) and rounds once."""
+    return elements.lookup(t).opmath is not elements.lookup(t)
 
 
 def _with_element(t: TensorType, element) -> TensorType:
@@ -81,12 +86,12 @@ class DecomposeMean(RewritePattern):
         if not isinstance(op, tk.MeanOp):
             return
         shape = tk.shape_of(op.input)
-        n = math.prod(shape[a] for a in op.axes_list)
+        n = numel(shape[a] for a in op.axes_list)
         keepdim = op.keepdim is not None
         result_type = op.result.type
         et = tk.element_type_of(op.result)
         new_ops: list[Operation] = []
-        low = isinstance(et, _LOW_PRECISION)
+        low = _low_precision(et)
         x = _to_f32(op.input, new_ops) if low else op.input
         acc = f32 if low else et
         total = tk.SumOp(x, op.axes_list, _with_element(result_type, acc), keepdim)
@@ -103,7 +108,7 @@ class DecomposeAddmm(RewritePattern):
         if not isinstance(op, tk.AddmmOp):
             return
         result_type = op.result.type
-        low = isinstance(tk.element_type_of(op.result), _LOW_PRECISION)
+        low = _low_precision(tk.element_type_of(op.result))
         new_ops: list[Operation] = []
         if low:
             a, b, bias = (_to_f32(v, new_ops) for v in (op.lhs, op.rhs, op.bias))
@@ -126,11 +131,7 @@ class DecomposePow(RewritePattern):
         e = op.exponent_value
         x = op.input
         t = op.result.type
-        if e == 1.0:
-            rewriter.replace(op, [], [x])
-        elif e == 0.0:
-            rewriter.replace(op, tk.FillOp(1.0, t))
-        elif e == 2.0:
+        if e == 2.0:
             rewriter.replace(op, tk.MulOp(x, x, t))
         elif e == 0.5 and not isinstance(tk.element_type_of(t), Float16Type):
             rewriter.replace(op, tk.SqrtOp(x))
@@ -139,7 +140,9 @@ class DecomposePow(RewritePattern):
             rewriter.replace(op, [one, tk.DivOp(one, x, t)])
 
 
-DECOMPOSE_PATTERNS: tuple[RewritePattern, ...] = (DecomposeMean(), DecomposeAddmm(), DecomposePow())
+# pow(x, 1) and pow(x, 0) are canonicalizations; the pattern is canonicalize's own,
+# applied here too so that tk-decompose alone leaves no special exponent behind.
+DECOMPOSE_PATTERNS: tuple[RewritePattern, ...] = (DecomposeMean(), DecomposeAddmm(), PowIdentity(), DecomposePow())
 
 
 class TkDecomposePass(ModulePass):

@@ -11,12 +11,12 @@ A group has a root and an iteration shape:
 A pointwise op joins the group of one of its operands when its result has that
 group's iteration shape and joining cannot create a cycle between groups.
 Values used outside the group become results of the `tk.fused`. Fills are
-cloned into every group that reads them (constants cost nothing per element).
+cloned into every group that reads them (`tk.outline`).
 
-Before grouping, a 2-D `tk.transpose` feeding a matmul is folded into the
-matmul's transpose flags, so backward-pass `t()` views never materialize, and a
-reshape that only drops the size-1 axes of a keepdim reduction is folded into
-the reduction, so bias-gradient updates fuse into it.
+Before grouping, a reshape that only drops the size-1 axes of a keepdim
+reduction is folded into the reduction, so bias-gradient updates fuse into it.
+(A 2-D `tk.transpose` feeding a matmul is already folded into the matmul's
+transpose flags by `canonicalize`, which the pipeline runs first.)
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
@@ -33,27 +33,6 @@ from trainkernel.dialects import tk
 
 POINTWISE = (*tk.ELEMENTWISE_OPS, tk.ExpandOp)
 REDUCTIONS = (tk.SumOp, tk.MaxOp, tk.ArgmaxOp)
-
-
-def fold_transposes_into_matmul(body: Block) -> None:
-    for op in list(body.ops):
-        if not isinstance(op, tk.MatmulOp):
-            continue
-        for idx, flag in ((0, "transpose_a"), (1, "transpose_b")):
-            src = op.operands[idx].owner
-            if isinstance(src, tk.TransposeOp) and src.perm_list == (1, 0):
-                ta, tb = op.transpose_a is not None, op.transpose_b is not None
-                new = tk.MatmulOp(
-                    src.input if idx == 0 else op.lhs,
-                    src.input if idx == 1 else op.rhs,
-                    op.result.type,
-                    transpose_a=not ta if idx == 0 else ta,
-                    transpose_b=not tb if idx == 1 else tb,
-                )
-                Rewriter.replace_op(op, new)
-                op = new
-                if not src.result.uses:
-                    Rewriter.erase_op(src)
 
 
 def drop_keepdim_reshapes(body: Block) -> None:
@@ -145,30 +124,12 @@ def form_groups(body: Block) -> list[Group]:
 def outline(group: Group) -> None:
     """Replace the group's ops by one tk.fused holding clones of them."""
     members = set(group.ops)
-    inputs: list[SSAValue] = []
-    fills: list[tk.FillOp] = []
-    for op in group.ops:
-        for operand in op.operands:
-            owner = operand.owner
-            if isinstance(owner, tk.FillOp):
-                if owner not in fills:
-                    fills.append(owner)
-            elif owner not in members and operand not in inputs:
-                inputs.append(operand)
     outputs = [
         r for op in group.ops for r in op.results if any(use.operation not in members for use in r.uses)
     ]
-    block = Block(arg_types=[v.type for v in inputs])
-    mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
-    for f in fills:
-        clone = f.clone()
-        block.add_op(clone)
-        mapping[f.result] = clone.result
-    for op in group.ops:
-        clone = op.clone(value_mapper=mapping)
-        block.add_op(clone)
-    block.add_op(tk.YieldOp(*[mapping[v] for v in outputs]))
-    fused = tk.FusedOp(inputs, [v.type for v in outputs], Region(block))
+    fills = {o.owner for op in group.ops for o in op.operands if isinstance(o.owner, tk.FillOp)}
+    inputs, body = tk.outline(group.ops, outputs)
+    fused = tk.FusedOp(inputs, [v.type for v in outputs], body)
     last = group.ops[-1]
     assert last.parent is not None
     last.parent.insert_op_after(fused, last)
@@ -211,7 +172,6 @@ def topological_sort(body: Block) -> None:
 
 def fuse_function(f: func.FuncOp) -> None:
     body = f.body.block
-    fold_transposes_into_matmul(body)
     drop_keepdim_reshapes(body)
     for group in form_groups(body):
         outline(group)

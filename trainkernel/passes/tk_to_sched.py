@@ -27,8 +27,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import sched, tk
-
-UPDATES_ATTR = "tk.updates"
+from trainkernel.passes.tk_mark_state_updates import UPDATES_ATTR
 
 
 @dataclass(eq=False)
@@ -106,33 +105,14 @@ class Lowering:
             body = op.detach_region(op.body)
             return Work(list(op.inputs), list(op.outputs), body)
         # A lone op: wrap it in a body of its own; fills it reads are cloned in.
-        inputs: list[SSAValue] = []
-        for o in op.operands:
-            if not isinstance(o.owner, tk.FillOp) and o not in inputs:
-                inputs.append(o)
-        block = Block(arg_types=[v.type for v in inputs])
-        mapping = dict(zip(inputs, block.args))
-        for o in op.operands:
-            if isinstance(o.owner, tk.FillOp) and o not in mapping:
-                clone = o.owner.clone()
-                block.add_op(clone)
-                mapping[o] = clone.result
-        clone = op.clone(value_mapper=mapping)
-        block.add_op(clone)
-        block.add_op(tk.YieldOp(*clone.results))
-        return Work(inputs, list(op.results), Region(block))
+        inputs, body = tk.outline([op], list(op.results))
+        return Work(inputs, list(op.results), body)
 
     def copy_work(self, value: SSAValue, target: SSAValue) -> Work:
         """A compute that copies `value` into buffer `target` (a result that is
         an argument or a constant, or one value returned twice)."""
-        if isinstance(value.owner, tk.FillOp):
-            block = Block()
-            fill = value.owner.clone()
-            block.add_ops([fill, tk.YieldOp(fill.result)])
-            return Work([], [], Region(block), copy_target=target)
-        block = Block(arg_types=[value.type])
-        block.add_op(tk.YieldOp(block.args[0]))
-        return Work([value], [], Region(block), copy_target=target)
+        inputs, body = tk.outline([], [value])
+        return Work(inputs, [], body, copy_target=target)
 
     def run(self) -> sched.ProgramOp:
         f = self.func_op

@@ -1,7 +1,7 @@
 """`trainkernel`: the command line for the user jobs.
 
     trainkernel compile [WORKLOAD] [--dtype bf16] [--staged]   compile (and, on a GPU, train and check)
-    trainkernel inspect WORKLOAD --stage tk|sched|tile|cuda     print one stage's IR or the CUDA
+    trainkernel inspect WORKLOAD --stage captured|tk|sched|tile|cuda|pipeline   one stage, or the -p list
     trainkernel verify [--workloads ...] [--dtypes ...]         GPU correctness: compiled vs PyTorch
     trainkernel bench ...                                       the training-loop benchmark
 
@@ -67,29 +67,6 @@ def _parse_sizes(text: str | None) -> list[int] | None:
     if any(s < 1 for s in sizes):
         raise SystemExit(f"trainkernel: --sizes must all be >= 1, got {text!r}")
     return sizes
-
-
-def reference_step(workload):
-    """The workload's step computed entirely in float64 (same model, loss and SGD update)."""
-    import torch
-    from torch.func import grad_and_value
-
-    lr = workload.lr
-    n_layers = len(workload.widths) - 1
-
-    def loss_fn(params, x, y):
-        h = x
-        for i in range(n_layers):
-            h = h @ params[2 * i] + params[2 * i + 1]
-            if i + 1 < n_layers:
-                h = torch.relu(h)
-        return ((h - y) ** 2).mean()
-
-    def step(params, x, y):
-        grads, loss = grad_and_value(loss_fn)(params, x, y)
-        return loss, grads, tuple(p - lr * g for p, g in zip(params, grads))
-
-    return step
 
 
 def problem(workload, compute_dtype, device, n_batches: int = 4, seed: int = 0):
@@ -188,7 +165,7 @@ def _check(workload, compute_dtype, steps, inplace, device, cache_dir, seed, com
     from trainkernel.api import compile_training
 
     step = workload.make_step(compute_dtype)
-    ref = reference_step(workload)
+    ref = workload.reference_step()
     params0, batches = problem(workload, compute_dtype, device, seed=seed)
     if compiled is None:
         compiled = compile_training(step, (params0, *batches[0]), inplace=inplace, cache_dir=cache_dir)
@@ -298,7 +275,12 @@ def cmd_compile(args) -> int:
 def cmd_inspect(args) -> int:
     w = get_workload(args.workload, _parse_sizes(args.sizes))
     c = _compile(w, args.dtype, not args.staged, args.cache_dir, build=False)
-    text = c.cuda_source if args.stage == "cuda" else c.ir(args.stage)
+    if args.stage == "captured":  # what trainkernel.capture gives: the input of `pipeline`
+        text = str(c.captured)
+    elif args.stage == "pipeline":  # the exact trainkernel-opt -p list from `captured` to `cuda`
+        text = c.pipeline
+    else:
+        text = c.cuda_source if args.stage == "cuda" else c.ir(args.stage)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
     return 0
 
@@ -366,7 +348,9 @@ def _parser() -> argparse.ArgumentParser:
 
     i = sub.add_parser("inspect", help="print one stage of the lowering")
     common(i, False)
-    i.add_argument("--stage", required=True, choices=("tk", "sched", "tile", "cuda"))
+    i.add_argument("--stage", required=True, choices=("captured", "tk", "sched", "tile", "cuda", "pipeline"),
+                   help="captured: the IR trainkernel.capture gives; tk/sched/tile: after that stage; cuda: the .cu; "
+                   "pipeline: the trainkernel-opt -p list that turns `captured` into `cuda`")
 
     v = sub.add_parser("verify", help="GPU correctness: compiled vs PyTorch eager over N steps (non-zero exit on mismatch)")
     v.add_argument("--workloads", nargs="+", help="workload names (default: all)")

@@ -35,8 +35,7 @@ func.func @linear_relu(%x: tensor<16x32xbf16>, %w: tensor<32x64xbf16>, %b: tenso
 // CHECK-NEXT:    }
 // CHECK-NEXT:    func.return %gf, %nw : tensor<64x8xf32>, tensor<64x8xf32>
 func.func @dw_sgd(%h: tensor<16x64xbf16>, %d: tensor<16x8xbf16>, %w: tensor<64x8xf32>) -> (tensor<64x8xf32>, tensor<64x8xf32>) {
-  %ht = tk.transpose %h perm [1, 0] : tensor<16x64xbf16> -> tensor<64x16xbf16>
-  %g = tk.matmul %ht, %d : (tensor<64x16xbf16>, tensor<16x8xbf16>) -> tensor<64x8xbf16>
+  %g = tk.matmul %h, %d transpose_a : (tensor<16x64xbf16>, tensor<16x8xbf16>) -> tensor<64x8xbf16>
   %gf = tk.cast %g : tensor<64x8xbf16> to tensor<64x8xf32>
   %lr = tk.fill 0.001 : tensor<f32>
   %st = tk.mul %gf, %lr : (tensor<64x8xf32>, tensor<f32>) -> tensor<64x8xf32>
