@@ -1,4 +1,4 @@
-"""trainkernel.backend.build: nvcc through ninja, content-addressed cache, concurrency.
+"""trainkernel.backend.build: nvcc in parallel, content-addressed cache, concurrency.
 
 Needs nvcc (not a GPU); skipped where the CUDA toolkit is absent.
 """

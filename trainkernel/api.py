@@ -34,7 +34,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from trainkernel.backend.build import BuildResult, build as _build, default_arch, normalize_arch
+from trainkernel.backend.build import BuildResult, build as _build, default_arch, normalize_arch, verify_library
 from trainkernel.pipeline import STAGES
 
 __all__ = ["CapturedProgram", "CompiledTrainingStep", "compile_training", "STAGES"]
@@ -410,7 +410,11 @@ class CompiledTrainingStep:
 
         major, minor = torch.cuda.get_device_capability(device)
         arch = self._arch or f"sm_{major}{minor}"
-        lib = load_library(self._build_result(arch).path)
+        res = self._build_result(arch)
+        if not verify_library(res):  # changed on disk since it was built or checked: build again
+            del self._builds[res.arch]
+            res = self._build_result(arch)
+        lib = load_library(res.path)
         if not self._can_run(lib):
             lib = self._fall_back_to_grid(arch)
         n = lib.num_buffers()

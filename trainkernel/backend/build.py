@@ -2,7 +2,7 @@
 
 `build(source)` turns one `.cu` text (the CUDA printer's output) into a `.so`
 that the runtime loads with ctypes; `build_many(sources)` builds several
-variants in parallel through one ninja invocation.
+variants in parallel (one nvcc process per source, at most ``jobs`` at once).
 
 Flags: ``-O3 -std=c++17 --shared -Xcompiler -fPIC -lineinfo -arch=<arch>``
 plus ``-I <package>/backend/include`` (the device header library, used as
@@ -10,23 +10,48 @@ plus ``-I <package>/backend/include`` (the device header library, used as
 (``torch.cuda.get_device_capability``) or ``sm_90`` when no GPU is visible, so
 a machine without a GPU (CI) compiles for the H200.
 
-Cache. The key is sha256 over the source, the full nvcc flag list (which
-holds the architecture), ``nvcc --version`` and the path and contents of every
-header under the include directories. Artifacts live in the cache directory:
+No shell sees a path. nvcc runs its sub-tools through ``sh`` with the source
+path, its working directory and ``$TMPDIR`` pasted into the command lines, so
+nvcc only ever runs in a private build directory whose path is checked to be
+shell-safe (letters, digits, ``_ . + - /``; under ``tempfile.gettempdir()``,
+else ``/tmp``), on relative file names (``k0.cu -> k0.so``; include
+directories are reached through symlinks ``inc0``, ``inc1``, ...), with
+``TMPDIR`` pointing into that directory. We start nvcc with an argument list,
+never through a shell. The results are then copied into the cache. Any
+cache path without control characters works (``$``, quotes, spaces
+included); one with a newline or other control character is refused.
+
+Cache key: sha256 over the source, the full flag list (which holds the
+architecture), the nvcc path and ``nvcc --version``, the host compiler nvcc
+runs (found from ``nvcc --dryrun``) and its ``--version``, the environment
+nvcc and the host compiler read (`KEY_ENVIRONMENT`: ``NVCC_APPEND_FLAGS``,
+``NVCC_PREPEND_FLAGS``, ...), and the relative path and contents of every file
+under the include directories. Artifacts live in the cache directory:
 ``cache_dir=`` argument, else ``$TRAINKERNEL_CACHE_DIR``, else
 ``~/.cache/trainkernel``::
 
     <key>.cu     the source (kept so -lineinfo / profilers can show it)
-    <key>.json   flags, nvcc version, build time
-    <key>.so     the library; its presence is what makes a cache hit
+    <key>.json   the key's inputs, build log, and the library's sha256
+    <key>.so     the library
     <key>.lock   an fcntl lock held while that key is being built
 
+A cache hit is a ``.so`` whose sha256 equals the one ``<key>.json`` recorded
+for that key when it was built; anything else (truncated, garbage, another
+kernel's library, missing or foreign metadata) is rebuilt under the lock.
+
 Several processes may build the same kernel at once: each takes the key's
-lock, re-checks the cache, and only the first compiles; nvcc writes into a
-private temporary directory inside the cache directory and the result is
-moved into place with ``os.replace`` (atomic on one filesystem), so a reader
-never sees a partial library. Where fcntl is unavailable the atomic rename
-alone still keeps the cache consistent (duplicate work, never a torn file).
+lock, re-checks the cache, and only the first compiles. Every file enters the
+cache by ``os.replace`` from a temporary file in the same directory (atomic),
+metadata before the library, so a reader never sees a partial library and a
+crash between the two leaves a mismatch that the next build repairs.
+Temporary files carry their host and pid; what a killed build left behind (in
+the cache or as a private build directory) is removed by the next build once
+that process is gone.
+
+Errors: nvcc failures raise `BuildError` with nvcc's output; an unusable
+cache location (a file, read-only, full, not creatable, a control character
+in its path) raises `CacheError` (a `BuildError`) naming the directory and the
+reason, and leaves nothing behind. Both are `trainkernel.errors.TrainKernelError`.
 """
 
 from __future__ import annotations
@@ -37,13 +62,19 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
+import signal
+import socket
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+
+from trainkernel.errors import TrainKernelError
 
 try:  # POSIX only; see the module docstring for the fallback.
     import fcntl
@@ -53,22 +84,43 @@ except ImportError:  # pragma: no cover
 __all__ = [
     "BuildError",
     "BuildResult",
+    "CacheError",
+    "KEY_ENVIRONMENT",
     "build",
     "build_many",
     "cache_key",
     "default_arch",
     "default_cache_dir",
+    "host_compiler",
     "include_dir",
     "normalize_arch",
     "nvcc_flags",
     "nvcc_path",
     "nvcc_version",
+    "toolchain_fingerprint",
+    "verify_library",
 ]
 
 BASE_FLAGS: tuple[str, ...] = ("-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC", "-lineinfo")
 
+CACHE_FORMAT = 2
+"""Version of the artifact layout and key recipe (part of the key)."""
 
-class BuildError(RuntimeError):
+KEY_ENVIRONMENT: tuple[str, ...] = (
+    "NVCC_APPEND_FLAGS",
+    "NVCC_PREPEND_FLAGS",
+    "NVCC_CCBIN",
+    "CPATH",
+    "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH",
+    "LIBRARY_PATH",
+)
+"""Environment variables that change what nvcc or the host compiler produce."""
+
+_SHELL_SAFE = re.compile(r"^[A-Za-z0-9_./+-]+$")
+
+
+class BuildError(TrainKernelError, RuntimeError):
     """nvcc (or the build tooling) failed. ``.log`` holds nvcc's output."""
 
     def __init__(self, message: str, *, log: str = "", command: str = "", source_path: Path | None = None):
@@ -78,9 +130,14 @@ class BuildError(RuntimeError):
         self.source_path = source_path
 
 
+class CacheError(BuildError):
+    """The kernel cache location cannot be used (a file, read-only, full, ...)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class BuildResult:
-    """A built library. ``cached`` is True when no compilation was needed."""
+    """A built library. ``cached`` is True when no compilation was needed;
+    ``sha256`` is the library's content hash recorded in the cache."""
 
     path: Path
     cached: bool
@@ -88,6 +145,7 @@ class BuildResult:
     key: str = ""
     arch: str = ""
     log: str = ""  # nvcc's warnings, if any (empty on a cache hit)
+    sha256: str = ""
 
 
 # --------------------------------------------------------------------------- toolchain
@@ -126,21 +184,6 @@ def _nvcc_version(path: str) -> str:
 def nvcc_version(path: str | None = None) -> str:
     """Full `nvcc --version` text (part of the cache key)."""
     return _nvcc_version(path or nvcc_path())
-
-
-def _ninja_path() -> str | None:
-    found = shutil.which("ninja")
-    if found:
-        return found
-    try:  # the `ninja` PyPI package ships a binary
-        import ninja  # type: ignore[import-not-found]
-
-        candidate = Path(ninja.BIN_DIR) / "ninja"
-        if candidate.is_file():
-            return str(candidate)
-    except Exception:
-        pass
-    return None
 
 
 def normalize_arch(arch: str | int | tuple[int, int] | None) -> str:
@@ -188,15 +231,144 @@ def default_cache_dir() -> Path:
     return Path("~/.cache/trainkernel").expanduser()
 
 
-def _cache_root(cache_dir: str | os.PathLike | None) -> Path:
-    root = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    root.mkdir(parents=True, exist_ok=True)
-    return root.resolve()
+def _env_values() -> tuple[tuple[str, str], ...]:
+    return tuple((k, os.environ[k]) for k in KEY_ENVIRONMENT if k in os.environ)
+
+
+# --------------------------------------------------------------------------- private directories
+
+_HOST = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:24] or "host"
+
+
+def _tag() -> str:
+    """Host and pid of this process, carried by every temporary we create."""
+    return f"{_HOST}-{os.getpid()}"
+
+
+def _tag_is_dead(tag: str) -> bool:
+    """True when `tag` names a process of this host that no longer exists."""
+    host, _, pid = tag.rpartition("-")
+    if host != _HOST or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _private_tmp_root() -> str:
+    """A directory with a shell-safe real path to hold private build directories."""
+    tried = []
+    for cand in (tempfile.gettempdir(), "/tmp", "/var/tmp"):
+        real = os.path.realpath(cand)
+        tried.append(real)
+        if _SHELL_SAFE.match(real) and os.path.isdir(real) and os.access(real, os.W_OK | os.X_OK):
+            return real
+    raise BuildError(
+        "no temporary directory with a shell-safe path to run nvcc in (nvcc runs its tools through sh): "
+        f"tried {', '.join(map(repr, tried))}; set TMPDIR to a writable directory whose path has only "
+        "letters, digits and _ . + - /"
+    )
+
+
+_WORK_DIR = re.compile(r"^tk-build-([A-Za-z0-9]+-\d+)-")
+_CACHE_TMP = re.compile(r"^\..+\.([A-Za-z0-9]+-\d+)\.[^.]+\.tmp$")
+_STALE_SECONDS = 3600.0
+
+
+def _sweep_work_dirs(tmp_root: str) -> None:
+    """Remove private build directories of dead processes of ours (best effort)."""
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(tmp_root):
+            m = _WORK_DIR.match(entry.name)
+            if m and _tag_is_dead(m.group(1)):
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_uid == os.geteuid():
+                        shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _sweep_cache(root: Path) -> None:
+    """Remove temporaries that dead builds left in the cache (best effort):
+    ours once their process is gone, and anything older than an hour
+    (including the ``.build-*`` folders of earlier versions)."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(root):
+            if not entry.name.startswith("."):
+                continue
+            with contextlib.suppress(OSError):
+                m = _CACHE_TMP.match(entry.name)
+                old = now - entry.stat(follow_symlinks=False).st_mtime > _STALE_SECONDS
+                if m and (old or _tag_is_dead(m.group(1))):
+                    os.unlink(entry.path)
+                elif entry.name.startswith(".build-") and entry.is_dir(follow_symlinks=False) and old:
+                    shutil.rmtree(entry.path, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- the key
+
+
+@functools.lru_cache(maxsize=None)
+def _host_compiler(nvcc: str, arch: str, env: tuple[tuple[str, str], ...], path_env: str) -> tuple[str, str]:
+    """(path, ``--version`` text) of the host compiler nvcc drives, read from
+    ``nvcc --dryrun`` (which honours -ccbin, NVCC_CCBIN and the *_FLAGS)."""
+    tmp_root = _private_tmp_root()
+    with tempfile.TemporaryDirectory(prefix=f"tk-build-{_tag()}-", dir=tmp_root) as d:
+        try:
+            out = subprocess.run(
+                [nvcc, "--dryrun", *BASE_FLAGS, f"-arch={arch}", "-o", "k.so", "k.cu"],
+                cwd=d, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                env={**os.environ, "TMPDIR": d},
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise BuildError(f"cannot run `{nvcc} --dryrun`: {exc}") from exc
+    word = ""
+    for line in (out.stderr + "\n" + out.stdout).splitlines():
+        if not line.startswith("#$ "):
+            continue
+        cmd = line[3:].strip()
+        if not cmd or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", cmd):
+            continue  # nvcc's variable assignments
+        word = cmd.split()[0].strip("\"'")
+        break
+    if not word:
+        # nvcc refused even to plan the build; the real compile reports why.
+        return ("unknown", out.stderr.strip() or out.stdout.strip())
+    path = word if os.sep in word else (shutil.which(word, path=path_env) or word)
+    try:
+        ver = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        version = (ver.stdout or ver.stderr).strip()
+    except (OSError, subprocess.SubprocessError) as exc:
+        version = f"(cannot run {path} --version: {exc})"
+    return (path, version)
+
+
+def host_compiler(nvcc: str | None = None, arch: str | None = None) -> tuple[str, str]:
+    """The host compiler nvcc uses now: (path, its ``--version`` output)."""
+    return _host_compiler(nvcc or nvcc_path(), normalize_arch(arch), _env_values(), os.environ.get("PATH", ""))
+
+
+def toolchain_fingerprint(nvcc: str | None = None, arch: str | None = None) -> dict[str, object]:
+    """Everything besides source, flags and headers that changes the binary."""
+    nvcc = nvcc or nvcc_path()
+    cc, cc_version = host_compiler(nvcc, arch)
+    return {
+        "format": CACHE_FORMAT,
+        "nvcc": nvcc,
+        "nvcc_version": nvcc_version(nvcc),
+        "host_compiler": cc,
+        "host_compiler_version": cc_version,
+        "env": dict(_env_values()),
+    }
 
 
 def _headers_digest(include_dirs: Sequence[Path]) -> str:
     h = hashlib.sha256()
-    for root in include_dirs:
+    for i, root in enumerate(include_dirs):
+        h.update(f"include dir {i}\0".encode())
         if not root.is_dir():
             continue
         for path in sorted(p for p in root.rglob("*") if p.is_file()):
@@ -207,10 +379,11 @@ def _headers_digest(include_dirs: Sequence[Path]) -> str:
     return h.hexdigest()
 
 
-def cache_key(cuda_source: str, flags: Sequence[str], nvcc_ver: str, include_dirs: Sequence[Path]) -> str:
-    """sha256(source, flags, nvcc version, header contents)."""
+def cache_key(cuda_source: str, flags: Sequence[str], toolchain: Mapping[str, object], include_dirs: Sequence[Path]) -> str:
+    """sha256(source, flags, toolchain fingerprint, header paths and contents)."""
     h = hashlib.sha256()
-    for part in (cuda_source, "\0".join(flags), nvcc_ver, _headers_digest(include_dirs)):
+    parts = (cuda_source, "\0".join(flags), json.dumps(dict(toolchain), sort_keys=True), _headers_digest(include_dirs))
+    for part in parts:
         h.update(part.encode())
         h.update(b"\x1f")
     return h.hexdigest()
@@ -219,17 +392,103 @@ def cache_key(cuda_source: str, flags: Sequence[str], nvcc_ver: str, include_dir
 # --------------------------------------------------------------------------- cache helpers
 
 
-def _write_atomic(path: Path, data: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def _cache_root(cache_dir: str | os.PathLike | None) -> Path:
+    raw = os.fspath(cache_dir) if cache_dir is not None else os.fspath(default_cache_dir())
+    if isinstance(raw, bytes):
+        raw = os.fsdecode(raw)
+    bad = next((c for c in raw if ord(c) < 32 or ord(c) == 127), None)
+    if bad is not None:
+        raise CacheError(
+            f"kernel cache directory {raw!r} contains a control character ({bad!r}); refusing it: "
+            "choose another directory (cache_dir= or $TRAINKERNEL_CACHE_DIR)"
+        )
+    root = Path(raw).expanduser()
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; the cache may be shared
+        root.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        pass  # reported below
+    except OSError as exc:
+        raise CacheError(
+            f"cannot create the kernel cache directory {root}: {exc.strerror or exc}; "
+            "choose a writable directory (cache_dir= or $TRAINKERNEL_CACHE_DIR)"
+        ) from exc
+    if not root.is_dir():
+        blocker = next((p for p in (root, *root.parents) if p.exists()), root)
+        where = "" if blocker == root else f" ({blocker} is a file)"
+        raise CacheError(
+            f"kernel cache location {root} is not a directory{where}; "
+            "choose a directory (cache_dir= or $TRAINKERNEL_CACHE_DIR)"
+        )
+    return root.resolve()
+
+
+@contextlib.contextmanager
+def _cache_io(root: Path) -> Iterator[None]:
+    """Report any OSError of a cache write as one CacheError naming the cache."""
+    try:
+        yield
+    except CacheError:
+        raise
+    except OSError as exc:
+        raise CacheError(
+            f"cannot write to the kernel cache {root}: {exc.strerror or exc}; "
+            "choose a writable directory with space (cache_dir= or $TRAINKERNEL_CACHE_DIR)"
+        ) from exc
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """`path` gets `data` or stays as it was: temp file in the same directory,
+    then os.replace. The temp file is removed on any failure."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{_tag()}.", suffix=".tmp")
+    try:
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.chmod(tmp, mode)  # mkstemp makes 0600; the cache may be shared
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _verified_sha(root: Path, key: str) -> str | None:
+    """The library's sha256 if `<key>.so` is exactly what was built for `key`."""
+    try:
+        meta = json.loads((root / f"{key}.json").read_text())
+        if not isinstance(meta, dict) or meta.get("key") != key or meta.get("format") != CACHE_FORMAT:
+            return None
+        want = meta.get("sha256")
+        if not isinstance(want, str) or _sha256_file(root / f"{key}.so") != want:
+            return None
+        return want
+    except (OSError, ValueError):
+        return None
+
+
+def verify_library(result: BuildResult) -> bool:
+    """True when the library at ``result.path`` still has the content it was built with."""
+    try:
+        return bool(result.sha256) and _sha256_file(result.path) == result.sha256
+    except OSError:
+        return False
 
 
 @contextlib.contextmanager
@@ -238,70 +497,116 @@ def _locked(lock_paths: Sequence[Path]) -> Iterator[None]:
     if fcntl is None:
         yield
         return
-    files = []
+    fds: list[int] = []
     try:
         for p in sorted(set(lock_paths)):
-            f = open(p, "a+")
-            files.append(f)
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            fd = os.open(p, os.O_RDWR | os.O_CREAT, 0o644)
+            fds.append(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        for f in reversed(files):
+        for fd in reversed(fds):
             with contextlib.suppress(OSError):
-                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
-            f.close()
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
 
 
-def _ninja_escape(path: str) -> str:
-    return path.replace("$", "$$").replace(" ", "$ ").replace(":", "$:")
+# --------------------------------------------------------------------------- running nvcc
 
 
 @dataclasses.dataclass
 class _Job:
     key: str
     source: str
-    src_path: Path
-    so_path: Path
-    tmp_so: Path = dataclasses.field(default_factory=Path)
-    log_path: Path = dataclasses.field(default_factory=Path)
+    stem: str  # k0, k1, ...: the file names inside the private build directory
+    returncode: int | None = None
+    error: str = ""  # why nvcc could not be started
+
+    @property
+    def src_name(self) -> str:
+        return f"{self.stem}.cu"
+
+    @property
+    def out_name(self) -> str:
+        return f"{self.stem}.so"
+
+    @property
+    def log_name(self) -> str:
+        return f"{self.stem}.log"
 
 
-def _command(nvcc: str, flags: Sequence[str], src: Path, out: Path) -> list[str]:
-    return [nvcc, *flags, "-o", str(out), str(src)]
+def _display_command(nvcc: str, flags: Sequence[str], src: Path, out: Path) -> str:
+    """The equivalent command line, for messages (never executed)."""
+    return shlex.join([nvcc, *flags, "-o", str(out), str(src)])
 
 
-def _run_ninja(ninja: str, nvcc: str, flags: Sequence[str], jobs: list[_Job], workdir: Path, parallel: int) -> dict[str, bool]:
-    flag_text = " ".join(shlex.quote(f) for f in flags).replace("$", "$$")
-    lines = [
-        "ninja_required_version = 1.3",
-        f"nvcc = {shlex.quote(nvcc).replace('$', '$$')}",
-        f"flags = {flag_text}",
-        "rule nvcc",
-        "  command = $nvcc $flags -o $out $in > $log 2>&1 || (rm -f $out; exit 1)",
-        "  description = NVCC $out",
-        "",
-    ]
-    for job in jobs:
-        lines.append(f"build {_ninja_escape(str(job.tmp_so))}: nvcc {_ninja_escape(str(job.src_path))}")
-        lines.append(f"  log = {shlex.quote(str(job.log_path)).replace('$', '$$')}")
-    (workdir / "build.ninja").write_text("\n".join(lines) + "\n")
-    subprocess.run(
-        [ninja, "-C", str(workdir), "-k", "0", "-j", str(parallel)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    return {job.key: job.tmp_so.is_file() for job in jobs}
+def _relative_flags(flags: Sequence[str], include_dirs: Sequence[Path], work: Path) -> list[str]:
+    """`flags` with every include directory replaced by a symlink `incN` inside `work`."""
+    links: dict[str, str] = {}
+    for i, d in enumerate(include_dirs):
+        name = f"inc{i}"
+        os.symlink(d, work / name)
+        links[str(d)] = name
+    out, it = [], iter(flags)
+    for f in it:
+        if f == "-I":
+            d = next(it)
+            out += ["-I", links.get(d, d)]
+        else:
+            out.append(f)
+    return out
 
 
-def _run_direct(nvcc: str, flags: Sequence[str], jobs: list[_Job], parallel: int) -> dict[str, bool]:
+def _run_jobs(nvcc: str, flags: Sequence[str], jobs: list[_Job], work: Path, parallel: int) -> None:
+    """Run nvcc for every job in `work` (argument lists, no shell); on any
+    exception (KeyboardInterrupt included) every nvcc still running is killed."""
     from concurrent.futures import ThreadPoolExecutor
 
-    def one(job: _Job) -> bool:
-        with open(job.log_path, "w") as log:
-            rc = subprocess.run(_command(nvcc, flags, job.src_path, job.tmp_so), stdout=log, stderr=subprocess.STDOUT).returncode
-        return rc == 0 and job.tmp_so.is_file()
+    env = {**os.environ, "TMPDIR": str(work)}
+    procs: list[subprocess.Popen] = []
+    lock = threading.Lock()
+    stopping = threading.Event()
 
-    with ThreadPoolExecutor(max_workers=parallel) as pool:
-        return {job.key: ok for job, ok in zip(jobs, pool.map(one, jobs))}
+    def one(job: _Job) -> None:
+        if stopping.is_set():
+            return
+        with open(work / job.log_name, "wb") as log:
+            try:
+                p = subprocess.Popen([nvcc, *flags, "-o", job.out_name, job.src_name], cwd=work, stdout=log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+            except OSError as exc:
+                job.error = f"cannot run {nvcc}: {exc}"
+                return
+            with lock:
+                procs.append(p)
+            job.returncode = p.wait()
+
+    pool = ThreadPoolExecutor(max_workers=parallel)
+    try:
+        for fut in [pool.submit(one, job) for job in jobs]:
+            fut.result()
+    except BaseException:
+        stopping.set()
+        with lock:
+            for p in procs:
+                with contextlib.suppress(OSError):
+                    p.kill()
+        raise
+    finally:
+        pool.shutdown(wait=True)
+
+
+def _failure_reason(job: _Job) -> str:
+    if job.error:
+        return job.error
+    rc = job.returncode
+    if rc is not None and rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = "an unknown signal"
+        return f"nvcc was killed by signal {-rc} ({name})"
+    return f"nvcc exited with status {rc}"
 
 
 # --------------------------------------------------------------------------- public API
@@ -317,7 +622,8 @@ def build(
     """Compile one CUDA source to a shared library (or return the cached one).
 
     ``arch`` defaults to the visible GPU's architecture, else ``sm_90``.
-    Raises `BuildError` carrying nvcc's output when compilation fails.
+    Raises `BuildError` carrying nvcc's output when compilation fails, and
+    `CacheError` when the cache directory cannot be used.
     """
     return build_many([cuda_source], arch=arch, cache_dir=cache_dir, include_dirs=include_dirs)[0]
 
@@ -330,96 +636,123 @@ def build_many(
     include_dirs: Sequence[str | os.PathLike] = (),
     jobs: int | None = None,
 ) -> list[BuildResult]:
-    """Compile several sources in parallel (one ninja run); results in input order.
+    """Compile several sources in parallel; results in input order.
 
     Identical sources are built once. Every source is attempted; if any fails,
     the successful ones stay cached and one `BuildError` lists every failure.
     """
     start = time.perf_counter()
     arch_s = normalize_arch(arch)
+    root = _cache_root(cache_dir)
     nvcc = nvcc_path()
     flags = nvcc_flags(arch_s, include_dirs)
     inc = [include_dir(), *(Path(d).resolve() for d in include_dirs)]
-    version = nvcc_version(nvcc)
-    root = _cache_root(cache_dir)
+    toolchain = toolchain_fingerprint(nvcc, arch_s)
 
-    keys = [cache_key(src, flags, version, inc) for src in sources]
+    keys = [cache_key(src, flags, toolchain, inc) for src in sources]
     unique: dict[str, str] = {}
     for key, src in zip(keys, sources):
         unique.setdefault(key, src)
 
-    def so_path(key: str) -> Path:
-        return root / f"{key}.so"
-
-    missing = [k for k in unique if not so_path(k).is_file()]
-    built: dict[str, tuple[float, str]] = {}
+    hashes: dict[str, str] = {}
+    for k in unique:
+        sha = _verified_sha(root, k)
+        if sha is not None:
+            hashes[k] = sha
+    missing = [k for k in unique if k not in hashes]
+    built: dict[str, str] = {}  # key -> nvcc log
     failures: list[tuple[_Job, str]] = []
     if missing:
-        with _locked([root / f"{k}.lock" for k in missing]):
+        with _cache_io(root), _locked([root / f"{k}.lock" for k in missing]):
             # Another process may have finished these while we waited for the lock.
-            todo = [k for k in missing if not so_path(k).is_file()]
+            todo = []
+            for k in missing:
+                sha = _verified_sha(root, k)
+                if sha is None:
+                    todo.append(k)
+                else:
+                    hashes[k] = sha
             if todo:
-                built, failures = _compile(todo, unique, root, nvcc, flags, arch_s, version, jobs)
+                built, failures = _compile(todo, unique, root, nvcc, flags, inc, arch_s, toolchain, jobs, hashes)
     elapsed = time.perf_counter() - start
 
     if failures:
         parts = []
         for job, log in failures:
-            cmd = shlex.join(_command(nvcc, flags, job.src_path, job.so_path))
-            parts.append(f"--- kernel {job.key[:16]} (source: {job.src_path})\ncommand: {cmd}\n{log.strip() or '(nvcc printed nothing)'}")
+            src_path = root / f"{job.key}.cu"
+            cmd = _display_command(nvcc, flags, src_path, root / f"{job.key}.so")
+            parts.append(f"--- kernel {job.key[:16]} (source: {src_path}): {_failure_reason(job)}\n"
+                         f"command: {cmd}\n{log.strip() or '(nvcc printed nothing)'}")
         first_job, first_log = failures[0]
+        first_src = root / f"{first_job.key}.cu"
         raise BuildError(
             f"nvcc failed to compile {len(failures)} of {len(unique)} CUDA source(s) for {arch_s}:\n" + "\n".join(parts),
             log=first_log,
-            command=shlex.join(_command(nvcc, flags, first_job.src_path, first_job.so_path)),
-            source_path=first_job.src_path,
+            command=_display_command(nvcc, flags, first_src, root / f"{first_job.key}.so"),
+            source_path=first_src if first_src.is_file() else None,
         )
 
     results = []
     for key in keys:
+        path = root / f"{key}.so"
         if key in built:
-            results.append(BuildResult(so_path(key), False, elapsed, key, arch_s, built[key][1]))
+            results.append(BuildResult(path, False, elapsed, key, arch_s, built[key], hashes[key]))
         else:
-            results.append(BuildResult(so_path(key), True, elapsed, key, arch_s, ""))
+            results.append(BuildResult(path, True, elapsed, key, arch_s, "", hashes[key]))
     return results
 
 
-def _compile(todo, unique, root, nvcc, flags, arch_s, version, parallel):
-    work = Path(tempfile.mkdtemp(dir=root, prefix=".build-"))
+def _compile(todo, unique, root, nvcc, flags, inc, arch_s, toolchain, parallel, hashes):
+    """Compile `todo` keys in a private directory and install them in the cache.
+    Fills `hashes`; returns ({key: log} built, [(job, log)] failed)."""
+    _sweep_cache(root)
+    tmp_root = _private_tmp_root()
+    _sweep_work_dirs(tmp_root)
     try:
-        job_list = []
-        for key in todo:
-            src_path = root / f"{key}.cu"
-            _write_atomic(src_path, unique[key])
-            job_list.append(_Job(key, unique[key], src_path, root / f"{key}.so", work / f"{key}.so", work / f"{key}.log"))
+        work = Path(tempfile.mkdtemp(prefix=f"tk-build-{_tag()}-", dir=tmp_root))
+    except OSError as exc:
+        raise BuildError(f"cannot create a private build directory in {tmp_root}: {exc.strerror or exc}") from exc
+    try:
+        job_list = [_Job(key, unique[key], f"k{i}") for i, key in enumerate(todo)]
+        try:
+            rel_flags = _relative_flags(flags, inc, work)
+            for job in job_list:
+                (work / job.src_name).write_text(job.source)
+        except OSError as exc:
+            raise BuildError(f"cannot write to the private build directory {work}: {exc.strerror or exc}") from exc
         parallel = parallel or max(1, min(len(job_list), os.cpu_count() or 1))
         t0 = time.perf_counter()
-        ninja = _ninja_path()
-        if ninja is not None:
-            ok = _run_ninja(ninja, nvcc, flags, job_list, work, parallel)
-        else:
-            ok = _run_direct(nvcc, flags, job_list, parallel)
+        _run_jobs(nvcc, rel_flags, job_list, work, parallel)
         seconds = time.perf_counter() - t0
 
-        built: dict[str, tuple[float, str]] = {}
+        built: dict[str, str] = {}
         failures = []
         for job in job_list:
-            log = job.log_path.read_text(errors="replace") if job.log_path.is_file() else ""
-            if not ok[job.key]:
+            log_path = work / job.log_name
+            log = log_path.read_text(errors="replace") if log_path.is_file() else ""
+            out = work / job.out_name
+            if job.returncode != 0 or not out.is_file():
                 failures.append((job, log))
+                with contextlib.suppress(OSError):  # kept for the user to look at; best effort
+                    _write_atomic(root / f"{job.key}.cu", job.source.encode())
                 continue
+            data = out.read_bytes()
+            sha = hashlib.sha256(data).hexdigest()
             meta = {
+                **toolchain,
+                "key": job.key,
+                "sha256": sha,
                 "arch": arch_s,
                 "flags": list(flags),
-                "nvcc": nvcc,
-                "nvcc_version": version,
                 "seconds": round(seconds, 3),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
                 "log": log,
             }
-            _write_atomic(root / f"{job.key}.json", json.dumps(meta, indent=1))
-            os.replace(job.tmp_so, job.so_path)  # the commit point
-            built[job.key] = (seconds, log)
+            _write_atomic(root / f"{job.key}.cu", job.source.encode())
+            _write_atomic(root / f"{job.key}.json", json.dumps(meta, indent=1).encode())
+            _write_atomic(root / f"{job.key}.so", data, mode=0o755)  # the commit point
+            hashes[job.key] = sha
+            built[job.key] = log
         return built, failures
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trainkernel.errors import TrainKernelError
+
 
 @dataclass(frozen=True)
 class SourceLocation:
@@ -18,7 +20,7 @@ class SourceLocation:
         return f"{self.filename}:{self.lineno}"
 
 
-class CaptureError(Exception):
+class CaptureError(TrainKernelError):
     """The step (or its example arguments) cannot be captured."""
 
 
