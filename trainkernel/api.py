@@ -104,6 +104,22 @@ def _describe(spec) -> str:
     return repr(pytree.tree_unflatten([_Star()] * spec.num_leaves, spec))
 
 
+MAX_GRID = 2**31 - 1
+"""The most blocks a launch may ask for (CUDA's gridDim.x limit)."""
+
+
+def _check_options(inplace, grid, arch) -> None:
+    """compile_training's keyword options, checked before any work."""
+    if not isinstance(inplace, bool):
+        raise TypeError(f"inplace must be True or False, got {inplace!r}")
+    if isinstance(grid, bool) or not isinstance(grid, int):
+        raise TypeError(f"grid must be an int (0: the compiler chooses), got {grid!r}")
+    if not 0 <= grid <= MAX_GRID:
+        raise ValueError(f"grid must be 0 (the compiler chooses) or a block count from 1 to {MAX_GRID}, got {grid}")
+    if arch is not None:
+        normalize_arch(arch)  # ValueError naming the bad architecture
+
+
 class _Leaf:
     __slots__ = ("path", "shape", "dtype")
 
@@ -133,9 +149,9 @@ def compile_training(
             (only shape, dtype and contiguity are used; their values are not read).
         inplace: write the new state into the state tensors passed in (otherwise
             every result gets a fresh buffer).
-        grid: blocks of the cooperative launch; 0 (default) lets the compiler's
-            cost model choose (one block for tiny steps, where block barriers are
-            far cheaper than grid barriers). A forced grid means a grid kernel.
+        grid: blocks of the cooperative launch, 1 to 2**31-1; 0 (default) lets
+            the compiler's cost model choose (one block for tiny steps, where block
+            barriers are far cheaper than grid barriers). A forced grid means a grid kernel.
         resident: "auto" (default): the cost model decides whether the step runs
             resident in one cluster (its working set in shared memory) or as a
             grid kernel; "force": resident whenever it fits; "off": grid kernel.
@@ -145,9 +161,13 @@ def compile_training(
         build: run nvcc now (``compile_seconds["nvcc"]``); otherwise on first use.
 
     Returns a `CompiledTrainingStep`. Raises ValueError / TypeError for unusable
-    example arguments or a step whose results do not match the state's structure.
+    options or example arguments or a step whose results do not match the
+    state's structure, `trainkernel.frontend.CaptureError` for a step that
+    cannot be captured and `trainkernel.backend.build.BuildError` (its
+    `CacheError` for an unusable cache directory) when the kernel does not build.
     """
     t_start = time.perf_counter()
+    _check_options(inplace, grid, arch)
     if not isinstance(example_args, (tuple, list)):
         raise TypeError(
             f"example_args must be a tuple of the step's positional arguments, got {type(example_args).__name__}"

@@ -173,6 +173,43 @@ _DATA_DEPENDENT = (
 )
 
 
+def _fake_leaves(leaves: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Meta example tensors become fake tensors on the CPU (still no memory).
+
+    Tensors a step creates itself (`torch.randn(8)`, `torch.zeros(...)`)
+    default to the CPU; traced against meta arguments they meet them on two
+    devices and tracing fails with a device mismatch, where CPU arguments give
+    the graph (and then a message naming the op). So meta arguments are traced
+    as the CPU tensors they describe.
+    """
+    if not any(t.device.type == "meta" for t in leaves):
+        return leaves
+    from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+
+    mode = FakeTensorMode()
+    cpu = torch.device("cpu")
+    return [FakeTensor(mode, t, cpu) if t.device.type == "meta" else mode.from_tensor(t) for t in leaves]
+
+
+def _closed_over_tensor_error(step: Callable, exc: BaseException) -> CaptureError:
+    """The step computes with a real tensor that is not one of its arguments."""
+    import re
+
+    loc = innermost_user_location(traceback.extract_tb(exc.__traceback__))
+    where = f"{loc}: " if loc is not None else ""
+    m = re.search(r"Found in ([\w.]+)\(", str(exc))
+    op = f" (in {m.group(1)})" if m else ""
+    text = (
+        f"{where}error: {getattr(step, '__name__', 'step')} uses a tensor that is not one of its arguments{op}: "
+        "a tensor closed over from an enclosing scope (a global, a captured variable) cannot be compiled "
+        "into the kernel; pass it as part of the state or the batch (example_args), or create it inside "
+        "the step"
+    )
+    if loc is not None and loc.line:
+        text += f"\n    {loc.line.strip()}"
+    return CaptureError(text)
+
+
 def trace(step: Callable, example_args: tuple):
     """Returns (graph_module, in_spec, out_spec, arg_names, result_names)."""
     leaves, in_spec, arg_names = flatten_args(step, example_args)
@@ -203,9 +240,13 @@ def trace(step: Callable, example_args: tuple):
                 tracing_mode="fake",
                 decomposition_table=decomposition_table(),
                 record_stack_traces=True,
-            )(*leaves)
+            )(*_fake_leaves(leaves))
     except CaptureError:
         raise
+    except AssertionError as exc:
+        if "Please convert all Tensors to FakeTensors" not in str(exc):
+            raise
+        raise _closed_over_tensor_error(step, exc) from exc
     except Exception as exc:  # noqa: BLE001 - re-raised with the user's line
         loc = innermost_user_location(traceback.extract_tb(exc.__traceback__))
         kind = type(exc).__name__

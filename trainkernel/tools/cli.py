@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -54,7 +55,23 @@ def get_workload(name: str, sizes: Sequence[int] | None = None):
         if len(sizes) < 3:
             raise SystemExit("trainkernel: --sizes needs B,I,...,O (at least 3 numbers)")
         w = w.with_sizes(batch=sizes[0], widths=sizes[1:])
+        _check_tensor_sizes(w)
     return w
+
+
+MAX_TENSOR_BYTES = 2**63 - 1
+
+
+def _check_tensor_sizes(workload) -> None:
+    """Every tensor of the resized workload must be one a tensor can hold."""
+    shapes = [("x", (workload.batch, workload.widths[0])), ("y", (workload.batch, workload.widths[-1]))]
+    shapes += [(f"params[{i}]", tuple(s)) for i, s in enumerate(workload.param_shapes())]
+    for name, shape in shapes:
+        if math.prod(shape) * 4 > MAX_TENSOR_BYTES:
+            raise SystemExit(
+                f"trainkernel: --sizes {','.join(map(str, workload.sizes))}: {name} would have shape {shape}, "
+                f"{math.prod(shape):.3g} elements, more than a tensor can hold"
+            )
 
 
 def _parse_sizes(text: str | None) -> list[int] | None:
@@ -237,9 +254,20 @@ def _compile(workload, dtype: str, inplace: bool, cache_dir, arch=None, build=Tr
                             cache_dir=cache_dir, arch=arch, build=build)
 
 
+def _check_emit(path: str) -> None:
+    """Fail before compiling when --emit cannot be written."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise SystemExit(f"trainkernel compile: --emit {path}: is a directory")
+    if not os.path.isdir(parent):
+        raise SystemExit(f"trainkernel compile: --emit {path}: directory {parent} does not exist")
+
+
 def cmd_compile(args) -> int:
     import torch
 
+    if args.emit:
+        _check_emit(args.emit)
     w = get_workload(args.workload, _parse_sizes(args.sizes))
     mode = "staged state commit" if args.staged else "in-place state"
     print(f"workload  {w.name}: (B, widths) = {tuple(w.sizes)}, {args.dtype} compute, {mode}")
@@ -258,8 +286,11 @@ def cmd_compile(args) -> int:
     print(f"library   {built.path}")
     print(f"source    {built.path.with_suffix('.cu')}")
     if args.emit:
-        with open(args.emit, "w") as f:
-            f.write(c.cuda_source)
+        try:
+            with open(args.emit, "w") as f:
+                f.write(c.cuda_source)
+        except OSError as exc:
+            raise SystemExit(f"trainkernel compile: cannot write --emit {args.emit}: {exc.strerror or exc}") from None
         print(f"wrote     {args.emit}")
     if not torch.cuda.is_available():
         print("no GPU: stopped after emitting and nvcc-compiling the kernel "
@@ -326,6 +357,25 @@ def cmd_bench(argv: Sequence[str]) -> int:
 # --------------------------------------------------------------------------- argument parsing
 
 
+def _arch(text: str) -> str:
+    from trainkernel.backend.build import normalize_arch
+
+    try:
+        return normalize_arch(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="trainkernel", description="Compile a PyTorch training step into one CUDA megakernel.")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -342,8 +392,8 @@ def _parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compile", help="compile a workload; on a GPU also train it and compare with PyTorch")
     common(c, True)
-    c.add_argument("--steps", type=int, default=10, help="steps to train and check on a GPU (default: 10)")
-    c.add_argument("--arch", help="CUDA architecture (default: the GPU's, else sm_90)")
+    c.add_argument("--steps", type=_positive_int, default=10, help="steps to train and check on a GPU (default: 10)")
+    c.add_argument("--arch", type=_arch, help="CUDA architecture (default: the GPU's, else sm_90)")
     c.add_argument("--emit", metavar="FILE", help="also write the generated .cu to FILE")
 
     i = sub.add_parser("inspect", help="print one stage of the lowering")
@@ -356,7 +406,7 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--workloads", nargs="+", help="workload names (default: all)")
     v.add_argument("--dtypes", nargs="+", default=list(DTYPES), choices=DTYPES)
     v.add_argument("--mode", default="both", choices=("inplace", "staged", "both"))
-    v.add_argument("--steps", type=int, default=100)
+    v.add_argument("--steps", type=_positive_int, default=100)
     v.add_argument("--sizes", help="resize every workload: B,I,H,...,O")
     v.add_argument("--cache-dir")
     v.add_argument("-v", "--verbose", action="store_true", help="print every quantity, not only failures")
@@ -375,19 +425,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     handler = {"compile": cmd_compile, "inspect": cmd_inspect, "verify": cmd_verify}[args.command]
+    from trainkernel.errors import TrainKernelError
+
     try:
         return handler(args)
     except KeyboardInterrupt:
+        print(f"trainkernel {args.command}: interrupted", file=sys.stderr)
         return 130
-    except SystemExit:
-        raise
-    except Exception as exc:
-        from trainkernel.backend.build import BuildError
-
-        if isinstance(exc, BuildError):
-            print(f"trainkernel {args.command}: {exc}", file=sys.stderr)
-            return 1
-        raise
+    except TrainKernelError as exc:  # the user's to fix: the message, no traceback
+        print(f"trainkernel {args.command}: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
