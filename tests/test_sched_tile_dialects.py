@@ -223,12 +223,18 @@ def phase_programs(draw):
     return nb, nphases, ops
 
 
-def _build(nb, nphases, ops):
+def _build(nb, nphases, ops, init: bool = True):
+    """With `init`, a leading phase writes every buffer first (so that the
+    property below is about the phase rule alone, not about reads of
+    buffers nothing wrote)."""
     block = Block()
     bufs = [sched.BufferOp(memref(16)) for _ in range(nb)]
     views = [sched.ViewOp(b.result, memref(4, 4)) for b in bufs]
     block.add_ops(bufs + views)
     phases = [sched.PhaseOp() for _ in range(nphases)]
+    if init:
+        ops = [(0, [], [(i, False)]) for i in range(nb)] + [(p + 1, r, w) for p, r, w in ops]
+        phases.insert(0, sched.PhaseOp())
 
     def value(i, via_view):
         return views[i].result if via_view else bufs[i].result
@@ -267,6 +273,29 @@ def _hazard_free(ops) -> bool:
             if any(b in writer and writer[b] != k for b in reads):
                 return False
     return True
+
+
+def _initialized(ops) -> bool:
+    """Every read is of a buffer some earlier phase wrote."""
+    for p, reads, _ in ops:
+        if any(not any(q < p and i in {j for j, _ in w} for q, _, w in ops) for i, _ in reads):
+            return False
+    return True
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(phase_programs())
+def test_reads_need_an_earlier_write_exactly(program):
+    """Without the initializing phase: accepted iff hazard-free and every
+    read follows a write in an earlier phase."""
+    nb, nphases, ops = program
+    module = _build(nb, nphases, ops, init=False)
+    if _hazard_free(ops) and _initialized(ops):
+        module.verify()
+        roundtrip(module)
+    else:
+        with pytest.raises(VerifyException, match=r"sched\.phase|before any earlier phase writes it"):
+            module.verify()
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -12,6 +12,7 @@ Imports only the `tk` dialect (compute bodies are tk ops), never `sched` or
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -215,17 +216,8 @@ class ProgramLikeOp(IRDLOperation):
         for arg in self.block.args:
             if not isinstance(arg.type, MemRefType):
                 raise VerifyException(f"{self.name}: arguments must be memrefs, got {arg.type}")
-        arena = self.arena_bytes.data
-        for op in self.block.ops:
-            if op.has_trait(ArenaBuffer) and arena >= 0:
-                if op.offset_value is None:
-                    raise VerifyException(f"{self.name}: arena is sized but a sched.buffer has no offset")
-                assert isinstance(op.result.type, MemRefType)
-                if op.offset_value + nbytes(op.result.type) > arena:
-                    raise VerifyException(
-                        f"{self.name}: buffer at offset {op.offset_value} ({nbytes(op.result.type)} bytes) "
-                        f"overruns the {arena}-byte arena"
-                    )
+        verify_printed_names(self)
+        verify_arena_bounds(self)
 
     # Hand-written: the entry block's arguments print in the op's signature
     # (`@name(%w: memref<..>, ...)`), which declarative formats cannot express.
@@ -257,6 +249,75 @@ class ProgramLikeOp(IRDLOperation):
         op = cls(name, num_inputs, results, body, arena, props)
         op.attributes.update(attrs)
         return op
+
+
+# ------------------------------------------------------------------ program contract checks
+#
+# What the CUDA printer relies on and does not check itself: names it pastes
+# into C++ and the arena layout it turns into pointer arithmetic. Called by
+# `ProgramLikeOp.verify_` (both levels), one function per rule. The rules that
+# need phases (byte-range liveness, reads after writes) are in `sched`.
+
+C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+INT64_MAX = 2**63 - 1
+"""The largest byte count or offset the printer may emit (as a C++ long long)."""
+
+
+def check_c_identifier(what: str, name: str) -> None:
+    """Raise VerifyException unless `name` is a C identifier
+    (``[A-Za-z_][A-Za-z0-9_]*``): for any name the printer pastes into C++."""
+    if not C_IDENTIFIER.fullmatch(name):
+        raise VerifyException(
+            f"{what} {name!r} is not a C identifier ([A-Za-z_][A-Za-z0-9_]*); it is printed into the generated CUDA"
+        )
+
+
+def verify_printed_names(program: ProgramLikeOp) -> None:
+    """The symbol name and the SSA names of arguments and arena buffers become
+    C++ identifiers (`tk_<name>_kernel`, `b0_<arg>`, `t6_<buffer>`)."""
+    check_c_identifier(f"{program.name} name", program.sym_name.data)
+    for arg in program.block.args:
+        if arg.name_hint is not None:
+            check_c_identifier(f"{program.name}: argument name", arg.name_hint)
+    for op in program.block.ops:
+        if op.has_trait(ArenaBuffer) and op.results[0].name_hint is not None:
+            check_c_identifier(f"{program.name}: buffer name", op.results[0].name_hint)
+
+
+def verify_arena_bounds(program: ProgramLikeOp) -> None:
+    """`arena` is -1 (not allocated: no buffer has an offset yet) or a byte
+    count up to INT64_MAX; every buffer has a static shape, and once the
+    arena is sized, an offset and all its bytes inside it. (Offsets are
+    non-negative and aligned: `sched.BufferOp.verify_`.)"""
+    arena = program.arena_bytes.data
+    if arena < -1 or arena > INT64_MAX:
+        raise VerifyException(
+            f"{program.name}: arena {arena} must be -1 (not allocated yet) or a byte count from 0 to {INT64_MAX}"
+        )
+    buffers = [op for op in program.block.ops if op.has_trait(ArenaBuffer)]
+    memrefs = [(f"argument {a.index}", a.type) for a in program.block.args]
+    memrefs += [("sched.buffer", op.results[0].type) for op in buffers]
+    for what, t in memrefs:
+        if isinstance(t, MemRefType):
+            if any(d < 0 for d in t.get_shape()):
+                raise VerifyException(f"{program.name}: {what} has a dynamic shape ({t}); buffers need static shapes")
+            if nbytes(t) > INT64_MAX:
+                raise VerifyException(f"{program.name}: {what} ({t}) holds more than {INT64_MAX} bytes")
+    for op in buffers:
+        if arena == -1 and op.offset_value is not None:
+            raise VerifyException(
+                f"{program.name}: arena -1 (not allocated) but a sched.buffer has offset {op.offset_value}: "
+                "give the arena's size (or run sched-allocate)"
+            )
+        if arena >= 0:
+            if op.offset_value is None:
+                raise VerifyException(f"{program.name}: arena is sized but a sched.buffer has no offset")
+            assert isinstance(op.results[0].type, MemRefType)
+            if op.offset_value + nbytes(op.results[0].type) > arena:
+                raise VerifyException(
+                    f"{program.name}: buffer at offset {op.offset_value} ({nbytes(op.results[0].type)} bytes) "
+                    f"overruns the {arena}-byte arena"
+                )
 
 
 # ------------------------------------------------------------------ syncs

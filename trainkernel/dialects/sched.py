@@ -54,13 +54,18 @@ from xdsl.utils.exceptions import VerifyException
 # The bases are shared with `tile`; tensor_type_of / memref_type_of are re-exported
 # for the passes, and `_ints` for the CUDA printer (it reads `sched._ints`).
 from trainkernel.dialects.base import (
+    C_IDENTIFIER,
+    INT64_MAX,
     ArenaBuffer,
     ComputeLikeOp,
     MemRefT,
     ProgramLikeOp,
     ScopedSyncOp,
+    check_c_identifier,
     memref_type_of,
     tensor_type_of,
+    verify_arena_bounds,
+    verify_printed_names,
 )
 from trainkernel.dialects.tk import int_values as _ints  # noqa: F401
 from trainkernel.elements import nbytes
@@ -278,6 +283,8 @@ class ProgramOp(ProgramLikeOp):
                 raise VerifyException("sched.program: consecutive phases need a sched.barrier between them")
             if isinstance(op, PhaseOp | BarrierOp):
                 previous = op
+        verify_arena_liveness(self)
+        verify_reads_after_writes(self)
 
 
 def phases(program: ProgramLikeOp) -> list[PhaseOp]:
@@ -303,10 +310,86 @@ def phase_groups(program: ProgramLikeOp) -> list[list[Operation]]:
     return groups
 
 
+# ------------------------------------------------------------------ contract checks that need phases
+#
+# With the name and arena-bounds rules of `base` (re-exported here), what the
+# CUDA printer relies on. Called by `ProgramOp.verify_`; they take any
+# ProgramLikeOp (phases by `phase_groups`), so `tile.KernelOp.verify_` can call
+# them too.
+
+
+def _buffer_label(op: BufferOp, index: int) -> str:
+    hint = op.result.name_hint
+    return f"%{hint}" if hint else f"sched.buffer #{index}"
+
+
+def verify_arena_liveness(program: ProgramLikeOp) -> None:
+    """No two arena buffers whose byte ranges overlap are live at once.
+
+    A buffer is live from the first to the last phase (`phase_groups`) that
+    reads or writes it, through any view. Buffers live in a common phase may
+    not share a byte, whatever their SSA roots: a phase runs concurrently, and
+    across phases the later buffer would overwrite bytes still to be read.
+    """
+    if program.arena_bytes.data < 0:
+        return
+    first: dict[SSAValue, int] = {}
+    last: dict[SSAValue, int] = {}
+    for i, work in enumerate(phase_groups(program)):
+        for op in work:
+            for v in buffers_read(op) + buffers_written(op):
+                if isinstance(v.owner, BufferOp):
+                    first.setdefault(v, i)
+                    last[v] = i
+    placed: list[tuple[int, int, int, int, str]] = []  # (start, end, first, last, label)
+    index = 0
+    for op in program.block.ops:
+        if not isinstance(op, BufferOp):
+            continue
+        index += 1
+        v = op.result
+        off = op.offset_value
+        if v not in first or off is None:
+            continue
+        assert isinstance(v.type, MemRefType)
+        size = nbytes(v.type)
+        if size == 0:
+            continue
+        mine = (off, off + size, first[v], last[v], _buffer_label(op, index - 1))
+        for other in placed:
+            if mine[0] < other[1] and other[0] < mine[1] and mine[2] <= other[3] and other[2] <= mine[3]:
+                raise VerifyException(
+                    f"{program.name}: arena buffers {other[4]} (bytes {other[0]}..{other[1]}, live in phases "
+                    f"{other[2]}..{other[3]}) and {mine[4]} (bytes {mine[0]}..{mine[1]}, live in phases "
+                    f"{mine[2]}..{mine[3]}) overlap while both are live"
+                )
+        placed.append(mine)
+
+
+def verify_reads_after_writes(program: ProgramLikeOp) -> None:
+    """Every buffer a phase reads holds a value: it is a step input, or an
+    earlier phase wrote it (arena temporaries and output buffers start
+    undefined; within a phase every read sees memory as the phase began)."""
+    defined: set[SSAValue] = set(program.block.args[: program.num_inputs.data])
+    for i, work in enumerate(phase_groups(program)):
+        for op in work:
+            for v in buffers_read(op):
+                if v not in defined:
+                    name = f"%{v.name_hint}" if v.name_hint else ("an arena buffer" if isinstance(v.owner, BufferOp)
+                                                                  else "an output buffer")
+                    raise VerifyException(
+                        f"{program.name}: phase {i} ({op.name}) reads {name} before any earlier phase writes it"
+                    )
+        for op in work:
+            defined.update(buffers_written(op))
+
+
 SCHED = Dialect("sched", [ProgramOp, BufferOp, ViewOp, PhaseOp, BarrierOp, ComputeOp, CommitOp], [])
 
 __all__ = [
     "ARENA_ALIGNMENT",
+    "C_IDENTIFIER",
+    "INT64_MAX",
     "BarrierOp",
     "BufferOp",
     "CommitOp",
@@ -317,4 +400,9 @@ __all__ = [
     "ProgramOp",
     "SCHED",
     "ViewOp",
+    "check_c_identifier",
+    "verify_arena_bounds",
+    "verify_arena_liveness",
+    "verify_printed_names",
+    "verify_reads_after_writes",
 ]

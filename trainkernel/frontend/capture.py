@@ -65,7 +65,7 @@ class Captured:
 
 def _symbol_name(step: Callable) -> str:
     name = getattr(step, "__name__", "") or "step"
-    name = re.sub(r"[^A-Za-z0-9_.$]", "_", name)
+    name = re.sub(r"[^A-Za-z0-9_]", "_", name)  # a C identifier: the kernel is tk_<name>_kernel
     if not re.match(r"[A-Za-z_]", name):
         name = "step_" + name
     return name
