@@ -46,6 +46,10 @@ def _alloc_arena(program: sched.ProgramLikeOp) -> torch.Tensor:
             if isinstance(op, sched.BufferOp):
                 assert isinstance(op.result.type, MemRefType)
                 size += sched.arena_footprint(op.result.type)
+    else:  # bytes past the last buffer are never touched: do not allocate them
+        ends = [op.offset_value + sched.nbytes(op.result.type) for op in program.block.ops
+                if isinstance(op, sched.BufferOp) and op.offset_value is not None]
+        size = min(size, max(ends, default=0))
     # NaN-filled: a read of bytes nobody wrote shows up in the results.
     return torch.full((max(size, 1),), 0xFF, dtype=torch.uint8)
 
