@@ -85,8 +85,10 @@ def run_program(
         if tuple(x.shape) != want:
             raise SchedInterpreterError(f"input {arg.index}: shape {tuple(x.shape)} != {want}")
         mem[arg] = x.detach().to("cpu", torch_dtype(arg.type.get_element_type())).contiguous().clone()
-    for arg in args[n_in:]:
-        mem[arg] = torch.full(tuple(arg.type.get_shape()), float("nan"), dtype=torch_dtype(arg.type.get_element_type()))
+    for arg in args[n_in:]:  # outputs start as garbage that shows: NaN, or the most negative integer
+        dtype = torch_dtype(arg.type.get_element_type())
+        fill = float("nan") if dtype.is_floating_point else torch.iinfo(dtype).min
+        mem[arg] = torch.full(tuple(arg.type.get_shape()), fill, dtype=dtype)
     arena = _alloc_arena(program)
     cursor = 0
     pending: list[tuple[torch.Tensor, torch.Tensor]] = []
