@@ -410,6 +410,8 @@ class CompiledTrainingStep:
     def _build_result(self, arch: str | None = None) -> BuildResult:
         arch_s = normalize_arch(arch or self._arch or default_arch())
         res = self._builds.get(arch_s)
+        if res is not None and not verify_library(res):  # changed on disk since it was built: build again
+            res = None
         if res is None:
             res = _build(self.cuda_source, arch=arch_s, cache_dir=self.cache_dir)
             self._builds[arch_s] = res
@@ -430,11 +432,7 @@ class CompiledTrainingStep:
 
         major, minor = torch.cuda.get_device_capability(device)
         arch = self._arch or f"sm_{major}{minor}"
-        res = self._build_result(arch)
-        if not verify_library(res):  # changed on disk since it was built or checked: build again
-            del self._builds[res.arch]
-            res = self._build_result(arch)
-        lib = load_library(res.path)
+        lib = load_library(self._build_result(arch).path)
         if not self._can_run(lib):
             lib = self._fall_back_to_grid(arch)
         n = lib.num_buffers()
