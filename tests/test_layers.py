@@ -150,6 +150,7 @@ def _module_name_in(path: Path, root: Path) -> str:
 LAYERS: dict[str, str] = {
     "trainkernel.util": "base",
     "trainkernel.elements": "base",
+    "trainkernel.errors": "base",
     "trainkernel.dialects": "dialects",
     "trainkernel.ir": "ir",
     "trainkernel.numerics": "numerics",
