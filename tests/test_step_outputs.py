@@ -23,7 +23,7 @@ from xdsl.dialects import func
 
 import trainkernel
 from trainkernel.dialects import sched
-from trainkernel.pipeline import annotate_state_updates, run_passes, stage_passes
+from trainkernel.pipeline import run_passes, stage_passes, state_leaves
 from trainkernel.sched_interpreter import run_program
 
 HAVE_NVCC = shutil.which("nvcc") is not None or Path("/usr/local/cuda/bin/nvcc").is_file()
@@ -117,11 +117,10 @@ def test_interpreter_follows_eager(kind):
 
 def _lower(captured, inplace):
     module = captured.module.clone()
-    f = next(op for op in module.ops if isinstance(op, func.FuncOp))
-    annotate_state_updates(f, captured.in_spec, captured.out_spec)
+    state = state_leaves(captured)
     levels = {}
     for stage in ("tk", "sched", "tile"):
-        run_passes(module, stage_passes(stage, inplace))
+        run_passes(module, stage_passes(stage, inplace, state=state))
         levels[stage] = module.clone()
     return levels
 

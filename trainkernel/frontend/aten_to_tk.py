@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    i1,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -257,6 +258,8 @@ class Converter:
         return self.emit(tk.SliceOp(v, starts, steps, TensorType(tk.element_type_of(v), shape))).result
 
     def binary_operand(self, v, et: Attribute, what: str) -> SSAValue:
+        if isinstance(v, SSAValue) and tk.element_type_of(v) == i1:
+            return self.cast(v, et)  # a bool mask in arithmetic: 0 / 1, exact
         t = self.float_tensor(v, what)
         if tk.shape_of(t) and tk.element_type_of(t) != et:
             t = self.cast(t, et)
@@ -310,7 +313,11 @@ class Converter:
                     v = self.env[o] if isinstance(o, torch.fx.Node) else o
                     if not isinstance(v, SSAValue | _Constant):
                         raise CaptureError(f"result {name} is {v!r}, not a tensor")
-                    results.append(self.tensor(v))
+                    value = self.tensor(v)
+                    want = self.type_of_val(o.meta["val"]) if isinstance(o, torch.fx.Node) and "val" in o.meta else None
+                    if want is not None and value.type != want and tk.shape_of(value) == tuple(want.get_shape()):
+                        value = self.cast(value, want.get_element_type())  # an f32 count stands in for an int64
+                    results.append(value)
             else:
                 raise self.unsupported(f"FX node kind {node.op!r}")
 
@@ -486,27 +493,37 @@ def _minimum(cv, node, args, kwargs):
     return _minimum_of(cv, args[0], args[1], cv.out_float_type())
 
 
+def _clamp_of(cv: Converter, x, lo, hi, rt: TensorType) -> SSAValue:
+    """PyTorch's clamp, `std::min(std::max(x, lo), hi)` with the bounds in the
+    result's dtype: `m = x < lo ? lo : x`, then `hi < m ? hi : m`. Exact with
+    eager on every value, signed zeros included (clamp(-0.0, 0, 1) is -0.0)
+    and NaN (a NaN x stays NaN: both comparisons are false)."""
+    et = rt.get_element_type()
+    v = cv.binary_operand(x, et, "input")
+    for bound, is_lo in ((lo, True), (hi, False)):
+        if bound is None:
+            continue
+        b = _as_float_operand(cv, bound, et, "min" if is_lo else "max")
+        mask = _cmp(cv, "lt", v, b) if is_lo else _cmp(cv, "lt", b, v)
+        v = cv.emit(tk.SelectOp(mask, b, v, _broadcast_type(et, mask, b, v))).result
+    return cv.expand(v, rt.get_shape())
+
+
 @handles("aten.clamp_min.default", "aten.clamp_min.Tensor")
 def _clamp_min(cv, node, args, kwargs):
-    return cv.binary(tk.MaximumOp, args[0], args[1])
+    return _clamp_of(cv, args[0], args[1], None, cv.out_float_type())
 
 
 @handles("aten.clamp_max.default", "aten.clamp_max.Tensor")
 def _clamp_max(cv, node, args, kwargs):
-    return _minimum_of(cv, args[0], args[1], cv.out_float_type())
+    return _clamp_of(cv, args[0], None, args[1], cv.out_float_type())
 
 
 @handles("aten.clamp.default", "aten.clamp.Tensor")
 def _clamp(cv, node, args, kwargs):
     lo = _arg(args, kwargs, 1, "min", None)
     hi = _arg(args, kwargs, 2, "max", None)
-    rt = cv.out_float_type()
-    v = cv.binary_operand(args[0], rt.get_element_type(), "input")
-    if lo is not None:
-        v = cv.binary(tk.MaximumOp, v, lo, rt)
-    if hi is not None:
-        v = _minimum_of(cv, v, hi, rt)
-    return v
+    return _clamp_of(cv, args[0], lo, hi, cv.out_float_type())
 
 
 def _unary(cls):
@@ -563,6 +580,330 @@ def _threshold_backward(cv, node, args, kwargs):
     return cv.emit(tk.ReluGradOp(g, x)).result
 
 
+# ------------------------------------------------------------- activations
+
+
+handles("aten.tanh.default")(_unary(tk.TanhOp))
+handles("aten.sigmoid.default")(_unary(tk.SigmoidOp))
+handles("aten.silu.default")(_unary(tk.SiluOp))
+handles("aten.abs.default")(_unary(tk.AbsOp))
+# sgn of a real tensor is its sign (abs's backward is grad * sgn(x)).
+handles("aten.sign.default", "aten.sgn.default")(_unary(tk.SignOp))
+handles("aten.rsqrt.default")(_unary(tk.RsqrtOp))
+
+
+def _number(cv: Converter, value, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise cv.unsupported(f"{what} {value!r} must be a Python number")
+    v = float(value)
+    if not math.isfinite(v):
+        raise cv.unsupported(f"non-finite {what} {v}")
+    return v
+
+
+def _param_unary(cv: Converter, cls, x, **params) -> SSAValue:
+    rt = cv.out_float_type()
+    x = cv.float_tensor(x, "input")
+    if x.type != rt:
+        raise cv.unsupported(f"input {tk.type_str(x.type)} and result {tk.type_str(rt)} differ")
+    return cv.emit(cls(x, **params)).result
+
+
+def _param_grad(cv: Converter, cls, grad, value, **params) -> SSAValue:
+    """A backward op (grad, forward value) of one type, both broadcast to the result."""
+    rt = cv.out_float_type()
+    g = cv.float_tensor(grad, "grad_output")
+    v = cv.float_tensor(value, "self")
+    et = rt.get_element_type()
+    if tk.element_type_of(g) != et or tk.element_type_of(v) != et:
+        raise cv.unsupported(f"grad {tk.type_str(g.type)} and self {tk.type_str(v.type)} have different dtypes")
+    g = cv.expand(g, rt.get_shape())
+    v = cv.expand(v, rt.get_shape())
+    return cv.emit(cls(g, v, **params)).result
+
+
+def _approximate(cv: Converter, args, kwargs, index: int) -> bool:
+    mode = _arg(args, kwargs, index, "approximate", "none")
+    if mode not in ("none", "tanh"):
+        raise cv.unsupported(f"approximate={mode!r}")
+    return mode == "tanh"
+
+
+@handles("aten.gelu.default")
+def _gelu(cv, node, args, kwargs):
+    return _param_unary(cv, tk.GeluOp, args[0], tanh=_approximate(cv, args, kwargs, 1))
+
+
+@handles("aten.gelu_backward.default")
+def _gelu_backward(cv, node, args, kwargs):
+    return _param_grad(cv, tk.GeluGradOp, args[0], args[1], tanh=_approximate(cv, args, kwargs, 2))
+
+
+@handles("aten.tanh_backward.default")
+def _tanh_backward(cv, node, args, kwargs):
+    return _param_grad(cv, tk.TanhGradOp, args[0], args[1])
+
+
+@handles("aten.sigmoid_backward.default")
+def _sigmoid_backward(cv, node, args, kwargs):
+    return _param_grad(cv, tk.SigmoidGradOp, args[0], args[1])
+
+
+def _softplus_params(cv, args, kwargs, first: int) -> dict[str, float]:
+    return {
+        "beta": _number(cv, _arg(args, kwargs, first, "beta", 1), "beta"),
+        "threshold": _number(cv, _arg(args, kwargs, first + 1, "threshold", 20), "threshold"),
+    }
+
+
+@handles("aten.softplus.default")
+def _softplus(cv, node, args, kwargs):
+    return _param_unary(cv, tk.SoftplusOp, args[0], **_softplus_params(cv, args, kwargs, 1))
+
+
+@handles("aten.softplus_backward.default")
+def _softplus_backward(cv, node, args, kwargs):
+    return _param_grad(cv, tk.SoftplusGradOp, args[0], args[1], **_softplus_params(cv, args, kwargs, 2))
+
+
+@handles("aten.leaky_relu.default")
+def _leaky_relu(cv, node, args, kwargs):
+    slope = _number(cv, _arg(args, kwargs, 1, "negative_slope", 0.01), "negative_slope")
+    return _param_unary(cv, tk.LeakyReluOp, args[0], negative_slope=slope)
+
+
+@handles("aten.leaky_relu_backward.default")
+def _leaky_relu_backward(cv, node, args, kwargs):
+    slope = _number(cv, _arg(args, kwargs, 2, "negative_slope", 0.01), "negative_slope")
+    # self_is_result: the output has the input's sign (for slope >= 0), same formula.
+    if _arg(args, kwargs, 3, "self_is_result", False) and slope < 0:
+        raise cv.unsupported("in-place leaky_relu with a negative slope has no backward (PyTorch refuses it too)")
+    return _param_grad(cv, tk.LeakyReluGradOp, args[0], args[1], negative_slope=slope)
+
+
+def _elu_params(cv, alpha, scale, input_scale) -> dict[str, float]:
+    return {
+        "alpha": _number(cv, alpha, "alpha"),
+        "scale": _number(cv, scale, "scale"),
+        "input_scale": _number(cv, input_scale, "input_scale"),
+    }
+
+
+@handles("aten.elu.default")
+def _elu(cv, node, args, kwargs):
+    params = _elu_params(
+        cv, _arg(args, kwargs, 1, "alpha", 1), _arg(args, kwargs, 2, "scale", 1), _arg(args, kwargs, 3, "input_scale", 1)
+    )
+    return _param_unary(cv, tk.EluOp, args[0], **params)
+
+
+@handles("aten.celu.default")
+def _celu(cv, node, args, kwargs):
+    # PyTorch: celu(x, alpha) = elu(x, alpha, 1, 1 / alpha), 1 / alpha in double.
+    alpha = _number(cv, _arg(args, kwargs, 1, "alpha", 1.0), "alpha")
+    if alpha == 0:
+        raise cv.unsupported("celu with alpha = 0")
+    return _param_unary(cv, tk.EluOp, args[0], **_elu_params(cv, alpha, 1.0, 1.0 / alpha))
+
+
+@handles("aten.elu_backward.default")
+def _elu_backward(cv, node, args, kwargs):
+    grad, alpha, scale, input_scale, is_result, value = args[:6]
+    params = _elu_params(cv, alpha, scale, input_scale)
+    if is_result and params["alpha"] < 0:
+        raise cv.unsupported("in-place elu with a negative alpha has no backward (PyTorch refuses it too)")
+    return _param_grad(cv, tk.EluGradOp, grad, value, is_result=bool(is_result), **params)
+
+
+@handles("aten.hardtanh.default")
+def _hardtanh(cv, node, args, kwargs):
+    # PyTorch's hardtanh is clamp(x, min_val, max_val).
+    lo = _arg(args, kwargs, 1, "min_val", -1.0)
+    hi = _arg(args, kwargs, 2, "max_val", 1.0)
+    return _clamp_of(cv, args[0], lo, hi, cv.out_float_type())
+
+
+@handles("aten.hardtanh_backward.default")
+def _hardtanh_backward(cv, node, args, kwargs):
+    # grad where min < x < max, else 0; the bounds in x's dtype (a NaN x passes grad).
+    grad, x = args[:2]
+    lo, hi = _number(cv, args[2], "min_val"), _number(cv, args[3], "max_val")
+    rt = cv.out_float_type()
+    et = rt.get_element_type()
+    g = cv.expand(cv.binary_operand(grad, et, "grad_output"), rt.get_shape())
+    x = cv.binary_operand(x, et, "self")
+    outside = _logical(cv, "or", _cmp(cv, "le", x, cv.scalar(lo, et)), _cmp(cv, "ge", x, cv.scalar(hi, et)))
+    return cv.emit(tk.SelectOp(outside, cv.scalar(0.0, et), g, rt)).result
+
+
+# ---------------------------------------------------- comparisons and masks
+
+_COMPARISONS = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
+_BOOL = TensorType(i1, [])
+_FLOAT_DTYPES = tuple(e.torch for e in elements.COMPUTE)
+
+
+def _torch_dtype(et: Attribute) -> torch.dtype:
+    return elements.torch_dtype(et)
+
+
+def _common_dtype(cv: Converter, a, b) -> torch.dtype:
+    """PyTorch's type promotion of two operands (tensors by dtype and rank, Python
+    numbers as wrapped scalars): the dtype a comparison computes in."""
+
+    def probe(v):
+        if isinstance(v, SSAValue):
+            return torch.empty([1] * len(tk.shape_of(v)), dtype=_torch_dtype(tk.element_type_of(v)), device="meta")
+        if isinstance(v, _Constant):
+            return torch.empty([1] * v.value.dim(), dtype=v.value.dtype, device="meta")
+        return v
+
+    pa, pb = probe(a), probe(b)
+    if not isinstance(pa, torch.Tensor):
+        pa, pb = pb, pa
+    return torch.result_type(pa, pb)
+
+
+def _as_float_operand(cv: Converter, v, et: Attribute, what: str) -> SSAValue:
+    """`v` as a tensor of element type `et` (a float type): Python numbers become
+    fills of `et` (PyTorch rounds a wrapped scalar to the computation's dtype),
+    bools (0/1) and floats are cast."""
+    if isinstance(v, bool | int | float):
+        return cv.scalar(v, et)
+    t = cv.tensor(v, what)
+    src = tk.element_type_of(t)
+    if src == et:
+        return t
+    if not tk.is_float(src) and src != i1:
+        raise cv.unsupported(f"{what} is {tk.type_str(t.type)}; integer computation is not supported")
+    return cv.cast(t, et)
+
+
+def _cmp(cv: Converter, predicate: str, a, b) -> SSAValue:
+    dtype = _common_dtype(cv, a, b)
+    if dtype == torch.bool:
+        dtype = torch.float32  # 0/1 compare exactly as floats
+    if dtype not in _FLOAT_DTYPES:
+        raise cv.unsupported(
+            f"comparison of {str(dtype).replace('torch.', '')} values; only floating-point (and bool) comparisons "
+            "are supported"
+        )
+    et = element_type(dtype)
+    lhs = _as_float_operand(cv, a, et, "lhs")
+    rhs = _as_float_operand(cv, b, et, "rhs")
+    return cv.emit(tk.CmpOp(predicate, lhs, rhs)).result
+
+
+def _comparison(predicate: str):
+    def handler(cv: Converter, node, args, kwargs):
+        out = _cmp(cv, predicate, args[0], args[1])
+        return cv.expand(out, cv.out_type().get_shape())
+
+    return handler
+
+
+for _name, _pred in _COMPARISONS.items():
+    handles(f"aten.{_name}.Tensor", f"aten.{_name}.Scalar")(_comparison(_pred))
+
+
+def _mask(cv: Converter, v, what: str) -> SSAValue:
+    """A bool tensor; any other dtype is `v != 0` (PyTorch's truth value)."""
+    if isinstance(v, bool):
+        return cv.fill(1.0 if v else 0.0, _BOOL)
+    t = cv.tensor(v, what)
+    if tk.element_type_of(t) == i1:
+        return t
+    if not tk.is_float(tk.element_type_of(t)):
+        raise cv.unsupported(f"{what} is {tk.type_str(t.type)}; integer masks are not supported")
+    return cv.emit(tk.CmpOp("ne", t, cv.scalar(0.0, tk.element_type_of(t)))).result
+
+
+def _broadcast_type(et: Attribute, *values: SSAValue) -> TensorType:
+    shape = tk.broadcast_shapes(*(tk.shape_of(v) for v in values))
+    assert shape is not None
+    return TensorType(et, list(shape))
+
+
+def _logical(cv: Converter, kind: str, a: SSAValue, b: SSAValue | None = None) -> SSAValue:
+    """Logical ops on i1 masks, as selects: a and b = a ? b : false, a or b =
+    a ? true : b, a xor b = a ? not b : b, not a = a ? false : true."""
+    true, false = cv.fill(1, _BOOL), cv.fill(0, _BOOL)
+    if kind == "not":
+        return cv.emit(tk.SelectOp(a, false, true, _broadcast_type(i1, a))).result
+    assert b is not None
+    rt = _broadcast_type(i1, a, b)
+    if kind == "and":
+        return cv.emit(tk.SelectOp(a, cv.expand(b, rt.get_shape()), false, rt)).result
+    if kind == "or":
+        return cv.emit(tk.SelectOp(a, true, cv.expand(b, rt.get_shape()), rt)).result
+    not_b = _logical(cv, "not", b)
+    return cv.emit(tk.SelectOp(a, not_b, b, rt)).result
+
+
+def _logical_handler(kind: str):
+    def handler(cv: Converter, node, args, kwargs):
+        if kind != "not" and cv.out_type().get_element_type() != i1:
+            raise cv.unsupported(f"logical_{kind} into {tk.type_str(cv.out_type())}; only a bool result is supported")
+        a = _mask(cv, args[0], "input")
+        b = _mask(cv, args[1], "other") if kind != "not" else None
+        out = _logical(cv, kind, a, b)
+        rt = cv.out_type()
+        if rt.get_element_type() != i1:  # logical_not(x, out=float): 0/1 in that dtype
+            out = cv.cast(out, rt.get_element_type())
+        return cv.expand(out, rt.get_shape())
+
+    return handler
+
+
+handles("aten.logical_and.default")(_logical_handler("and"))
+handles("aten.logical_or.default")(_logical_handler("or"))
+handles("aten.logical_xor.default")(_logical_handler("xor"))
+handles("aten.logical_not.default")(_logical_handler("not"))
+
+
+def _bitwise_handler(kind: str):
+    logical = _logical_handler(kind)
+
+    def handler(cv: Converter, node, args, kwargs):
+        if cv.out_type().get_element_type() != i1:
+            raise cv.unsupported("bitwise ops on integer tensors are not supported (only on bool masks)")
+        return logical(cv, node, args, kwargs)
+
+    return handler
+
+
+handles("aten.bitwise_and.Tensor")(_bitwise_handler("and"))
+handles("aten.bitwise_or.Tensor")(_bitwise_handler("or"))
+handles("aten.bitwise_xor.Tensor")(_bitwise_handler("xor"))
+handles("aten.bitwise_not.default")(_bitwise_handler("not"))
+
+
+def _where(cv: Converter, cond, a, b) -> SSAValue:
+    rt = cv.out_type()
+    et = rt.get_element_type()
+    if not (tk.is_float(et) or et == i1):
+        raise cv.unsupported(f"where on {tk.type_str(rt)}; only floating-point and bool values are supported")
+    c = _mask(cv, cond, "condition")
+    if et == i1:
+        x, y = _mask(cv, a, "self"), _mask(cv, b, "other")
+    else:
+        x, y = _as_float_operand(cv, a, et, "self"), _as_float_operand(cv, b, et, "other")
+    return cv.emit(tk.SelectOp(c, x, y, rt)).result
+
+
+@handles("aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther", "aten.where.Scalar")
+def _where_handler(cv, node, args, kwargs):
+    return _where(cv, args[0], args[1], args[2])
+
+
+@handles("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
+def _masked_fill(cv, node, args, kwargs):
+    x, mask, value = args[:3]
+    if isinstance(value, SSAValue | _Constant) and tk.shape_of(cv.tensor(value)):
+        raise cv.unsupported("masked_fill value must be a number or a 0-d tensor")
+    return _where(cv, mask, value, x)
+
+
 # -------------------------------------------------------------- reductions
 
 
@@ -579,6 +920,15 @@ def _axes(cv: Converter, dims, rank: int) -> list[int]:
 
 
 def _reduce(cv: Converter, cls, x, dims, keepdim: bool, dtype=None, rt: TensorType | None = None) -> SSAValue:
+    if cls is tk.SumOp and isinstance(x, SSAValue) and tk.element_type_of(x) == i1 and dtype is None:
+        # A count of true elements (PyTorch: an int64). Counted in f32 (exact below
+        # 2**24 elements) and kept as an f32 stand-in: its readers convert it to
+        # their float type as they would the int64; a returned count is cast back.
+        x = cv.cast(x, F32)
+        out_shape = cv.out_type().get_shape()
+        rt = TensorType(F32, out_shape)
+        if math.prod(tk.shape_of(x)) >= 2**24:
+            raise cv.unsupported("a count over 2**24 or more bool elements (counted exactly only below that)")
     x = cv.float_tensor(x, "input")
     if dtype is not None:
         et = element_type(dtype)
@@ -691,11 +1041,16 @@ def _to_copy(cv, node, args, kwargs):
     x = cv.tensor(args[0], "input")
     rt = cv.out_type()
     et = rt.get_element_type()
-    if tk.element_type_of(x) == et:
+    src = tk.element_type_of(x)
+    if src == et:
         return x
-    if not tk.is_float(tk.element_type_of(x)) or not tk.is_float(et):
+    if src == i1 and tk.is_float(et):
+        return cv.cast(x, et)  # bool -> 0.0 / 1.0
+    if tk.is_float(src) and et == i1:
+        return _mask(cv, x, "input")  # x != 0 (NaN is true)
+    if not tk.is_float(src) or not tk.is_float(et):
         raise cv.unsupported(
-            f"cast {tk.type_str(x.type)} -> {tk.type_str(rt)}; only casts among f32, bf16 and f16 are supported"
+            f"cast {tk.type_str(x.type)} -> {tk.type_str(rt)}; only casts among f32, bf16, f16 and bool are supported"
         )
     return cv.cast(x, et)
 
