@@ -300,3 +300,57 @@ def test_resident_partition_with_activations(name):
     for a, b in zip(whole, blocks):
         assert float((a.double() - b.double()).norm() / a.double().norm().clamp_min(1e-30)) <= 1e-2
     _assert_same(whole, step(params, x, y), "unpartitioned tile level")
+
+
+# ------------------------------------------------- decomposed norms, softmax and losses
+
+COMPOSITES = {
+    "layer_norm": lambda t: F.layer_norm(t, (t.shape[-1],)),
+    "layer_norm_affine": lambda t: F.layer_norm(t, (t.shape[-1],), 1 + 0.1 * t.detach().mean(0), 0.5 * t.detach().mean(0)),
+    "rms_norm": lambda t: F.rms_norm(t, (t.shape[-1],), eps=1e-6),
+    "softmax": lambda t: F.softmax(t, dim=-1),
+    "log_softmax": lambda t: F.log_softmax(t, dim=-1),
+    "logsumexp": lambda t: torch.logsumexp(t, dim=-1, keepdim=True) * t,
+    "var": lambda t: t.var(dim=-1, keepdim=True) * t,
+    "std": lambda t: t.std(dim=0, correction=0) * t,
+    "bce_with_logits": lambda t: F.binary_cross_entropy_with_logits(t, torch.sigmoid(t.detach() * 0.3 + 0.1)),
+    "huber": lambda t: F.huber_loss(t, 0.3 * t.detach() + 0.5, delta=0.8),
+    "smooth_l1": lambda t: F.smooth_l1_loss(t, t.detach() * 0.5, beta=0.4),
+    "l1": lambda t: F.l1_loss(t, t.detach() * 0.5 + 0.1),
+}
+
+
+def _rel_err(a, ref):
+    d = float(torch.linalg.vector_norm(a.double() - ref))
+    n = float(torch.linalg.vector_norm(ref))
+    return d / n if n else d
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("name", list(COMPOSITES))
+def test_decomposed_composites_within_tolerance(name, dtype):
+    """Capture decomposes these (PyTorch's own decompositions), so the result is
+    eager's up to rounding: value and gradient against float64 within
+    max(4 x eager's own error, 1e-6) (the tolerance policy); and the sched and
+    tile levels give the tk level's bits exactly."""
+    fn = COMPOSITES[name]
+
+    def step(x, g):
+        out, pull = vjp(fn, x)
+        return out, pull(g if out.shape == g.shape else torch.ones_like(out))[0], x
+
+    dt = DTYPES[dtype]
+    x = _values(torch.float32, nan=False).clamp(-20, 20)
+    g = _values(torch.float32, seed=1, nan=False).clamp(-3, 3)
+    x, g = x.to(dt), g.to(dt)
+    captured = trainkernel.capture(step, (x, g))
+    got = trainkernel.interpret(captured, x, g)
+    want = step(x, g)
+    exact = step(x.double(), g.double())
+    for k in range(2):
+        eager_err = _rel_err(want[k], exact[k])
+        err = _rel_err(got[k], exact[k])
+        assert err <= max(4 * eager_err, 1e-6 if dtype == "f32" else 1e-3), (k, err, eager_err)
+    for level, program in _levels(captured).items():
+        if program is not None:
+            _assert_same(run_program(program, [x, g]), got, f"{level} level vs tk level")

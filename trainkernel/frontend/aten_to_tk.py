@@ -463,6 +463,11 @@ def _mul(cv, node, args, kwargs):
     return cv.binary(tk.MulOp, args[0], args[1])
 
 
+@handles("prims.div.default")
+def _prims_div(cv, node, args, kwargs):
+    return cv.binary(tk.DivOp, args[0], args[1])  # true division on floating operands
+
+
 @handles("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode")
 def _div(cv, node, args, kwargs):
     mode = _arg(args, kwargs, 2, "rounding_mode", None)
@@ -766,9 +771,12 @@ def _common_dtype(cv: Converter, a, b) -> torch.dtype:
 
 def _as_float_operand(cv: Converter, v, et: Attribute, what: str) -> SSAValue:
     """`v` as a tensor of element type `et` (a float type): Python numbers become
-    fills of `et` (PyTorch rounds a wrapped scalar to the computation's dtype),
-    bools (0/1) and floats are cast."""
+    fills of `et` (PyTorch rounds a wrapped scalar to the computation's dtype;
+    +-inf and NaN are fine here: they are compared or selected, never computed
+    with), bools (0/1) and floats are cast."""
     if isinstance(v, bool | int | float):
+        if not math.isfinite(float(v)):
+            return cv.emit(tk.FillOp(float(v), TensorType(et, []))).result
         return cv.scalar(v, et)
     t = cv.tensor(v, what)
     src = tk.element_type_of(t)
@@ -963,6 +971,34 @@ _sum_and_mean(tk.SumOp, "aten.sum.default", "aten.sum.dim_IntList")
 _sum_and_mean(tk.MeanOp, "aten.mean.default", "aten.mean.dim")
 
 
+@handles("prims.sum.default")
+def _prims_sum(cv, node, args, kwargs):
+    dtype = kwargs.get("output_dtype")
+    return _reduce(cv, tk.SumOp, args[0], _arg(args, kwargs, 1, "dims"), False, dtype)
+
+
+@handles("prims.var.default")
+def _prims_var(cv, node, args, kwargs):
+    # var(x, dims, correction) = sum((x - mean(x, dims))^2, dims) / (n - correction),
+    # as PyTorch's decomposition of var/std/var_mean (the mean kept for the broadcast).
+    x = cv.float_tensor(args[0], "input")
+    rt = cv.out_float_type()
+    et = tk.element_type_of(x)
+    if et != rt.get_element_type():
+        raise cv.unsupported(f"input {tk.type_str(x.type)} and result {tk.type_str(rt)} differ in dtype")
+    shape = tk.shape_of(x)
+    axes = _axes(cv, _arg(args, kwargs, 1, "dims"), len(shape))
+    correction = _arg(args, kwargs, 2, "correction", 1)
+    correction = 1.0 if correction is None else float(correction)
+    n = math.prod(shape[a] for a in axes)
+    kept = TensorType(et, [1 if i in axes else d for i, d in enumerate(shape)])
+    mean = cv.emit(tk.MeanOp(x, axes, kept, keepdim=True)).result
+    dev = cv.emit(tk.SubOp(x, mean, x.type)).result
+    sq = cv.emit(tk.MulOp(dev, dev, x.type)).result
+    total = cv.emit(tk.SumOp(sq, axes, rt)).result
+    return cv.emit(tk.DivOp(total, cv.scalar(max(0.0, n - correction)), rt)).result
+
+
 @handles("aten.amax.default", "aten.max.default")
 def _amax(cv, node, args, kwargs):
     return _reduce(cv, tk.MaxOp, args[0], _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "keepdim", False))
@@ -1155,6 +1191,20 @@ def _identity(cv, node, args, kwargs):
 def _expand(cv, node, args, kwargs):
     x = cv.tensor(args[0], "input")
     return cv.expand(x, cv.out_type().get_shape())
+
+
+@handles("prims.broadcast_in_dim.default")
+def _broadcast_in_dim(cv, node, args, kwargs):
+    # Input axis i becomes result axis broadcast_dimensions[i]; the others are new.
+    x = cv.tensor(args[0], "input")
+    shape, dims = [int(d) for d in args[1]], [int(d) for d in args[2]]
+    src = tk.shape_of(x)
+    if len(dims) != len(src) or list(dims) != sorted(dims):
+        raise cv.unsupported(f"broadcast_in_dim with dimensions {dims} of a rank-{len(src)} input")
+    kept = [1] * len(shape)
+    for i, d in enumerate(dims):
+        kept[d] = src[i]
+    return cv.expand(cv.reshape(x, kept), shape)
 
 
 @handles("aten.permute.default", "aten.permute_copy.default")
