@@ -309,3 +309,62 @@ def test_the_check_catches_a_wrong_update(monkeypatch):
     monkeypatch.setattr(module, "adam_hyper", wrong)
     lines, passed, _ = check_trajectory(mlp(), nn.MSELoss(), OPTIMIZERS["adam"], _batches(), {"build": False})
     assert not passed, "\n".join(lines)
+
+
+def _class_batches(n=STEPS, b=8, i=12, c=4, seed=2, probs=False, ignore=None):
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n):
+        x = torch.randn(b, i, generator=g)
+        if probs:
+            t = torch.softmax(torch.randn(b, c, generator=g), dim=1)
+        else:
+            t = torch.randint(0, c, (b,), generator=g)
+            if ignore is not None:
+                t[::3] = ignore
+        out.append((x, t))
+    return out
+
+
+@pytest.mark.parametrize(
+    "loss_fn, kw",
+    [
+        (nn.CrossEntropyLoss(), {}),
+        (nn.CrossEntropyLoss(label_smoothing=0.1, ignore_index=2), {"ignore": 2}),
+        (nn.CrossEntropyLoss(label_smoothing=0.05), {"probs": True}),
+        (nn.CrossEntropyLoss(reduction="sum"), {}),
+        (nn.NLLLoss(), {}),
+    ],
+    ids=["ce", "ce_smooth_ignore", "ce_probs", "ce_sum", "nll"],
+)
+def test_classification_losses(loss_fn, kw):
+    def make():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Linear(12, 32), nn.LayerNorm(32), nn.GELU(), nn.Linear(32, 4))
+
+    fn = loss_fn
+    if isinstance(loss_fn, nn.NLLLoss):
+        fn = lambda out, t: loss_fn(torch.log_softmax(out, dim=1), t)  # noqa: E731
+    lines, passed, _ = check_trajectory(make, fn, OPTIMIZERS["adamw"], _class_batches(**kw), {"build": False})
+    _assert_passes(lines, passed)
+
+
+class Embedder(nn.Module):
+    """Token ids -> embedding -> tanh MLP (a model whose input is int64)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = nn.Embedding(10, 6, padding_idx=0)
+        self.fc = nn.Linear(6, 16)
+        self.head = nn.Linear(16, 3)
+
+    def forward(self, ids):
+        return self.head(torch.tanh(self.fc(self.embed(ids))))
+
+
+def test_embedding_model():
+    g = torch.Generator().manual_seed(4)
+    batches = [(torch.randint(0, 10, (8,), generator=g), torch.randint(0, 3, (8,), generator=g)) for _ in range(STEPS)]
+    lines, passed, _ = check_trajectory(Embedder, nn.CrossEntropyLoss(), OPTIMIZERS["adam"], batches, {"build": False})
+    _assert_passes(lines, passed)

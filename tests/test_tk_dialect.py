@@ -142,6 +142,15 @@ BUILDERS: dict[str, tuple[list[Attribute], Callable[..., list[Operation]]]] = {
             tk.SelectOp(m, m, m, T(4, 8, i1)),
         ],
     ),
+    "iota": (
+        [T(8, 1, i64)],
+        lambda t: [
+            c := tk.IotaOp(1, T(1, 10, i64)),
+            m := tk.CmpOp("eq", t, c.result),
+            tk.IotaOp(0, T(4, 3, bf16)),
+            tk.SelectOp(m.result, t, c.result, T(8, 10, i64)),
+        ],
+    ),
     "pow": ([T(4, f32)], lambda x: [tk.PowOp(x, 2.0), tk.PowOp(x, -0.5), tk.PowOp(x, 1e-07)]),
     "cast": ([T(4, 8, f32)], lambda x: [tk.CastOp(x, T(4, 8, bf16)), tk.CastOp(x, T(4, 8, i1))]),
     "matmul": (
@@ -273,13 +282,15 @@ INVALID: dict[str, tuple[list[Attribute], Callable[..., list[Operation]], str]] 
     "tanh-int": ([T(4, i64)], lambda a: [tk.TanhOp(a)], "floating types only"),
     "gelu-grad-int": ([T(4, i64), T(4, i64)], lambda g, x: [tk.GeluGradOp(g, x)], "floating types only"),
     "cmp-predicate": ([T(4, f32)], lambda a: [tk.CmpOp("olt", a, a)], "is not one of eq, ne, lt, le, gt, ge"),
-    "cmp-dtypes": ([T(4, f32), T(4, bf16)], lambda a, b: [tk.CmpOp("lt", a, b)], "one floating element type"),
+    "cmp-dtypes": ([T(4, f32), T(4, bf16)], lambda a, b: [tk.CmpOp("lt", a, b)], "one floating (or i64) element type"),
     "cmp-result": ([T(4, f32)], lambda a: [tk.CmpOp("lt", a, a, T(4, i64))], "returns i1 (or a 0/1 float mask)"),
     "select-types": (
         [T(4, i1), T(4, f32), T(4, bf16)],
         lambda c, a, b: [tk.SelectOp(c, a, b, T(4, f32))],
         "must have the result's element type f32",
     ),
+    "iota-axis": ([], lambda: [tk.IotaOp(2, T(4, 3, f32))], "is not an axis of"),
+    "iota-exact": ([], lambda: [tk.IotaOp(0, T(4096, f16))], "are not all exact in f16"),
     "select-broadcast": (
         [T(2, i1), T(3, f32)],
         lambda c, a: [tk.SelectOp(c, a, a, T(3, f32))],

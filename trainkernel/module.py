@@ -27,7 +27,7 @@ What is supported:
 
 - modules: containers (``nn.Sequential``, ``nn.ModuleList``, ``nn.ModuleDict``)
   and your own ``nn.Module`` classes, traced through; of PyTorch's layers
-  ``nn.Linear``, ``nn.LayerNorm``, ``nn.RMSNorm`` (with or without affine),
+  ``nn.Linear``, ``nn.Embedding``, ``nn.LayerNorm``, ``nn.RMSNorm`` (with or without affine),
   ``nn.Identity``, ``nn.Flatten``, ``nn.Dropout`` with ``p=0`` (or in eval
   mode), and the activations ``ReLU Tanh Sigmoid GELU SiLU Softplus
   LeakyReLU ELU SELU CELU Hardtanh ReLU6``. A module holding buffers (BatchNorm's
@@ -35,8 +35,10 @@ What is supported:
   an op your own code uses that TrainKernel cannot lower is an error naming the
   op and your source line;
 - losses: any Python function of ``(output, target)``, ``nn.MSELoss``,
-  ``nn.L1Loss``, ``nn.SmoothL1Loss``, ``nn.HuberLoss``, ``nn.BCEWithLogitsLoss``
-  (other loss modules are an error naming them);
+  ``nn.L1Loss``, ``nn.SmoothL1Loss``, ``nn.HuberLoss``, ``nn.BCEWithLogitsLoss``,
+  ``nn.CrossEntropyLoss`` (class indices or probabilities, ``label_smoothing``,
+  ``ignore_index``), ``nn.NLLLoss`` (other loss modules are an error naming
+  them);
 - optimizers: ``torch.optim.SGD`` (momentum, dampening, nesterov, weight_decay,
   maximize), ``Adam`` and ``AdamW`` (betas, eps, weight_decay, amsgrad,
   maximize), several parameter groups, frozen parameters.
@@ -78,11 +80,13 @@ ACTIVATIONS: tuple[type[nn.Module], ...] = (
     nn.Hardtanh, nn.ReLU6,
 )
 LAYERS: tuple[type[nn.Module], ...] = (
-    nn.Linear, nn.Identity, nn.Flatten, nn.Dropout, nn.LayerNorm, *((nn.RMSNorm,) if hasattr(nn, "RMSNorm") else ()),
+    nn.Linear, nn.Embedding, nn.Identity, nn.Flatten, nn.Dropout, nn.LayerNorm, *((nn.RMSNorm,) if hasattr(nn, "RMSNorm") else ()),
     *ACTIVATIONS,
 )
 CONTAINERS: tuple[type[nn.Module], ...] = (nn.Sequential, nn.ModuleList, nn.ModuleDict)
-LOSSES: tuple[type[nn.Module], ...] = (nn.MSELoss, nn.L1Loss, nn.SmoothL1Loss, nn.HuberLoss, nn.BCEWithLogitsLoss)
+LOSSES: tuple[type[nn.Module], ...] = (
+    nn.MSELoss, nn.L1Loss, nn.SmoothL1Loss, nn.HuberLoss, nn.BCEWithLogitsLoss, nn.CrossEntropyLoss, nn.NLLLoss,
+)
 OPTIMIZERS: tuple[type[torch.optim.Optimizer], ...] = (torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW)
 
 
@@ -109,6 +113,8 @@ def check_module(model: nn.Module, what: str = "model") -> None:
                 f"{where} (Dropout, p={m.p}) draws random numbers; a compiled step is deterministic: "
                 "use p=0 or put the module in eval mode"
             )
+        if isinstance(m, nn.Embedding) and (m.max_norm is not None or m.sparse or m.scale_grad_by_freq):
+            raise ModuleError(f"{where} (Embedding): max_norm, sparse and scale_grad_by_freq are not supported")
         if isinstance(m, nn.Flatten) and m.start_dim == 0:
             raise ModuleError(f"{where} (Flatten with start_dim=0) flattens the batch axis")
         if isinstance(m, (*LAYERS, *CONTAINERS)):

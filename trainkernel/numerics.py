@@ -207,6 +207,15 @@ def _cmp(interp, op: tk.CmpOp, args):
     return r if r.dtype == out else r.to(out)
 
 
+def _iota(interp, op: tk.IotaOp, args):
+    shape = _result_shape(op)
+    axis = op.axis_value
+    line = torch.arange(shape[axis], dtype=_result_dtype(op))
+    view = [1] * len(shape)
+    view[axis] = shape[axis]
+    return line.reshape(view).expand(shape)
+
+
 def _select(interp, op: tk.SelectOp, args):
     cond, a, b = args
     if cond.dtype != torch.bool:  # a 0/1 float mask (tk-legalize-masks)
@@ -332,6 +341,7 @@ TK_OP_TABLE: dict[type[Operation], OpImpl] = {
     tk.EluGradOp: _elu_grad,
     tk.CmpOp: _cmp,
     tk.SelectOp: _select,
+    tk.IotaOp: _iota,
     tk.MatmulOp: _matmul,
     tk.AddmmOp: _addmm,
     tk.SumOp: _reduction(_sum),

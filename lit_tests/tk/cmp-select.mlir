@@ -1,5 +1,6 @@
-// tk.cmp (every predicate; i1 or 0/1 float result) and tk.select (i1 or float
-// condition; float or i1 values): custom and generic round trips.
+// tk.cmp (every predicate; float or i64 operands; i1 or 0/1 float result),
+// tk.select (i1 or float condition; float, i1 or i64 values) and tk.iota:
+// custom and generic round trips.
 // RUN: trainkernel-opt %s | filecheck %s
 // RUN: trainkernel-opt %s | trainkernel-opt | filecheck %s
 // RUN: trainkernel-opt %s --print-op-generic | trainkernel-opt | filecheck %s
@@ -36,5 +37,21 @@ func.func @select(%m: tensor<4x8xi1>, %x: tensor<4x8xf32>, %s: tensor<f32>, %fm:
   // Logical ops on masks: a select of i1 values.
   // CHECK-NEXT: %and = tk.select %m, %m, %b : (tensor<4x8xi1>, tensor<4x8xi1>, tensor<i1>) -> tensor<4x8xi1>
   %and = tk.select %m, %m, %b : (tensor<4x8xi1>, tensor<4x8xi1>, tensor<i1>) -> tensor<4x8xi1>
+  func.return
+}
+
+// CHECK-LABEL: func.func @labels
+func.func @labels(%t: tensor<8x1xi64>, %x: tensor<8x10xf32>, %zero: tensor<f32>) {
+  // CHECK-NEXT: %c = tk.iota axis 1 : tensor<1x10xi64>
+  // GENERIC: %c = "tk.iota"() <{axis = 1 : i64}> : () -> tensor<1x10xi64>
+  %c = tk.iota axis 1 : tensor<1x10xi64>
+  // CHECK-NEXT: %hot = tk.cmp eq %t, %c : (tensor<8x1xi64>, tensor<1x10xi64>) -> tensor<8x10xi1>
+  %hot = tk.cmp eq %t, %c : (tensor<8x1xi64>, tensor<1x10xi64>) -> tensor<8x10xi1>
+  // CHECK-NEXT: %g = tk.select %hot, %x, %zero : (tensor<8x10xi1>, tensor<8x10xf32>, tensor<f32>) -> tensor<8x10xf32>
+  %g = tk.select %hot, %x, %zero : (tensor<8x10xi1>, tensor<8x10xf32>, tensor<f32>) -> tensor<8x10xf32>
+  // CHECK-NEXT: %w = tk.select %hot, %t, %c {tag} : (tensor<8x10xi1>, tensor<8x1xi64>, tensor<1x10xi64>) -> tensor<8x10xi64>
+  %w = tk.select %hot, %t, %c {tag} : (tensor<8x10xi1>, tensor<8x1xi64>, tensor<1x10xi64>) -> tensor<8x10xi64>
+  // CHECK-NEXT: %f = tk.iota axis 0 : tensor<4x3xbf16>
+  %f = tk.iota axis 0 : tensor<4x3xbf16>
   func.return
 }

@@ -224,6 +224,13 @@ EXPR: dict[type[Operation], Callable[[Operation, Callable[[int], str]], str]] = 
 }
 """tk op class -> its per-element C expression (see above)."""
 
+EXPR_AT: dict[type[Operation], Callable[[Operation, Callable[[tuple[int, ...]], list[str]]], str]] = {
+    # The value is its own index along `axis` (at(shape): the index of a value of
+    # that shape at the current element, broadcast as operands are).
+    tk.IotaOp: lambda op, at: f"(float)({at(tuple(tk.shape_of(op.result)))[op.axis_value]})",
+}
+"""Ops whose C expression reads the iteration index instead of operands."""
+
 
 @dataclass
 class BodyPrinter:
@@ -286,6 +293,9 @@ class BodyPrinter:
 
     def expr(self, op: Operation, index: list[str], env: dict[SSAValue, str]) -> str:
         """The C expression of pointwise `op` at `index` (the `EXPR` table)."""
+        indexed = EXPR_AT.get(type(op))
+        if indexed is not None:
+            return indexed(op, lambda shape: broadcast_index(index, shape))
         render = EXPR.get(type(op))
         if render is None:
             raise DiagnosticException(f"cuda: {op.name} is not supported inside a {self.op.name} body")

@@ -24,6 +24,7 @@ from typing import ClassVar, TypeVar
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
+    IntegerAttr,
     IntegerType,
     StringAttr,
     TensorType,
@@ -53,6 +54,7 @@ from xdsl.pattern_rewriter import RewritePattern
 from xdsl.traits import HasCanonicalizationPatternsTrait, IsolatedFromAbove, IsTerminator, OpTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from trainkernel import elements
 from trainkernel.elements import is_float, is_tk_element_type
 from trainkernel.util import numel
 
@@ -736,9 +738,70 @@ class EluGradOp(ParamGradOp):
     is_result = opt_prop_def(UnitAttr)
 
 
+# ------------------------------------------------------------------ iota
+
+
+@irdl_op_definition
+class IotaOp(IRDLOperation):
+    """A tensor whose element at index i is i[axis] (0, 1, 2, ... along `axis`,
+    the same along every other axis): the class numbers that comparisons with
+    integer labels (gather, scatter, one-hot) need. f32, bf16, f16 or i64.
+
+    `%r = tk.iota axis 1 : tensor<1x10xi64>`
+    """
+
+    name = "tk.iota"
+    axis = prop_def(IntegerAttr)
+    result = result_def(TensorT)
+    traits = traits_def(Pure(), TkCanonicalization())
+
+    def __init__(self, axis: int, result_type: Attribute):
+        super().__init__(properties={"axis": IntegerAttr(axis, i64)}, result_types=[result_type])
+
+    @property
+    def axis_value(self) -> int:
+        return self.axis.value.data
+
+    def verify_(self) -> None:
+        rank = len(shape_of(self.result))
+        if not 0 <= self.axis_value < max(rank, 1) or rank == 0:
+            raise VerifyException(f"tk.iota: axis {self.axis_value} is not an axis of {type_str(self.result.type)}")
+        et = element_type_of(self.result)
+        if not (is_float(et) or (isinstance(et, IntegerType) and et.width.data == 64)):
+            raise VerifyException(f"tk.iota counts in a floating type or i64, got {type_str(self.result.type)}")
+        n = shape_of(self.result)[self.axis_value]
+        if is_float(et) and n > 2 ** (elements.lookup(et).mantissa_bits + 1):
+            raise VerifyException(
+                f"tk.iota: {n} values along axis {self.axis_value} are not all exact in {type_str(et)}"
+            )
+
+    # Hand-written: the axis is a bare integer (`axis 1`); a declarative `$axis`
+    # prints the IntegerAttr with its type (`1 : i64`).
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" axis {self.axis_value}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> IotaOp:
+        parser.parse_keyword("axis")
+        axis = parser.parse_integer()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(axis, t)
+        op.attributes.update(attrs)
+        return op
+
+
 # ------------------------------------------------------- compare and select
 
 CMP_PREDICATES: tuple[str, ...] = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def _is_i64(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.width.data == 64
 
 
 def _is_mask_type(t: Attribute) -> bool:
@@ -778,9 +841,9 @@ class CmpOp(IRDLOperation):
         if self.predicate_name not in CMP_PREDICATES:
             raise VerifyException(f"tk.cmp: predicate {self.predicate_name!r} is not one of {', '.join(CMP_PREDICATES)}")
         et = element_type_of(self.lhs)
-        if not is_float(et) or element_type_of(self.rhs) != et:
+        if not (is_float(et) or _is_i64(et)) or element_type_of(self.rhs) != et:
             raise VerifyException(
-                f"tk.cmp compares two operands of one floating element type, got "
+                f"tk.cmp compares two operands of one floating (or i64) element type, got "
                 f"{type_str(self.lhs.type)} and {type_str(self.rhs.type)}"
             )
         if not _is_mask_type(element_type_of(self.result)):
@@ -824,7 +887,8 @@ class CmpOp(IRDLOperation):
 class SelectOp(IRDLOperation):
     """Elementwise `cond ? a : b` with broadcast (aten.where, masked_fill). `cond`
     is i1, or a floating 0/1 mask (nonzero is true); `a` and `b` have the
-    result's element type (floating point, or i1 for logical ops on masks).
+    result's element type (floating point, i1 for logical ops on masks, i64
+    for labels).
 
     `%r = tk.select %m, %x, %zero : (tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>`
     """
@@ -844,8 +908,8 @@ class SelectOp(IRDLOperation):
         if not _is_mask_type(element_type_of(self.cond)):
             raise VerifyException(f"tk.select: condition {type_str(self.cond.type)} must be i1 (or a 0/1 float mask)")
         et = element_type_of(self.result)
-        if not _is_mask_type(et):
-            raise VerifyException(f"tk.select selects floating or i1 values, got {type_str(self.result.type)}")
+        if not (_is_mask_type(et) or _is_i64(et)):
+            raise VerifyException(f"tk.select selects floating, i1 or i64 values, got {type_str(self.result.type)}")
         for v in (self.true_value, self.false_value):
             if element_type_of(v) != et:
                 raise VerifyException(
@@ -1306,6 +1370,7 @@ ELEMENTWISE_OPS: tuple[type[IRDLOperation], ...] = (
     *ACTIVATION_OPS,
     CmpOp,
     SelectOp,
+    IotaOp,
 )
 """Ops whose result element i depends only on operand elements at (the
 broadcast of) index i."""

@@ -782,19 +782,33 @@ def _as_float_operand(cv: Converter, v, et: Attribute, what: str) -> SSAValue:
     src = tk.element_type_of(t)
     if src == et:
         return t
-    if not tk.is_float(src) and src != i1:
-        raise cv.unsupported(f"{what} is {tk.type_str(t.type)}; integer computation is not supported")
-    return cv.cast(t, et)
+    return cv.cast(t, et)  # float, bool (0/1) or int64 (PyTorch's promotion converts it)
+
+
+def _as_int_operand(cv: Converter, v, what: str) -> SSAValue:
+    """`v` as an i64 tensor: Python integers become i64 fills, bools 0/1."""
+    if isinstance(v, bool | int):
+        return cv.fill(int(v), TensorType(i64, []))
+    t = cv.tensor(v, what)
+    et = tk.element_type_of(t)
+    if et == i64:
+        return t
+    if et == i1:
+        return cv.cast(t, i64)
+    raise cv.unsupported(f"{what} is {tk.type_str(t.type)} in an integer comparison")
 
 
 def _cmp(cv: Converter, predicate: str, a, b) -> SSAValue:
     dtype = _common_dtype(cv, a, b)
     if dtype == torch.bool:
         dtype = torch.float32  # 0/1 compare exactly as floats
+    if dtype == torch.int64:  # labels, class indices
+        lhs, rhs = _as_int_operand(cv, a, "lhs"), _as_int_operand(cv, b, "rhs")
+        return cv.emit(tk.CmpOp(predicate, lhs, rhs)).result
     if dtype not in _FLOAT_DTYPES:
         raise cv.unsupported(
-            f"comparison of {str(dtype).replace('torch.', '')} values; only floating-point (and bool) comparisons "
-            "are supported"
+            f"comparison of {str(dtype).replace('torch.', '')} values; only floating-point, int64 and bool "
+            "comparisons are supported"
         )
     et = element_type(dtype)
     lhs = _as_float_operand(cv, a, et, "lhs")
@@ -889,11 +903,13 @@ handles("aten.bitwise_not.default")(_bitwise_handler("not"))
 def _where(cv: Converter, cond, a, b) -> SSAValue:
     rt = cv.out_type()
     et = rt.get_element_type()
-    if not (tk.is_float(et) or et == i1):
-        raise cv.unsupported(f"where on {tk.type_str(rt)}; only floating-point and bool values are supported")
+    if not (tk.is_float(et) or et in (i1, i64)):
+        raise cv.unsupported(f"where on {tk.type_str(rt)}; only floating-point, int64 and bool values are supported")
     c = _mask(cv, cond, "condition")
     if et == i1:
         x, y = _mask(cv, a, "self"), _mask(cv, b, "other")
+    elif et == i64:
+        x, y = _as_int_operand(cv, a, "self"), _as_int_operand(cv, b, "other")
     else:
         x, y = _as_float_operand(cv, a, et, "self"), _as_float_operand(cv, b, et, "other")
     return cv.emit(tk.SelectOp(c, x, y, rt)).result
@@ -910,6 +926,233 @@ def _masked_fill(cv, node, args, kwargs):
     if isinstance(value, SSAValue | _Constant) and tk.shape_of(cv.tensor(value)):
         raise cv.unsupported("masked_fill value must be a number or a 0-d tensor")
     return _where(cv, mask, value, x)
+
+
+# ------------------------------------------------- gather, scatter, embedding
+#
+# Indexing with an integer tensor, as comparisons with a tk.iota of the
+# indexed axis: `x[..., index[..., j]]` picks, along a new axis of the indexed
+# size, the one element whose class number equals the index. Every value is
+# selected, never multiplied (a NaN or inf elsewhere in the row stays there),
+# and reductions over the one-hot axis are exact (a max over one value and
+# -inf's; a sum of one value and zeros), so the results are eager's. Indices
+# are compared as integers (exact); in the kernel they are f32 values, exact
+# below 2**24 (tk-legalize-masks).
+
+
+def _index_operand(cv: Converter, v, what: str) -> SSAValue:
+    t = cv.tensor(v, what)
+    if tk.element_type_of(t) != i64:
+        raise cv.unsupported(f"{what} is {tk.type_str(t.type)}; indices must be int64")
+    return t
+
+
+def _move_last(cv: Converter, v: SSAValue, axis: int) -> SSAValue:
+    rank = len(tk.shape_of(v))
+    perm = [a for a in range(rank) if a != axis] + [axis]
+    return cv.transpose(v, perm)
+
+
+def _move_back(cv: Converter, v: SSAValue, axis: int) -> SSAValue:
+    rank = len(tk.shape_of(v))
+    perm = [a for a in range(rank) if a != axis] + [axis]
+    inverse = [perm.index(a) for a in range(rank)]
+    return cv.transpose(v, inverse)
+
+
+def _one_hot(cv: Converter, index: SSAValue, classes: int) -> SSAValue:
+    """i1 tensor of shape index.shape + [classes]: index[...] == c."""
+    shape = tk.shape_of(index)
+    col = cv.reshape(index, [*shape, 1])
+    iota = cv.emit(tk.IotaOp(len(shape), TensorType(i64, [1] * len(shape) + [classes]))).result
+    return cv.emit(tk.CmpOp("eq", col, iota)).result
+
+
+def _gather_last(cv: Converter, x: SSAValue, index: SSAValue) -> SSAValue:
+    """out[..., j] = x[..., index[..., j]] with x's other axes sliced to index's."""
+    xs, ishape = tk.shape_of(x), tk.shape_of(index)
+    for axis in range(len(xs) - 1):
+        if ishape[axis] > xs[axis]:
+            raise cv.unsupported(f"gather index shape {list(ishape)} exceeds the input's {list(xs)} on axis {axis}")
+        x = cv.slice(x, axis, 0, ishape[axis], 1)
+    et = tk.element_type_of(x)
+    classes = xs[-1]
+    hot = _one_hot(cv, index, classes)  # [..., K, C]
+    rows = cv.reshape(x, [*ishape[:-1], 1, classes])
+    full = TensorType(et, [*ishape, classes])
+    picked = cv.emit(tk.SelectOp(hot, rows, cv.emit(tk.FillOp(float("-inf"), TensorType(et, []))).result, full)).result
+    return cv.emit(tk.MaxOp(picked, [len(ishape)], TensorType(et, list(ishape)))).result
+
+
+@handles("aten.gather.default")
+def _gather(cv, node, args, kwargs):
+    x = cv.float_tensor(args[0], "input")
+    rank = len(tk.shape_of(x))
+    axis = cv.dim(args[1], rank)
+    index = _index_operand(cv, args[2], "index")
+    if len(tk.shape_of(index)) != rank or rank == 0:
+        raise cv.unsupported(f"gather of a rank-{rank} input by a rank-{len(tk.shape_of(index))} index")
+    out = _gather_last(cv, _move_last(cv, x, axis), _move_last(cv, index, axis))
+    return _move_back(cv, out, axis)
+
+
+def _scatter_mask(cv: Converter, base_shape, index: SSAValue, axis: int) -> SSAValue:
+    """i1 [..., C] (axis moved last): whether some index[..., j] names class c."""
+    ishape = tk.shape_of(index)
+    for a, (b, i) in enumerate(zip(base_shape, ishape)):
+        if a != axis and b != i:
+            raise cv.unsupported(f"scatter with index shape {list(ishape)} and input shape {list(base_shape)}")
+    classes = base_shape[axis]
+    hot = _one_hot(cv, _move_last(cv, index, axis), classes)  # [..., K, C]
+    k = ishape[axis]
+    rest = [d for a, d in enumerate(base_shape) if a != axis]
+    if k == 1:
+        return cv.reshape(hot, [*rest, classes])
+    as_float = cv.cast(hot, F32)
+    anyhot = cv.emit(tk.MaxOp(as_float, [len(rest)], TensorType(F32, [*rest, classes]))).result
+    return cv.emit(tk.CmpOp("ne", anyhot, cv.scalar(0.0))).result
+
+
+@handles("aten.scatter.value")
+def _scatter_value(cv, node, args, kwargs):
+    base = cv.float_tensor(args[0], "input")
+    shape = tk.shape_of(base)
+    axis = cv.dim(args[1], len(shape))
+    index = _index_operand(cv, args[2], "index")
+    et = tk.element_type_of(base)
+    mask = _scatter_mask(cv, shape, index, axis)
+    value = _as_float_operand(cv, args[3], et, "value")
+    moved = _move_last(cv, base, axis)
+    out = cv.emit(tk.SelectOp(mask, value, moved, moved.type)).result
+    return _move_back(cv, out, axis)
+
+
+@handles("aten.scatter_add.default")
+def _scatter_add(cv, node, args, kwargs):
+    # out[..., c] = base[..., c] + sum_j (index[..., j] == c ? src[..., j] : 0)
+    base = cv.float_tensor(args[0], "input")
+    shape = tk.shape_of(base)
+    axis = cv.dim(args[1], len(shape))
+    index = _index_operand(cv, args[2], "index")
+    src = cv.float_tensor(args[3], "src")
+    if tk.shape_of(src) != tk.shape_of(index) or tk.element_type_of(src) != tk.element_type_of(base):
+        raise cv.unsupported(f"scatter_add of {tk.type_str(src.type)} by {tk.type_str(index.type)}")
+    _scatter_mask(cv, shape, index, axis)  # checks the shapes
+    et = tk.element_type_of(base)
+    classes = shape[axis]
+    ishape = tk.shape_of(_move_last(cv, index, axis))
+    hot = _one_hot(cv, _move_last(cv, index, axis), classes)  # [..., K, C]
+    vals = cv.reshape(_move_last(cv, src, axis), [*ishape, 1])
+    full = TensorType(et, [*ishape, classes])
+    parts = cv.emit(tk.SelectOp(hot, vals, cv.scalar(0.0, et), full)).result
+    rest = list(ishape[:-1])
+    total = cv.emit(tk.SumOp(parts, [len(rest)], TensorType(et, [*rest, classes]))).result
+    moved = _move_last(cv, base, axis)
+    out = cv.emit(tk.AddOp(moved, total, moved.type)).result
+    return _move_back(cv, out, axis)
+
+
+@handles("aten.embedding.default")
+def _embedding(cv, node, args, kwargs):
+    # weight[indices]: out[..., d] = max_v (indices[...] == v ? weight[v, d] : -inf)
+    weight = cv.float_tensor(args[0], "weight")
+    index = _index_operand(cv, args[1], "indices")
+    if len(tk.shape_of(weight)) != 2:
+        raise cv.unsupported("embedding of a weight that is not 2-D")
+    v, d = tk.shape_of(weight)
+    ishape = tk.shape_of(index)
+    et = tk.element_type_of(weight)
+    hot = cv.reshape(_one_hot(cv, index, v), [*ishape, v, 1])
+    full = TensorType(et, [*ishape, v, d])
+    picked = cv.emit(tk.SelectOp(hot, weight, cv.emit(tk.FillOp(float("-inf"), TensorType(et, []))).result, full)).result
+    return cv.emit(tk.MaxOp(picked, [len(ishape)], TensorType(et, [*ishape, d]))).result
+
+
+@handles("aten.embedding_dense_backward.default")
+def _embedding_backward(cv, node, args, kwargs):
+    # A deterministic scatter-add: grad_weight[v, d] = sum_n (indices[n] == v ? grad[n, d] : 0),
+    # the rows of padding_idx zero; scale_grad_by_freq is refused.
+    grad, indices, num_weights, padding_idx, scale = args[:5]
+    if scale:
+        raise cv.unsupported("embedding with scale_grad_by_freq=True")
+    g = cv.float_tensor(grad, "grad_output")
+    index = _index_operand(cv, indices, "indices")
+    n = math.prod(tk.shape_of(index))
+    d = tk.shape_of(g)[-1]
+    et = tk.element_type_of(g)
+    flat_i = cv.reshape(index, [n])
+    flat_g = cv.reshape(g, [n, 1, d])
+    hot = cv.reshape(_one_hot(cv, flat_i, num_weights), [n, num_weights, 1])
+    parts = cv.emit(tk.SelectOp(hot, flat_g, cv.scalar(0.0, et), TensorType(et, [n, num_weights, d]))).result
+    out = cv.emit(tk.SumOp(parts, [0], TensorType(et, [num_weights, d]))).result
+    if padding_idx is not None and padding_idx >= 0:
+        row = cv.emit(tk.IotaOp(0, TensorType(i64, [num_weights, 1]))).result
+        pad = cv.emit(tk.CmpOp("eq", row, cv.fill(int(padding_idx), TensorType(i64, [])))).result
+        out = cv.emit(tk.SelectOp(pad, cv.scalar(0.0, et), out, out.type)).result
+    return out
+
+
+@handles("aten.index_select.default")
+def _index_select(cv, node, args, kwargs):
+    x = cv.float_tensor(args[0], "input")
+    rank = len(tk.shape_of(x))
+    axis = cv.dim(args[1], rank)
+    index = _index_operand(cv, args[2], "index")
+    if len(tk.shape_of(index)) != 1:
+        raise cv.unsupported("index_select with an index that is not 1-D")
+    # Move the axis first: out[j, ...] = max_c (index[j] == c ? x[c, ...] : -inf)
+    perm = [axis] + [a for a in range(rank) if a != axis]
+    xt = cv.transpose(x, perm)
+    rest = list(tk.shape_of(xt)[1:])
+    classes = tk.shape_of(xt)[0]
+    k = tk.shape_of(index)[0]
+    et = tk.element_type_of(x)
+    hot = cv.reshape(_one_hot(cv, index, classes), [k, classes] + [1] * len(rest))
+    full = TensorType(et, [k, classes, *rest])
+    picked = cv.emit(tk.SelectOp(hot, xt, cv.emit(tk.FillOp(float("-inf"), TensorType(et, []))).result, full)).result
+    out = cv.emit(tk.MaxOp(picked, [1], TensorType(et, [k, *rest]))).result
+    return cv.transpose(out, [perm.index(a) for a in range(rank)])
+
+
+@handles("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
+def _arange(cv, node, args, kwargs):
+    # 0, 1, ..., n-1 (a tk.iota); other starts and steps would need integer arithmetic.
+    rt = cv.out_type()
+    start, step = (args[0], args[2] if len(args) > 2 else kwargs.get("step", 1)) if len(args) > 1 else (0, 1)
+    if start != 0 or step != 1:
+        raise cv.unsupported(f"arange with start {start} and step {step}; only arange(n) (or start 0, step 1)")
+    if len(rt.get_shape()) != 1 or rt.get_shape()[0] == 0:
+        raise cv.unsupported("an empty arange")
+    return cv.emit(tk.IotaOp(0, rt)).result
+
+
+@handles("aten.index_add.default")
+def _index_add(cv, node, args, kwargs):
+    # out[c, ...] = base[c, ...] + alpha * sum_j (index[j] == c ? src[j, ...] : 0), `dim` moved first
+    # (index_select's backward: a deterministic scatter-add).
+    base = cv.float_tensor(args[0], "input")
+    rank = len(tk.shape_of(base))
+    axis = cv.dim(args[1], rank)
+    index = _index_operand(cv, args[2], "index")
+    src = cv.float_tensor(args[3], "source")
+    alpha = _arg(args, kwargs, 4, "alpha", 1)
+    if len(tk.shape_of(index)) != 1 or tk.element_type_of(src) != tk.element_type_of(base):
+        raise cv.unsupported(f"index_add of {tk.type_str(src.type)} into {tk.type_str(base.type)} by a non-1-D index")
+    perm = [axis] + [a for a in range(rank) if a != axis]
+    bt, st = cv.transpose(base, perm), cv.transpose(src, perm)
+    classes, rest = tk.shape_of(bt)[0], list(tk.shape_of(bt)[1:])
+    if list(tk.shape_of(st)[1:]) != rest:
+        raise cv.unsupported(f"index_add of {tk.type_str(src.type)} into {tk.type_str(base.type)}")
+    k = tk.shape_of(index)[0]
+    et = tk.element_type_of(base)
+    hot = cv.reshape(_one_hot(cv, index, classes), [k, classes] + [1] * len(rest))
+    vals = cv.reshape(st, [k, 1, *rest])
+    parts = cv.emit(tk.SelectOp(hot, vals, cv.scalar(0.0, et), TensorType(et, [k, classes, *rest]))).result
+    total = cv.emit(tk.SumOp(parts, [0], bt.type)).result
+    if alpha != 1:
+        total = cv.emit(tk.MulOp(total, cv.scalar(float(alpha)), bt.type)).result
+    out = cv.emit(tk.AddOp(bt, total, bt.type)).result
+    return cv.transpose(out, [perm.index(a) for a in range(rank)])
 
 
 # -------------------------------------------------------------- reductions
@@ -1080,8 +1323,10 @@ def _to_copy(cv, node, args, kwargs):
     src = tk.element_type_of(x)
     if src == et:
         return x
-    if src == i1 and tk.is_float(et):
-        return cv.cast(x, et)  # bool -> 0.0 / 1.0
+    if src in (i1, i64) and tk.is_float(et):
+        return cv.cast(x, et)  # bool -> 0.0 / 1.0; int64 -> nearest float (PyTorch's conversion)
+    if src == i1 and et == i64:
+        return cv.cast(x, et)
     if tk.is_float(src) and et == i1:
         return _mask(cv, x, "input")  # x != 0 (NaN is true)
     if not tk.is_float(src) or not tk.is_float(et):

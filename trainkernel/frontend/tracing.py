@@ -50,6 +50,8 @@ _DECOMPOSE = [
     aten.std_mean,
     aten.native_layer_norm,
     aten.native_layer_norm_backward,
+    aten.nll_loss_forward,
+    aten.nll_loss_backward,
 ]
 
 

@@ -65,3 +65,26 @@ func.func @boundaries(%done: tensor<4xi1>, %x: tensor<4xf32>, %zero: tensor<f32>
   %both = tk.select %nz, %done, %false : (tensor<4xi1>, tensor<4xi1>, tensor<i1>) -> tensor<4xi1>
   func.return %r, %both : tensor<4xf32>, tensor<4xi1>
 }
+
+// -----
+
+// Integer labels: the i64 argument is converted once; iota, the comparison and
+// a select of i64 values run on f32 (exact below 2**24); a returned label is
+// cast back to i64.
+// CHECK-LABEL: func.func @labels
+// CHECK-NEXT:    %c = tk.iota axis 1 : tensor<1x10xf32>
+// CHECK-NEXT:    %0 = tk.cast %t : tensor<8x1xi64> to tensor<8x1xf32>
+// CHECK-NEXT:    %hot = tk.cmp eq %0, %c : (tensor<8x1xf32>, tensor<1x10xf32>) -> tensor<8x10xf32>
+// CHECK-NEXT:    %g = tk.select %hot, %x, %ninf : (tensor<8x10xf32>, tensor<8x10xf32>, tensor<f32>) -> tensor<8x10xf32>
+// CHECK-NEXT:    %zero = tk.fill 0.0 : tensor<f32>
+// CHECK-NEXT:    %w = tk.select %hot, %0, %zero : (tensor<8x10xf32>, tensor<8x1xf32>, tensor<f32>) -> tensor<8x10xf32>
+// CHECK-NEXT:    %1 = tk.cast %w : tensor<8x10xf32> to tensor<8x10xi64>
+// CHECK-NEXT:    func.return %g, %1 : tensor<8x10xf32>, tensor<8x10xi64>
+func.func @labels(%t: tensor<8x1xi64>, %x: tensor<8x10xf32>, %ninf: tensor<f32>) -> (tensor<8x10xf32>, tensor<8x10xi64>) {
+  %c = tk.iota axis 1 : tensor<1x10xi64>
+  %hot = tk.cmp eq %t, %c : (tensor<8x1xi64>, tensor<1x10xi64>) -> tensor<8x10xi1>
+  %g = tk.select %hot, %x, %ninf : (tensor<8x10xi1>, tensor<8x10xf32>, tensor<f32>) -> tensor<8x10xf32>
+  %zero = tk.fill 0.0 : tensor<i64>
+  %w = tk.select %hot, %t, %zero : (tensor<8x10xi1>, tensor<8x1xi64>, tensor<i64>) -> tensor<8x10xi64>
+  func.return %g, %w : tensor<8x10xf32>, tensor<8x10xi64>
+}
