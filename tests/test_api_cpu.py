@@ -133,28 +133,46 @@ def test_result_structure_must_mirror_state(fakes, tmp_path):
         loss, g, new = inner(params, x, y)
         return loss, new
 
-    with pytest.raises(ValueError, match=r"must return \(loss, grads, new_state\)"):
-        compile_training(two_results, (params, x, y), cache_dir=tmp_path, build=False)
+    c = compile_training(two_results, (params, x, y), cache_dir=tmp_path, build=False)
+    assert c._new_state_results == [1, 2, 3, 4]
 
-    def grads_as_list(params, x, y):
+    def grads_as_list(params, x, y):  # what comes before the new state is not checked
         loss, g, new = inner(params, x, y)
         return loss, list(g), new
 
-    with pytest.raises(ValueError, match=r"grads \(result\[1\]\) must have the structure of params: expected \(\*, \*, \*, \*\), got \[\*, \*, \*, \*\]"):
-        compile_training(grads_as_list, (params, x, y), cache_dir=tmp_path, build=False)
+    c = compile_training(grads_as_list, (params, x, y), cache_dir=tmp_path, build=False)
+    assert c._new_state_results == [5, 6, 7, 8]
+
+    def state_as_list(params, x, y):
+        loss, g, new = inner(params, x, y)
+        return loss, g, list(new)
+
+    with pytest.raises(
+        ValueError,
+        match=r"last result \(result\[2\]\) is the new state and must have the structure of params: "
+        r"expected \(\*, \*, \*, \*\), got \[\*, \*, \*, \*\]",
+    ):
+        compile_training(state_as_list, (params, x, y), cache_dir=tmp_path, build=False)
+
+    def only_loss(params, x, y):
+        loss, g, new = inner(params, x, y)
+        return loss
+
+    with pytest.raises(ValueError, match=r"must return a tuple whose last element is the new state.*got \*$"):
+        compile_training(only_loss, (params, x, y), cache_dir=tmp_path, build=False)
 
     def half_state(params, x, y):
         loss, g, new = inner(params, x, y)
         return loss, g, tuple(t.half() for t in new)
 
-    with pytest.raises(ValueError, match=r"new_state for params\[0\]: expected dtype float32, got float16"):
+    with pytest.raises(ValueError, match=r"new_state for params\[0\] \(result\[2\]\): expected dtype float32, got float16"):
         compile_training(half_state, (params, x, y), cache_dir=tmp_path, build=False)
 
     def swapped(params, x, y):
         loss, g, new = inner(params, x, y)
-        return loss, (g[1], g[0], g[2], g[3]), new
+        return loss, (new[1], new[0], new[2], new[3])
 
-    with pytest.raises(ValueError, match=r"grads for params\[0\]: expected shape \(32, 64\), got \(64,\)"):
+    with pytest.raises(ValueError, match=r"new_state for params\[0\] \(result\[1\]\): expected shape \(32, 64\), got \(64,\)"):
         compile_training(swapped, (params, x, y), cache_dir=tmp_path, build=False)
 
 

@@ -147,8 +147,18 @@ CASES = [
     Case("rsub_alpha", lambda a, b: torch.rsub(a, b, alpha=2), AB, ("tk.sub", "tk.mul"), exact=False),
     Case("maximum", torch.maximum, AB, ("tk.maximum",)),
     Case("minimum", torch.minimum, AB, ("tk.maximum", "tk.neg")),
-    Case("clamp_min", lambda a: torch.clamp_min(a, 0.1), A, ("tk.maximum",)),
-    Case("clamp", lambda a: torch.clamp(a, -0.5, 0.5), A, ("tk.maximum", "tk.neg")),
+    Case("clamp_min", lambda a: torch.clamp_min(a, 0.1), A, ("tk.cmp", "tk.select")),
+    Case("clamp", lambda a: torch.clamp(a, -0.5, 0.5), A, ("tk.cmp", "tk.select")),
+    Case("clamp_bf16", lambda a: torch.clamp(a, max=0.3), lambda: (R(4, 8, dtype=bf16),), ("tk.cmp", "tk.select")),
+    # activations (tests/test_activations.py has their backward and special values)
+    Case("tanh", torch.tanh, A, ("tk.tanh",)),
+    Case("sigmoid_bf16", torch.sigmoid, lambda: (R(4, 8, dtype=bf16),), ("tk.sigmoid",)),
+    Case("gelu_tanh", lambda a: F.gelu(a, approximate="tanh"), A, ("tk.gelu",)),
+    Case("softplus", lambda a: F.softplus(a, beta=2), A, ("tk.softplus",)),
+    Case("celu", lambda a: F.celu(a, 0.5), A, ("tk.elu",)),
+    Case("where", lambda a, b: torch.where(a > b, a, b * 2), AB, ("tk.cmp", "tk.select")),
+    Case("masked_fill_bf16", lambda a: a.masked_fill(a < 0, -1.5), lambda: (R(4, 8, dtype=bf16),), ("tk.cmp", "tk.select")),
+    Case("bool_to_float", lambda a: (a > 0).float() * a, A, ("tk.cmp", "tk.cast")),
     # promotion: rank >= 1 operands get the result's type, 0-d ones keep theirs
     Case("promote_bf16_f32", lambda a, b: a + b, lambda: (R(4, 8, dtype=bf16), R(4, 8)), ("tk.add", "tk.cast")),
     Case("promote_f16_bf16", lambda a, b: a * b, lambda: (R(4, 8, dtype=f16), R(8, dtype=bf16)), ("tk.mul", "tk.cast")),
@@ -385,40 +395,40 @@ def test_captured_fields():
 # ------------------------------------------------------------------- errors
 
 
-def _sigmoid_step(w, x):
-    h = torch.sigmoid(x @ w)  # sigmoid-line
+def _sin_step(w, x):
+    h = torch.sin(x @ w)  # sin-line
     return h.sum()
 
 
 def test_unsupported_op_names_op_and_line():
     with pytest.raises(UnsupportedOpError) as info:
-        trainkernel.capture(_sigmoid_step, (R(8, 4), R(2, 8)))
+        trainkernel.capture(_sin_step, (R(8, 4), R(2, 8)))
     err = info.value
     msg = str(err)
-    assert "aten.sigmoid" in msg
-    assert f"test_capture.py:{line_of('sigmoid-line')}" in msg
-    assert "torch.sigmoid(x @ w)" in msg
-    assert err.op == "aten.sigmoid.default"
-    assert err.location.lineno == line_of("sigmoid-line")
+    assert "aten.sin" in msg
+    assert f"test_capture.py:{line_of('sin-line')}" in msg
+    assert "torch.sin(x @ w)" in msg
+    assert err.op == "aten.sin.default"
+    assert err.location.lineno == line_of("sin-line")
     assert Path(err.location.filename).resolve() == THIS_FILE
 
 
-def _helper_with_tanh(h):
-    return torch.tanh(h)  # tanh-line
+def _helper_with_cos(h):
+    return torch.cos(h)  # cos-line
 
 
 def test_unsupported_op_in_helper_and_on_meta_tensors():
     def step(w, x):
-        return _helper_with_tanh(x @ w).mean()
+        return _helper_with_cos(x @ w).mean()
 
-    with pytest.raises(UnsupportedOpError, match=r"aten\.tanh\.default") as info:
+    with pytest.raises(UnsupportedOpError, match=r"aten\.cos\.default") as info:
         trainkernel.capture(step, (torch.empty(8, 4, device="meta"), torch.empty(2, 8, device="meta")))
-    assert f"test_capture.py:{line_of('tanh-line')}" in str(info.value)
+    assert f"test_capture.py:{line_of('cos-line')}" in str(info.value)
 
 
 def test_unsupported_op_inside_grad():
     def loss(w, x):
-        return torch.sigmoid(x @ w).sum()  # grad-sigmoid-line
+        return torch.sin(x @ w).sum()  # grad-sin-line
 
     def step(w, x):
         g, l = grad_and_value(loss)(w, x)
@@ -426,8 +436,8 @@ def test_unsupported_op_inside_grad():
 
     with pytest.raises(UnsupportedOpError) as info:
         trainkernel.capture(step, (R(8, 4), R(2, 8)))
-    assert "aten.sigmoid.default" in str(info.value)
-    assert f":{line_of('grad-sigmoid-line')}" in str(info.value)
+    assert "aten.sin.default" in str(info.value)
+    assert f":{line_of('grad-sin-line')}" in str(info.value)
 
 
 def _error_cases():
@@ -533,9 +543,9 @@ def test_float64_argument_is_rejected():
 def test_no_silent_fallback_for_an_unknown_op():
     from trainkernel.frontend.aten_to_tk import HANDLERS
 
-    assert "aten.sigmoid.default" not in HANDLERS and "aten.where.self" not in HANDLERS
-    with pytest.raises(UnsupportedOpError, match=r"aten\.(where|gt)"):
-        trainkernel.capture(lambda a: torch.where(a > 0, a, 0.0), (R(3),))
+    assert "aten.sin.default" not in HANDLERS and "aten.erf.default" not in HANDLERS
+    with pytest.raises(UnsupportedOpError, match=r"aten\.erf"):
+        trainkernel.capture(lambda a: torch.where(a > 0, torch.erf(a), 0.0), (R(3),))
 
 
 # ------------------------------------------------------------ the workloads

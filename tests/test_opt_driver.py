@@ -207,12 +207,12 @@ MALFORMED = {
         ["parse error", "in.mlir:"],
     ),
     "unknown_op_custom": (
-        "func.func @f(%a: tensor<4xf32>) {\n  %0 = tk.tanh %a : tensor<4xf32>\n  func.return\n}\n",
-        ["parse error", "in.mlir:2:", "Operation tk.tanh is not registered"],
+        "func.func @f(%a: tensor<4xf32>) {\n  %0 = tk.cosh %a : tensor<4xf32>\n  func.return\n}\n",
+        ["parse error", "in.mlir:2:", "Operation tk.cosh is not registered"],
     ),
     "unknown_op_generic": (
-        '%0 = "tk.tanh"() : () -> tensor<4xf32>\n',
-        ["parse error", "in.mlir:1:", "Operation tk.tanh is not registered"],
+        '%0 = "tk.cosh"() : () -> tensor<4xf32>\n',
+        ["parse error", "in.mlir:1:", "Operation tk.cosh is not registered"],
     ),
     "unknown_dialect": (
         '%0 = "arith.constant"() <{value = 1.0 : f32}> : () -> f32\n',

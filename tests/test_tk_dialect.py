@@ -107,6 +107,50 @@ BUILDERS: dict[str, tuple[list[Attribute], Callable[..., list[Operation]]]] = {
         for op in UNARY
     },
     "relu_grad": ([T(16, f16), T(16, f16)], lambda g, y: [tk.ReluGradOp(g, y)]),
+    **{
+        f"activation-{op.name}": ([T(4, 8, bf16)], lambda x, op=op: [op(x)])
+        for op in (tk.TanhOp, tk.SigmoidOp, tk.SiluOp, tk.AbsOp, tk.SignOp, tk.RsqrtOp)
+    },
+    "activation-params": (
+        [T(4, 8, f32)],
+        lambda x: [
+            tk.GeluOp(x),
+            tk.GeluOp(x, tanh=True),
+            tk.SoftplusOp(x, beta=2.0, threshold=1e-5),
+            tk.LeakyReluOp(x, negative_slope=-0.5),
+            tk.EluOp(x, alpha=1.0, scale=2.0, input_scale=0.5),
+        ],
+    ),
+    "activation-grads": (
+        [T(16, f16), T(16, f16)],
+        lambda g, x: [
+            tk.TanhGradOp(g, x),
+            tk.SigmoidGradOp(g, x),
+            tk.GeluGradOp(g, x, tanh=True),
+            tk.SoftplusGradOp(g, x, beta=1.0, threshold=20.0),
+            tk.LeakyReluGradOp(g, x, negative_slope=0.01),
+            tk.EluGradOp(g, x, alpha=1.0, scale=1.0, input_scale=1.0, is_result=True),
+        ],
+    ),
+    "cmp-select": (
+        [T(4, 8, f32), T(8, f32), T(f32), T(4, 8, i1)],
+        lambda x, y, s, m: [
+            *(tk.CmpOp(p, x, y) for p in tk.CMP_PREDICATES),
+            tk.CmpOp("lt", s, y, T(8, f32)),
+            tk.SelectOp(m, x, s, T(4, 8, f32)),
+            tk.SelectOp(y, s, x, T(4, 8, f32)),
+            tk.SelectOp(m, m, m, T(4, 8, i1)),
+        ],
+    ),
+    "iota": (
+        [T(8, 1, i64)],
+        lambda t: [
+            c := tk.IotaOp(1, T(1, 10, i64)),
+            m := tk.CmpOp("eq", t, c.result),
+            tk.IotaOp(0, T(4, 3, bf16)),
+            tk.SelectOp(m.result, t, c.result, T(8, 10, i64)),
+        ],
+    ),
     "pow": ([T(4, f32)], lambda x: [tk.PowOp(x, 2.0), tk.PowOp(x, -0.5), tk.PowOp(x, 1e-07)]),
     "cast": ([T(4, 8, f32)], lambda x: [tk.CastOp(x, T(4, 8, bf16)), tk.CastOp(x, T(4, 8, i1))]),
     "matmul": (
@@ -235,6 +279,23 @@ INVALID: dict[str, tuple[list[Attribute], Callable[..., list[Operation]], str]] 
     "transpose-perm": ([T(4, 8, f32)], lambda x: [tk.TransposeOp(x, [0, 0], T(4, 4, f32))], "not a permutation"),
     "slice-bounds": ([T(10, f32)], lambda x: [tk.SliceOp(x, [5], [2], T(4, f32))], "outside size 10"),
     "fill-int": ([], lambda: [tk.FillOp(0.5, T(2, i64))], "needs an integral value"),
+    "tanh-int": ([T(4, i64)], lambda a: [tk.TanhOp(a)], "floating types only"),
+    "gelu-grad-int": ([T(4, i64), T(4, i64)], lambda g, x: [tk.GeluGradOp(g, x)], "floating types only"),
+    "cmp-predicate": ([T(4, f32)], lambda a: [tk.CmpOp("olt", a, a)], "is not one of eq, ne, lt, le, gt, ge"),
+    "cmp-dtypes": ([T(4, f32), T(4, bf16)], lambda a, b: [tk.CmpOp("lt", a, b)], "one floating (or i64) element type"),
+    "cmp-result": ([T(4, f32)], lambda a: [tk.CmpOp("lt", a, a, T(4, i64))], "returns i1 (or a 0/1 float mask)"),
+    "select-types": (
+        [T(4, i1), T(4, f32), T(4, bf16)],
+        lambda c, a, b: [tk.SelectOp(c, a, b, T(4, f32))],
+        "must have the result's element type f32",
+    ),
+    "iota-axis": ([], lambda: [tk.IotaOp(2, T(4, 3, f32))], "is not an axis of"),
+    "iota-exact": ([], lambda: [tk.IotaOp(0, T(4096, f16))], "are not all exact in f16"),
+    "select-broadcast": (
+        [T(2, i1), T(3, f32)],
+        lambda c, a: [tk.SelectOp(c, a, a, T(3, f32))],
+        "do not broadcast",
+    ),
     "fill-bool": ([], lambda: [tk.FillOp(3, T(2, i1))], "does not fit i1"),
     "dynamic": ([TensorType(f32, [-1])], lambda x: [tk.NegOp(x)], "static shapes"),
     "f64": ([T(4, Float64Type())], lambda x: [tk.ReluOp(x)], "tk tensors hold"),
@@ -248,6 +309,17 @@ def test_verifier_rejects(case):
     m = module_with(arg_types, body)
     with pytest.raises(VerifyException, match=re.escape(message)):
         m.verify()
+
+
+def test_param_ops_need_every_parameter():
+    x = Block(arg_types=[T(4, f32)]).args[0]
+    with pytest.raises(TypeError, match="parameter 'threshold' is required"):
+        tk.SoftplusOp(x, beta=1.0)
+    with pytest.raises(TypeError, match=r"unknown parameters \['slope'\]"):
+        tk.LeakyReluOp(x, slope=0.1)
+    op = tk.EluGradOp(x, x, alpha=2.0, scale=1.0, input_scale=0.5, is_result=True)
+    assert op.param("alpha") == 2.0 and op.param("input_scale") == 0.5 and op.flag("is_result")
+    assert not tk.GeluOp(x).flag("tanh") and tk.GeluOp(x, tanh=True).flag("tanh")
 
 
 def test_yield_outside_a_region_op():

@@ -191,6 +191,53 @@ class _Builder:
             out = self.add(tk.ReluOp(out)).results[0]
         self.add(tk.ReluGradOp(g, out))
 
+    def gen_activation(self):
+        x = self.value_of() or self.new_arg(_tt(self.choice(FLOATS), self.shape()))
+        kind = self.choice(["unary", "param", "grad"])
+        if kind == "unary":
+            cls = self.choice([tk.TanhOp, tk.SigmoidOp, tk.SiluOp, tk.AbsOp, tk.SignOp, tk.RsqrtOp])
+            self.add(cls(x))
+            return
+        params = {
+            tk.GeluOp: {"tanh": self.flip()},
+            tk.SoftplusOp: {"beta": self.choice([1.0, 2.0]), "threshold": self.choice([20.0, 1.0])},
+            tk.LeakyReluOp: {"negative_slope": self.choice([0.01, 0.2])},
+            tk.EluOp: {"alpha": self.choice([1.0, 0.5]), "scale": self.choice([1.0, 1.5]), "input_scale": 1.0},
+        }
+        if kind == "param":
+            cls = self.choice(list(params))
+            self.add(cls(x, **params[cls]))
+            return
+        grads = {
+            tk.TanhGradOp: {},
+            tk.SigmoidGradOp: {},
+            tk.GeluGradOp: params[tk.GeluOp],
+            tk.SoftplusGradOp: params[tk.SoftplusOp],
+            tk.LeakyReluGradOp: params[tk.LeakyReluOp],
+            tk.EluGradOp: {**params[tk.EluOp], "is_result": self.flip()},
+        }
+        cls = self.choice(list(grads))
+        self.add(cls(x, self.operand(x.type, p_fill=0.2), **grads[cls]))
+
+    def gen_mask(self):
+        """A comparison, maybe combined with another (a select of masks), choosing
+        between two values; sometimes the mask is cast to a float type."""
+        x = self.value_of() or self.new_arg(_tt(self.choice(FLOATS), self.shape()))
+        shape = tk.shape_of(x)
+        other = self.operand(_tt(tk.element_type_of(x), self._broadcast_partner(shape)), p_fill=0.5)
+        m = self.add(tk.CmpOp(self.choice(tk.CMP_PREDICATES), x, other)).results[0]
+        if self.flip(0.4):
+            m2 = self.add(tk.CmpOp(self.choice(tk.CMP_PREDICATES), x, x)).results[0]
+            b = self.add(tk.FillOp(float(self.flip()), _tt(i1, ()))).results[0]
+            m2 = self.add(tk.SelectOp(m2, b, m2, m2.type)).results[0]
+            m = self.add(tk.SelectOp(m, m2, b, _tt(i1, tk.shape_of(m)))).results[0]
+        if self.flip(0.3):
+            self.add(tk.CastOp(m, _tt(self.choice(FLOATS), tk.shape_of(m))))
+            return
+        y = self.operand(x.type, p_fill=0.4)
+        rshape = tk.broadcast_shapes(tk.shape_of(m), shape, tk.shape_of(y))
+        self.add(tk.SelectOp(m, x, y, _tt(tk.element_type_of(x), rshape)))
+
     def gen_pow(self):
         x = self.value_of() or self.new_arg(_tt(self.choice(FLOATS), self.shape()))
         self.add(tk.PowOp(x, self.choice(EXPONENTS)))
@@ -346,6 +393,8 @@ class _Builder:
         ("identity", 2),
         ("unary", 2),
         ("relu_grad", 1),
+        ("activation", 2),
+        ("mask", 2),
         ("pow", 2),
         ("cast", 2),
         ("matmul", 2),

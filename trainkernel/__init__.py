@@ -17,4 +17,12 @@ def __getattr__(name: str):
         from trainkernel import api
 
         return getattr(api, name)
+    if name in ("compile_module", "ModuleStep", "ModuleError"):
+        from trainkernel import module
+
+        return getattr(module, name)
+    if name in ("UnsupportedOpError", "CaptureError"):
+        from trainkernel.frontend import errors
+
+        return getattr(errors, name)
     raise AttributeError(f"module 'trainkernel' has no attribute {name!r}")

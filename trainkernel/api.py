@@ -1,14 +1,22 @@
 """`compile_training`: a training step -> one cooperative CUDA megakernel you can call.
 
     compiled = trainkernel.compile_training(step, (params, x, y))
-    loss, grads, params = compiled(params, x, y)        # on a GPU
+    loss, grads, params = compiled(params, x, y)        # on a GPU (the step's own results)
     program = compiled.capture(params, x, y)            # CUDA Graph of one step
     program.replay()
 
-The step is a pure function ``step(state, *batch) -> (loss, grads, new_state)``
-where ``state`` (the first argument) is a pytree of tensors (the parameters),
-and ``grads`` and ``new_state`` have exactly its structure and shapes
-(``new_state`` also its dtypes). ``loss`` may be any pytree of tensors.
+The step is a pure function ``step(state, *batch) -> (..., new_state)``:
+
+- ``state`` (the first argument) is any pytree of tensors: the parameters, and
+  whatever else training carries from step to step (momentum buffers, Adam
+  moments, a 0-d step counter);
+- the step returns a tuple (or list) whose LAST element is the new state, with
+  exactly the structure, shapes and dtypes of ``state``;
+- everything before it is returned as computed, any pytree of tensors:
+  ``(loss, new_state)``, ``(loss, grads, new_state)``,
+  ``(loss, {"acc": acc}, new_state)`` are all fine.
+
+Anything else is a ValueError showing the expected and the actual structure.
 
 The example arguments may live on any device (cpu, meta, cuda): only their
 shapes, dtypes and strides count, and they must be contiguous. Capturing,
@@ -144,7 +152,10 @@ def compile_training(
     """Capture `step`, lower it to one CUDA megakernel and (by default) nvcc-compile it.
 
     Args:
-        step: ``step(state, *batch) -> (loss, grads, new_state)``, pure (torch.func).
+        step: ``step(state, *batch) -> (..., new_state)``, pure (torch.func): a tuple
+            whose last element has the structure, shapes and dtypes of ``state``
+            (the first argument); the elements before it (loss, gradients,
+            metrics) are returned as computed.
         example_args: the positional arguments, as a tuple; tensors on any device
             (only shape, dtype and contiguity are used; their values are not read).
         inplace: write the new state into the state tensors passed in (otherwise
@@ -246,28 +257,36 @@ def compile_training(
 
 
 def _check_structure(out_spec, out_types, state_spec, state_leaves: list[_Leaf], state_name: str) -> None:
-    """The step returns (loss, grads, new_state); grads and new_state mirror the state."""
+    """The step returns a tuple (or list) whose LAST element is the new state:
+    the structure of `state_name`, leaf for leaf the same shapes and dtypes.
+    Everything before it (a loss, gradients, metrics: any pytree of tensors) is
+    returned as computed and not checked here."""
     tree = pytree.tree_unflatten(list(range(out_spec.num_leaves)), out_spec)
-    if not isinstance(tree, (tuple, list)) or len(tree) != 3:
+    expected = _describe(state_spec)
+    if not isinstance(tree, (tuple, list)) or len(tree) == 0:
         raise ValueError(
-            "the step must return (loss, grads, new_state) with grads and new_state shaped like "
-            f"{state_name}; it returns {_describe(out_spec)}"
+            "the step must return a tuple whose last element is the new state, e.g. (loss, new_state) or "
+            f"(loss, grads, new_state), with new_state structured like {state_name}: expected (..., {expected}), "
+            f"got {_describe(out_spec)}"
         )
-    for pos, what, need_dtype in ((1, "grads", False), (2, "new_state", True)):
-        spec = pytree.tree_structure(tree[pos])
-        if spec != state_spec:
+    last = len(tree) - 1
+    spec = pytree.tree_structure(tree[last])
+    if spec != state_spec:
+        raise ValueError(
+            f"the step's last result (result[{last}]) is the new state and must have the structure of {state_name}: "
+            f"expected {expected}, got {_describe(spec)} (the whole result is {_describe(out_spec)})"
+        )
+    for leaf, k in zip(state_leaves, pytree.tree_leaves(tree[last])):
+        shape, dtype = out_types[k]
+        if shape != leaf.shape:
             raise ValueError(
-                f"the step's {what} (result[{pos}]) must have the structure of {state_name}: "
-                f"expected {_describe(state_spec)}, got {_describe(spec)}"
+                f"new_state for {leaf.path} (result[{last}]): expected shape {_fmt_shape(leaf.shape)}, got {_fmt_shape(shape)}"
             )
-        for leaf, k in zip(state_leaves, pytree.tree_leaves(tree[pos])):
-            shape, dtype = out_types[k]
-            if shape != leaf.shape:
-                raise ValueError(f"{what} for {leaf.path}: expected shape {_fmt_shape(leaf.shape)}, got {_fmt_shape(shape)}")
-            if need_dtype and dtype != leaf.dtype:
-                raise ValueError(
-                    f"{what} for {leaf.path}: expected dtype {_dtype_name(leaf.dtype)}, got {_dtype_name(dtype)}"
-                )
+        if dtype != leaf.dtype:
+            raise ValueError(
+                f"new_state for {leaf.path} (result[{last}]): expected dtype {_dtype_name(leaf.dtype)}, "
+                f"got {_dtype_name(dtype)}"
+            )
 
 
 class CompiledTrainingStep:
@@ -329,7 +348,7 @@ class CompiledTrainingStep:
                 raise RuntimeError(f"internal error: result {k} maps to {res!r}")
 
     def _check_results(self, out_types):
-        """(loss, grads, new_state): grads/new_state must mirror the state pytree.
+        """The last result is the new state and must mirror the state pytree.
 
         `out_types` are the (shape, dtype) of the step's flat results from an
         abstract (meta) evaluation, or None when that was not possible; the
@@ -354,7 +373,7 @@ class CompiledTrainingStep:
                     f"the kernel's buffer is {_fmt_shape(kshape)} {_dtype_name(kdtype)}"
                 )
         tree = pytree.tree_unflatten(list(range(n)), out_spec)
-        self._new_state_results = list(pytree.tree_leaves(tree[2]))
+        self._new_state_results = list(pytree.tree_leaves(tree[-1]))
         return out_spec
 
     # ------------------------------------------------------------------ looking inside

@@ -144,6 +144,85 @@ def _pow(interp, op: tk.PowOp, args):
     return torch.pow(x, op.exponent_value)
 
 
+_aten = torch.ops.aten
+
+
+def _gelu(interp, op: tk.GeluOp, args):
+    (x,) = args
+    return _aten.gelu(x, approximate="tanh" if op.flag("tanh") else "none")
+
+
+def _softplus(interp, op: tk.SoftplusOp, args):
+    (x,) = args
+    return _aten.softplus(x, op.param("beta"), op.param("threshold"))
+
+
+def _leaky_relu(interp, op: tk.LeakyReluOp, args):
+    (x,) = args
+    return _aten.leaky_relu(x, op.param("negative_slope"))
+
+
+def _elu(interp, op: tk.EluOp, args):
+    (x,) = args
+    return _aten.elu(x, op.param("alpha"), op.param("scale"), op.param("input_scale"))
+
+
+def _tanh_grad(interp, op, args):
+    return _aten.tanh_backward(*args)
+
+
+def _sigmoid_grad(interp, op, args):
+    return _aten.sigmoid_backward(*args)
+
+
+def _gelu_grad(interp, op: tk.GeluGradOp, args):
+    grad, x = args
+    return _aten.gelu_backward(grad, x, approximate="tanh" if op.flag("tanh") else "none")
+
+
+def _softplus_grad(interp, op: tk.SoftplusGradOp, args):
+    grad, x = args
+    return _aten.softplus_backward(grad, x, op.param("beta"), op.param("threshold"))
+
+
+def _leaky_relu_grad(interp, op: tk.LeakyReluGradOp, args):
+    grad, x = args
+    return _aten.leaky_relu_backward(grad, x, op.param("negative_slope"), False)
+
+
+def _elu_grad(interp, op: tk.EluGradOp, args):
+    grad, value = args
+    return _aten.elu_backward(
+        grad, op.param("alpha"), op.param("scale"), op.param("input_scale"), op.flag("is_result"), value
+    )
+
+
+_CMP = {"eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge}
+
+
+def _cmp(interp, op: tk.CmpOp, args):
+    lhs, rhs = args
+    r = _CMP[op.predicate_name](lhs, rhs)
+    out = _result_dtype(op)
+    return r if r.dtype == out else r.to(out)
+
+
+def _iota(interp, op: tk.IotaOp, args):
+    shape = _result_shape(op)
+    axis = op.axis_value
+    line = torch.arange(shape[axis], dtype=_result_dtype(op))
+    view = [1] * len(shape)
+    view[axis] = shape[axis]
+    return line.reshape(view).expand(shape)
+
+
+def _select(interp, op: tk.SelectOp, args):
+    cond, a, b = args
+    if cond.dtype != torch.bool:  # a 0/1 float mask (tk-legalize-masks)
+        cond = cond != 0
+    return torch.where(cond, a, b)
+
+
 def _cast(interp, op: tk.CastOp, args):
     (x,) = args
     return x.to(_result_dtype(op))
@@ -244,6 +323,25 @@ TK_OP_TABLE: dict[type[Operation], OpImpl] = {
     tk.ReluGradOp: _relu_grad,
     tk.PowOp: _pow,
     tk.CastOp: _cast,
+    tk.TanhOp: _unary(torch.tanh),
+    tk.SigmoidOp: _unary(torch.sigmoid),
+    tk.SiluOp: _unary(torch.nn.functional.silu),
+    tk.AbsOp: _unary(torch.abs),
+    tk.SignOp: _unary(torch.sign),
+    tk.RsqrtOp: _unary(torch.rsqrt),
+    tk.GeluOp: _gelu,
+    tk.SoftplusOp: _softplus,
+    tk.LeakyReluOp: _leaky_relu,
+    tk.EluOp: _elu,
+    tk.TanhGradOp: _tanh_grad,
+    tk.SigmoidGradOp: _sigmoid_grad,
+    tk.GeluGradOp: _gelu_grad,
+    tk.SoftplusGradOp: _softplus_grad,
+    tk.LeakyReluGradOp: _leaky_relu_grad,
+    tk.EluGradOp: _elu_grad,
+    tk.CmpOp: _cmp,
+    tk.SelectOp: _select,
+    tk.IotaOp: _iota,
     tk.MatmulOp: _matmul,
     tk.AddmmOp: _addmm,
     tk.SumOp: _reduction(_sum),

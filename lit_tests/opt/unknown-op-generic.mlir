@@ -4,10 +4,10 @@
 // CHECK-NOT: Traceback
 // CHECK: error: parse error
 // CHECK-NEXT: unknown-op-generic.mlir:[[# @LINE + 5]]:
-// CHECK: Operation tk.tanh is not registered
+// CHECK: Operation tk.cosh is not registered
 // CHECK-NOT: Traceback
 
 func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = "tk.tanh"(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  %0 = "tk.cosh"(%a) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }

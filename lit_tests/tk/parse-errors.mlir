@@ -83,7 +83,23 @@ func.func @operand_type_mismatch(%x: tensor<8xf32>) {
 // -----
 
 func.func @unknown_op(%x: tensor<8xf32>) {
-  // CHECK: Operation tk.tanh is not registered
-  %0 = tk.tanh %x : tensor<8xf32>
+  // CHECK: Operation tk.cosh is not registered
+  %0 = tk.cosh %x : tensor<8xf32>
+  func.return
+}
+
+// -----
+
+func.func @softplus_missing_param(%a: tensor<4xf32>) {
+  // CHECK: Expected 'threshold'
+  %0 = tk.softplus %a beta 1.0 : tensor<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @cmp_predicate(%a: tensor<4xf32>) {
+  // CHECK: tk.cmp predicate must be one of eq, ne, lt, le, gt, ge, got 'less'
+  %0 = tk.cmp less %a, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xi1>
   func.return
 }

@@ -15,6 +15,9 @@ space (a bias, a scalar) is read at its NumPy-broadcast index.
 from __future__ import annotations
 
 import io
+import math
+import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO
 
@@ -67,6 +70,166 @@ def broadcast_index(index: list[str], shape: tuple[int, ...]) -> list[str]:
     `index` spans (right-aligned; size-1 axes read element 0)."""
     lead = len(index) - len(shape)
     return ["0" if d == 1 else index[lead + k] for k, d in enumerate(shape)]
+
+
+# ---------------------------------------------------------------------------
+# Per-element C of each pointwise tk op: one entry per op class, a function
+# (op, a) -> C expression, where a(i) is the expression of operand i (a float)
+# and the result is a float expression that `emit_ops` rounds to the result's
+# element type. Formulas and constants are those of PyTorch's CUDA kernels
+# (ATen/native/cuda: opmath float, constants rounded to float), so a GPU result
+# differs from eager CUDA only where nvcc contracts differently (FMA) or the
+# libdevice function differs; docs/ir/tk.md lists each formula.
+
+
+def _f32(x: float) -> str:
+    """A C float literal of x rounded to float32 (as `opmath_t c = x;` does)."""
+    return _float_literal(struct.unpack("<f", struct.pack("<f", float(x)))[0])
+
+
+def _let(bindings: list[tuple[str, str]], body: str) -> str:
+    """`body` with local float names bound (each operand is evaluated once)."""
+    decls = " ".join(f"const float {n} = {v};" for n, v in bindings)
+    return f"([&]() {{ {decls} return {body}; }}())"
+
+
+def _pow(op: tk.PowOp, a) -> str:
+    e, x = op.exponent_value, a(0)
+    if e == 2.0:
+        return f"({x}) * ({x})"
+    if e == 1.0:
+        return x
+    if e == 0.5 and c_type(op.result.type) != "__half":
+        # PyTorch dispatches pow(x, 0.5) to sqrt for f32 and bf16; for f16 it calls
+        # powf, which gives +0 at -0.0 where sqrtf gives -0.
+        return f"sqrtf({x})"
+    return f"powf({x}, {_float_literal(e)})"
+
+
+def _gelu(op: tk.GeluOp, a) -> str:
+    if op.flag("tanh"):
+        beta, kappa = _f32(math.sqrt(2.0) * (2.0 / math.sqrt(math.pi)) * 0.5), _f32(0.044715)
+        return _let(
+            [("x", a(0)), ("x_cube", "x * x * x"), ("inner", f"{beta} * (x + {kappa} * x_cube)")],
+            "0.5f * x * (1.0f + tanhf(inner))",
+        )
+    return _let([("x", a(0))], f"x * 0.5f * (1.0f + erff(x * {_f32(math.sqrt(0.5))}))")
+
+
+def _gelu_grad(op: tk.GeluGradOp, a) -> str:
+    if op.flag("tanh"):
+        beta, kappa = _f32(math.sqrt(2.0) * (2.0 / math.sqrt(math.pi)) * 0.5), _f32(0.044715)
+        return _let(
+            [
+                ("dy", a(0)),
+                ("x", a(1)),
+                ("x_sq", "x * x"),
+                ("x_cube", "x_sq * x"),
+                ("inner", f"{beta} * (x + {kappa} * x_cube)"),
+                ("tanh_inner", "tanhf(inner)"),
+                ("left", "0.5f * x"),
+                ("right", "1.0f + tanh_inner"),
+                ("left_derivative", "0.5f * right"),
+                ("tanh_derivative", "1.0f - tanh_inner * tanh_inner"),
+                ("inner_derivative", f"{beta} * (1.0f + 3.0f * {kappa} * x_sq)"),
+                ("right_derivative", "left * tanh_derivative * inner_derivative"),
+            ],
+            "dy * (left_derivative + right_derivative)",
+        )
+    beta = _f32((2.0 / math.sqrt(math.pi)) * math.sqrt(0.5) * 0.5)
+    return _let(
+        [
+            ("dy", a(0)),
+            ("x", a(1)),
+            ("cdf", f"0.5f * (1.0f + erff(x * {_f32(math.sqrt(0.5))}))"),
+            ("pdf", f"expf(-0.5f * x * x) * {beta}"),
+        ],
+        "dy * (cdf + x * pdf)",
+    )
+
+
+def _softplus(op: tk.SoftplusOp, a) -> str:
+    beta, threshold = _f32(op.param("beta")), _f32(op.param("threshold"))
+    return _let([("x", a(0))], f"(x * {beta}) > {threshold} ? x : log1pf(expf(x * {beta})) / {beta}")
+
+
+def _softplus_grad(op: tk.SoftplusGradOp, a) -> str:
+    beta, threshold = _f32(op.param("beta")), _f32(op.param("threshold"))
+    return _let(
+        [("g", a(0)), ("x", a(1)), ("z", f"expf(x * {beta})")],
+        f"(x * {beta}) > {threshold} ? g : g * z / (z + 1.0f)",
+    )
+
+
+def _elu_coefficients(op) -> tuple[str, str, str]:
+    """(negcoef, poscoef, negiptcoef) as PyTorch's elu kernels compute them in float."""
+    f = lambda x: struct.unpack("<f", struct.pack("<f", float(x)))[0]  # noqa: E731
+    negcoef = f(f(op.param("alpha")) * f(op.param("scale")))
+    return _f32(negcoef), _f32(op.param("scale")), _f32(op.param("input_scale"))
+
+
+def _elu(op: tk.EluOp, a) -> str:
+    neg, pos, ipt = _elu_coefficients(op)
+    return _let([("x", a(0))], f"x > 0.0f ? x * {pos} : expm1f(x * {ipt}) * {neg}")
+
+
+def _elu_grad(op: tk.EluGradOp, a) -> str:
+    neg, pos, ipt = _elu_coefficients(op)
+    if op.flag("is_result"):
+        return _let([("g", a(0)), ("b", a(1))], f"b <= 0.0f ? g * {ipt} * (b + {neg}) : g * {pos}")
+    return _let([("g", a(0)), ("b", a(1))], f"b <= 0.0f ? g * {ipt} * {neg} * expf(b * {ipt}) : g * {pos}")
+
+
+_CMP_C = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+EXPR: dict[type[Operation], Callable[[Operation, Callable[[int], str]], str]] = {
+    tk.FillOp: lambda op, a: _float_literal(op.fill_value),
+    tk.AddOp: lambda op, a: f"{a(0)} + {a(1)}",
+    tk.SubOp: lambda op, a: f"{a(0)} - {a(1)}",
+    tk.MulOp: lambda op, a: f"{a(0)} * {a(1)}",
+    tk.DivOp: lambda op, a: f"{a(0)} / {a(1)}",
+    tk.MaximumOp: lambda op, a: f"tk::max_nan({a(0)}, {a(1)})",
+    tk.NegOp: lambda op, a: f"-({a(0)})",
+    tk.ReluOp: lambda op, a: (lambda x: f"(({x}) > 0.0f || ({x}) != ({x}) ? ({x}) : 0.0f)")(a(0)),
+    tk.ExpOp: lambda op, a: f"expf({a(0)})",
+    tk.LogOp: lambda op, a: f"logf({a(0)})",
+    tk.SqrtOp: lambda op, a: f"sqrtf({a(0)})",
+    tk.ReluGradOp: lambda op, a: f"(({a(1)}) > 0.0f ? ({a(0)}) : 0.0f)",
+    tk.PowOp: _pow,
+    tk.CastOp: lambda op, a: a(0),  # the rounding to the result type is emit_ops'
+    tk.TanhOp: lambda op, a: f"tanhf({a(0)})",
+    tk.SigmoidOp: lambda op, a: f"1.0f / (1.0f + expf(-({a(0)})))",
+    tk.SiluOp: lambda op, a: _let([("x", a(0))], "x / (1.0f + expf(-x))"),
+    tk.AbsOp: lambda op, a: f"fabsf({a(0)})",
+    tk.SignOp: lambda op, a: _let([("x", a(0))], "(float)(0.0f < x) - (float)(x < 0.0f)"),
+    tk.RsqrtOp: lambda op, a: f"rsqrtf({a(0)})",
+    tk.GeluOp: _gelu,
+    tk.SoftplusOp: _softplus,
+    tk.LeakyReluOp: lambda op, a: _let(
+        [("x", a(0))], f"x > 0.0f ? x : x * {_f32(op.param('negative_slope'))}"
+    ),
+    tk.EluOp: _elu,
+    tk.TanhGradOp: lambda op, a: _let([("g", a(0)), ("y", a(1))], "g * (1.0f - y * y)"),
+    tk.SigmoidGradOp: lambda op, a: _let([("g", a(0)), ("y", a(1))], "g * (1.0f - y) * y"),
+    tk.GeluGradOp: _gelu_grad,
+    tk.SoftplusGradOp: _softplus_grad,
+    tk.LeakyReluGradOp: lambda op, a: _let(
+        [("g", a(0)), ("x", a(1))], f"x > 0.0f ? g : g * {_f32(op.param('negative_slope'))}"
+    ),
+    tk.EluGradOp: _elu_grad,
+    # Masks are 0/1 floats in kernels (tk-legalize-masks): compare gives 1.0f or 0.0f,
+    # select tests nonzero.
+    tk.CmpOp: lambda op, a: f"(({a(0)}) {_CMP_C[op.predicate_name]} ({a(1)}) ? 1.0f : 0.0f)",
+    tk.SelectOp: lambda op, a: f"(({a(0)}) != 0.0f ? ({a(1)}) : ({a(2)}))",
+}
+"""tk op class -> its per-element C expression (see above)."""
+
+EXPR_AT: dict[type[Operation], Callable[[Operation, Callable[[tuple[int, ...]], list[str]]], str]] = {
+    # The value is its own index along `axis` (at(shape): the index of a value of
+    # that shape at the current element, broadcast as operands are).
+    tk.IotaOp: lambda op, at: f"(float)({at(tuple(tk.shape_of(op.result)))[op.axis_value]})",
+}
+"""Ops whose C expression reads the iteration index instead of operands."""
 
 
 @dataclass
@@ -129,45 +292,14 @@ class BodyPrinter:
             env[op.results[0]] = name
 
     def expr(self, op: Operation, index: list[str], env: dict[SSAValue, str]) -> str:
-        a = lambda i: self.value_at(op.operands[i], index, env)  # noqa: E731
-        if isinstance(op, tk.FillOp):
-            return _float_literal(op.fill_value)
-        if isinstance(op, tk.AddOp):
-            return f"{a(0)} + {a(1)}"
-        if isinstance(op, tk.SubOp):
-            return f"{a(0)} - {a(1)}"
-        if isinstance(op, tk.MulOp):
-            return f"{a(0)} * {a(1)}"
-        if isinstance(op, tk.DivOp):
-            return f"{a(0)} / {a(1)}"
-        if isinstance(op, tk.MaximumOp):
-            return f"tk::max_nan({a(0)}, {a(1)})"
-        if isinstance(op, tk.NegOp):
-            return f"-({a(0)})"
-        if isinstance(op, tk.ReluOp):
-            x = a(0)
-            return f"(({x}) > 0.0f || ({x}) != ({x}) ? ({x}) : 0.0f)"
-        if isinstance(op, tk.ExpOp):
-            return f"expf({a(0)})"
-        if isinstance(op, tk.LogOp):
-            return f"logf({a(0)})"
-        if isinstance(op, tk.SqrtOp):
-            return f"sqrtf({a(0)})"
-        if isinstance(op, tk.ReluGradOp):
-            return f"(({a(1)}) > 0.0f ? ({a(0)}) : 0.0f)"
-        if isinstance(op, tk.PowOp):
-            e = op.exponent_value
-            x = a(0)
-            if e == 2.0:
-                return f"({x}) * ({x})"
-            if e == 1.0:
-                return x
-            if e == 0.5:
-                return f"sqrtf({x})"
-            return f"powf({x}, {_float_literal(e)})"
-        if isinstance(op, tk.CastOp):
-            return a(0)
-        raise DiagnosticException(f"cuda: {op.name} is not supported inside a {self.op.name} body")
+        """The C expression of pointwise `op` at `index` (the `EXPR` table)."""
+        indexed = EXPR_AT.get(type(op))
+        if indexed is not None:
+            return indexed(op, lambda shape: broadcast_index(index, shape))
+        render = EXPR.get(type(op))
+        if render is None:
+            raise DiagnosticException(f"cuda: {op.name} is not supported inside a {self.op.name} body")
+        return render(op, lambda i: self.value_at(op.operands[i], index, env))
 
     def store_outputs(self, index: list[str], env: dict[SSAValue, str]) -> None:
         term = self.op.body.block.last_op

@@ -24,7 +24,9 @@ from typing import ClassVar, TypeVar
 from xdsl.dialects.builtin import (
     DenseArrayBase,
     FloatAttr,
+    IntegerAttr,
     IntegerType,
+    StringAttr,
     TensorType,
     UnitAttr,
     f64,
@@ -52,6 +54,7 @@ from xdsl.pattern_rewriter import RewritePattern
 from xdsl.traits import HasCanonicalizationPatternsTrait, IsolatedFromAbove, IsTerminator, OpTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from trainkernel import elements
 from trainkernel.elements import is_float, is_tk_element_type
 from trainkernel.util import numel
 
@@ -470,6 +473,458 @@ class CastOp(IRDLOperation):
             )
 
 
+# ------------------------------------------------------------- activations
+#
+# Pointwise activation functions and their backward ops (one op per aten
+# backward op, so each computes what PyTorch's own kernel computes, with one
+# rounding; docs/ir/tk.md gives the formulas). Unary ops keep the operand's
+# type; a `*_grad` op takes (grad, value) of one type, as tk.relu_grad.
+
+
+@irdl_op_definition
+class TanhOp(ElementwiseUnaryOp):
+    """`%r = tk.tanh %x : tensor<4x8xf32>`"""
+
+    name = "tk.tanh"
+
+
+@irdl_op_definition
+class SigmoidOp(ElementwiseUnaryOp):
+    """`1 / (1 + exp(-x))`: `%r = tk.sigmoid %x : tensor<4x8xbf16>`"""
+
+    name = "tk.sigmoid"
+
+
+@irdl_op_definition
+class SiluOp(ElementwiseUnaryOp):
+    """`x / (1 + exp(-x))` (x * sigmoid(x)): `%r = tk.silu %x : tensor<4x8xf32>`"""
+
+    name = "tk.silu"
+
+
+@irdl_op_definition
+class AbsOp(ElementwiseUnaryOp):
+    """`%r = tk.abs %x : tensor<4x8xf32>`"""
+
+    name = "tk.abs"
+
+
+@irdl_op_definition
+class SignOp(ElementwiseUnaryOp):
+    """`(0 < x) - (x < 0)`: -1, 0 or 1 (0 for +-0 and NaN, as torch.sign):
+    `%r = tk.sign %x : tensor<4x8xf32>`"""
+
+    name = "tk.sign"
+
+
+@irdl_op_definition
+class RsqrtOp(ElementwiseUnaryOp):
+    """`1 / sqrt(x)`: `%r = tk.rsqrt %x : tensor<4x8xf32>`"""
+
+    name = "tk.rsqrt"
+
+
+class ParamElementwiseOp(IRDLOperation):
+    """A pointwise op with constant parameters, all operands and the result of
+    one type: `%r = tk.NAME %a (, %b)* (PARAM float)* (FLAG)? attr-dict : type`.
+
+    Subclasses list their float properties in `FLOAT_PARAMS` (in print order,
+    with defaults in `DEFAULTS`) and their unit flags in `FLAGS`."""
+
+    FLOAT_PARAMS: ClassVar[tuple[str, ...]] = ()
+    FLAGS: ClassVar[tuple[str, ...]] = ()
+    T: ClassVar = VarConstraint("T", TensorT)
+    result = result_def(T)
+    traits = traits_def(Pure(), TkCanonicalization())
+
+    def __init__(self, *operands: SSAValue | Operation, **params: float | bool):
+        values = [SSAValue.get(v) for v in operands]
+        props: dict[str, Attribute] = {}
+        unknown = set(params) - set(self.FLOAT_PARAMS) - set(self.FLAGS)
+        if unknown:
+            raise TypeError(f"{self.name}: unknown parameters {sorted(unknown)}")
+        for name in self.FLOAT_PARAMS:
+            if name not in params:
+                raise TypeError(f"{self.name}: parameter {name!r} is required")
+            props[name] = FloatAttr(float(params[name]), f64)
+        for flag in self.FLAGS:
+            if params.get(flag):
+                props[flag] = UnitAttr()
+        super().__init__(operands=values, properties=props, result_types=[values[0].type])
+
+    def param(self, name: str) -> float:
+        return _float_value(self, name)
+
+    def flag(self, name: str) -> bool:
+        return name in self.properties
+
+    def verify_(self) -> None:
+        if not is_float(element_type_of(self.result)):
+            raise VerifyException(f"{self.name} computes on floating types only, got {type_str(self.result.type)}")
+
+    # Hand-written: the float parameters print as tk.fill prints its value (a
+    # declarative `$beta` prints FloatAttrs as `1.000000e+00 : f64`), one
+    # printer for every parametrized op.
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        for name in self.FLOAT_PARAMS:
+            printer.print_string(f" {name} ")
+            _print_float(printer, self.param(name))
+        for flag in self.FLAGS:
+            if self.flag(flag):
+                printer.print_string(f" {flag}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        operands = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+        params: dict[str, float | bool] = {}
+        for name in cls.FLOAT_PARAMS:
+            parser.parse_keyword(name)
+            params[name] = _parse_float(parser)
+        for flag in cls.FLAGS:
+            params[flag] = parser.parse_optional_keyword(flag) is not None
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        values = parser.resolve_operands(operands, [t] * len(operands), parser.pos)
+        op = cls(*values, **params)
+        op.attributes.update(attrs)
+        return op
+
+
+class ParamUnaryOp(ParamElementwiseOp):
+    input = operand_def(ParamElementwiseOp.T)
+
+
+class ParamGradOp(ParamElementwiseOp):
+    """Backward of a pointwise op: `grad` (the result's gradient) and the forward
+    `value` it needs (input or output, per op), one type."""
+
+    grad = operand_def(ParamElementwiseOp.T)
+    value = operand_def(ParamElementwiseOp.T)
+
+
+@irdl_op_definition
+class GeluOp(ParamUnaryOp):
+    """GELU: `x * 0.5 * (1 + erf(x / sqrt(2)))`, or with `tanh` the approximation
+    `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))`.
+
+    `%r = tk.gelu %x tanh : tensor<4x8xf32>`
+    """
+
+    name = "tk.gelu"
+    FLAGS: ClassVar[tuple[str, ...]] = ("tanh",)
+    tanh = opt_prop_def(UnitAttr)
+
+
+@irdl_op_definition
+class SoftplusOp(ParamUnaryOp):
+    """`x` where `x * beta > threshold`, else `log1p(exp(x * beta)) / beta`.
+
+    `%r = tk.softplus %x beta 1.0 threshold 20.0 : tensor<4x8xf32>`
+    """
+
+    name = "tk.softplus"
+    FLOAT_PARAMS: ClassVar[tuple[str, ...]] = ("beta", "threshold")
+    beta = prop_def(FloatAttr)
+    threshold = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class LeakyReluOp(ParamUnaryOp):
+    """`x > 0 ? x : x * negative_slope`.
+
+    `%r = tk.leaky_relu %x negative_slope 0.01 : tensor<4x8xf32>`
+    """
+
+    name = "tk.leaky_relu"
+    FLOAT_PARAMS: ClassVar[tuple[str, ...]] = ("negative_slope",)
+    negative_slope = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class EluOp(ParamUnaryOp):
+    """`x > 0 ? x * scale : expm1(x * input_scale) * (alpha * scale)` (aten.elu;
+    SELU and CELU are ELUs with other constants).
+
+    `%r = tk.elu %x alpha 1.0 scale 1.0 input_scale 1.0 : tensor<4x8xf32>`
+    """
+
+    name = "tk.elu"
+    FLOAT_PARAMS: ClassVar[tuple[str, ...]] = ("alpha", "scale", "input_scale")
+    alpha = prop_def(FloatAttr)
+    scale = prop_def(FloatAttr)
+    input_scale = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class TanhGradOp(ParamGradOp):
+    """aten.tanh_backward: `grad * (1 - out * out)`, `value` = tanh's output.
+
+    `%dx = tk.tanh_grad %grad, %out : tensor<4x8xf32>`
+    """
+
+    name = "tk.tanh_grad"
+
+
+@irdl_op_definition
+class SigmoidGradOp(ParamGradOp):
+    """aten.sigmoid_backward: `grad * (1 - out) * out`, `value` = sigmoid's output.
+
+    `%dx = tk.sigmoid_grad %grad, %out : tensor<4x8xf32>`
+    """
+
+    name = "tk.sigmoid_grad"
+
+
+@irdl_op_definition
+class GeluGradOp(ParamGradOp):
+    """aten.gelu_backward (`value` = gelu's input; `tanh`: of the approximation).
+
+    `%dx = tk.gelu_grad %grad, %x tanh : tensor<4x8xf32>`
+    """
+
+    name = "tk.gelu_grad"
+    FLAGS: ClassVar[tuple[str, ...]] = ("tanh",)
+    tanh = opt_prop_def(UnitAttr)
+
+
+@irdl_op_definition
+class SoftplusGradOp(ParamGradOp):
+    """aten.softplus_backward (`value` = softplus's input):
+    `x * beta > threshold ? grad : grad * z / (z + 1)` with `z = exp(x * beta)`.
+
+    `%dx = tk.softplus_grad %grad, %x beta 1.0 threshold 20.0 : tensor<4x8xf32>`
+    """
+
+    name = "tk.softplus_grad"
+    FLOAT_PARAMS: ClassVar[tuple[str, ...]] = ("beta", "threshold")
+    beta = prop_def(FloatAttr)
+    threshold = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class LeakyReluGradOp(ParamGradOp):
+    """aten.leaky_relu_backward (`value` = leaky_relu's input, or its output:
+    they have the same sign): `x > 0 ? grad : grad * negative_slope`.
+
+    `%dx = tk.leaky_relu_grad %grad, %x negative_slope 0.01 : tensor<4x8xf32>`
+    """
+
+    name = "tk.leaky_relu_grad"
+    FLOAT_PARAMS: ClassVar[tuple[str, ...]] = ("negative_slope",)
+    negative_slope = prop_def(FloatAttr)
+
+
+@irdl_op_definition
+class EluGradOp(ParamGradOp):
+    """aten.elu_backward: `value` is elu's input, or with `is_result` its output.
+    `b <= 0 ? grad * input_scale * alpha * scale * exp(b * input_scale)` (input)
+    or `grad * input_scale * (b + alpha * scale)` (output), else `grad * scale`.
+
+    `%dx = tk.elu_grad %grad, %out alpha 1.0 scale 1.0 input_scale 1.0 is_result : tensor<4x8xf32>`
+    """
+
+    name = "tk.elu_grad"
+    FLOAT_PARAMS: ClassVar[tuple[str, ...]] = ("alpha", "scale", "input_scale")
+    FLAGS: ClassVar[tuple[str, ...]] = ("is_result",)
+    alpha = prop_def(FloatAttr)
+    scale = prop_def(FloatAttr)
+    input_scale = prop_def(FloatAttr)
+    is_result = opt_prop_def(UnitAttr)
+
+
+# ------------------------------------------------------------------ iota
+
+
+@irdl_op_definition
+class IotaOp(IRDLOperation):
+    """A tensor whose element at index i is i[axis] (0, 1, 2, ... along `axis`,
+    the same along every other axis): the class numbers that comparisons with
+    integer labels (gather, scatter, one-hot) need. f32, bf16, f16 or i64.
+
+    `%r = tk.iota axis 1 : tensor<1x10xi64>`
+    """
+
+    name = "tk.iota"
+    axis = prop_def(IntegerAttr)
+    result = result_def(TensorT)
+    traits = traits_def(Pure(), TkCanonicalization())
+
+    def __init__(self, axis: int, result_type: Attribute):
+        super().__init__(properties={"axis": IntegerAttr(axis, i64)}, result_types=[result_type])
+
+    @property
+    def axis_value(self) -> int:
+        return self.axis.value.data
+
+    def verify_(self) -> None:
+        rank = len(shape_of(self.result))
+        if not 0 <= self.axis_value < max(rank, 1) or rank == 0:
+            raise VerifyException(f"tk.iota: axis {self.axis_value} is not an axis of {type_str(self.result.type)}")
+        et = element_type_of(self.result)
+        if not (is_float(et) or (isinstance(et, IntegerType) and et.width.data == 64)):
+            raise VerifyException(f"tk.iota counts in a floating type or i64, got {type_str(self.result.type)}")
+        n = shape_of(self.result)[self.axis_value]
+        if is_float(et) and n > 2 ** (elements.lookup(et).mantissa_bits + 1):
+            raise VerifyException(
+                f"tk.iota: {n} values along axis {self.axis_value} are not all exact in {type_str(et)}"
+            )
+
+    # Hand-written: the axis is a bare integer (`axis 1`); a declarative `$axis`
+    # prints the IntegerAttr with its type (`1 : i64`).
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" axis {self.axis_value}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> IotaOp:
+        parser.parse_keyword("axis")
+        axis = parser.parse_integer()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(axis, t)
+        op.attributes.update(attrs)
+        return op
+
+
+# ------------------------------------------------------- compare and select
+
+CMP_PREDICATES: tuple[str, ...] = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def _is_i64(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.width.data == 64
+
+
+def _is_mask_type(t: Attribute) -> bool:
+    """i1, or a floating type holding 0 / 1 (masks after tk-legalize-masks)."""
+    return (isinstance(t, IntegerType) and t.width.data == 1) or is_float(t)
+
+
+@irdl_op_definition
+class CmpOp(IRDLOperation):
+    """Elementwise comparison with broadcast: true where `lhs PRED rhs` (IEEE:
+    every predicate but `ne` is false on NaN). Both operands have one floating
+    element type; the result is i1, or (after `tk-legalize-masks`) a floating
+    type holding 1.0 for true and 0.0 for false.
+
+    `%m = tk.cmp gt %x, %zero : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xi1>`
+    """
+
+    name = "tk.cmp"
+    predicate = prop_def(StringAttr)
+    lhs = operand_def(TensorT)
+    rhs = operand_def(TensorT)
+    result = result_def(TensorT)
+    traits = traits_def(Pure(), TkCanonicalization())
+
+    def __init__(self, predicate: str, lhs: SSAValue | Operation, rhs: SSAValue | Operation, result_type: Attribute | None = None):
+        a, b = SSAValue.get(lhs), SSAValue.get(rhs)
+        if result_type is None:
+            shape = broadcast_shapes(shape_of(a), shape_of(b))
+            result_type = TensorType(IntegerType(1), list(shape if shape is not None else shape_of(a)))
+        super().__init__(operands=[a, b], result_types=[result_type], properties={"predicate": StringAttr(predicate)})
+
+    @property
+    def predicate_name(self) -> str:
+        return self.predicate.data
+
+    def verify_(self) -> None:
+        if self.predicate_name not in CMP_PREDICATES:
+            raise VerifyException(f"tk.cmp: predicate {self.predicate_name!r} is not one of {', '.join(CMP_PREDICATES)}")
+        et = element_type_of(self.lhs)
+        if not (is_float(et) or _is_i64(et)) or element_type_of(self.rhs) != et:
+            raise VerifyException(
+                f"tk.cmp compares two operands of one floating (or i64) element type, got "
+                f"{type_str(self.lhs.type)} and {type_str(self.rhs.type)}"
+            )
+        if not _is_mask_type(element_type_of(self.result)):
+            raise VerifyException(f"tk.cmp returns i1 (or a 0/1 float mask), got {type_str(self.result.type)}")
+        expected = broadcast_shapes(shape_of(self.lhs), shape_of(self.rhs))
+        if expected is None:
+            raise VerifyException(
+                f"tk.cmp: shapes {list(shape_of(self.lhs))} and {list(shape_of(self.rhs))} do not broadcast"
+            )
+        if expected != shape_of(self.result):
+            raise VerifyException(f"tk.cmp: result shape {list(shape_of(self.result))} is not the broadcast shape {list(expected)}")
+
+    # Hand-written: the predicate is a bare keyword (`tk.cmp gt %a, %b`); a
+    # declarative `$predicate` would print the StringAttr quoted.
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.predicate_name} ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_function_type([o.type for o in self.operands], [self.result.type])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CmpOp:
+        pos = parser.pos
+        pred = parser.parse_identifier()
+        if pred not in CMP_PREDICATES:
+            parser.raise_error(f"tk.cmp predicate must be one of {', '.join(CMP_PREDICATES)}, got {pred!r}", pos, parser.pos)
+        operands = parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        ft = parser.parse_function_type()
+        if len(operands) != 2 or len(ft.inputs.data) != 2 or len(ft.outputs.data) != 1:
+            parser.raise_error("tk.cmp takes two operands and has one result")
+        lhs, rhs = parser.resolve_operands(operands, list(ft.inputs.data), parser.pos)
+        op = cls(pred, lhs, rhs, ft.outputs.data[0])
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class SelectOp(IRDLOperation):
+    """Elementwise `cond ? a : b` with broadcast (aten.where, masked_fill). `cond`
+    is i1, or a floating 0/1 mask (nonzero is true); `a` and `b` have the
+    result's element type (floating point, i1 for logical ops on masks, i64
+    for labels).
+
+    `%r = tk.select %m, %x, %zero : (tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>`
+    """
+
+    name = "tk.select"
+    cond = operand_def(TensorT)
+    true_value = operand_def(TensorT)
+    false_value = operand_def(TensorT)
+    result = result_def(TensorT)
+    traits = traits_def(Pure(), TkCanonicalization())
+    assembly_format = "$cond `,` $true_value `,` $false_value attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, cond, true_value, false_value, result_type: Attribute):
+        super().__init__(operands=[cond, true_value, false_value], result_types=[result_type])
+
+    def verify_(self) -> None:
+        if not _is_mask_type(element_type_of(self.cond)):
+            raise VerifyException(f"tk.select: condition {type_str(self.cond.type)} must be i1 (or a 0/1 float mask)")
+        et = element_type_of(self.result)
+        if not (_is_mask_type(et) or _is_i64(et)):
+            raise VerifyException(f"tk.select selects floating, i1 or i64 values, got {type_str(self.result.type)}")
+        for v in (self.true_value, self.false_value):
+            if element_type_of(v) != et:
+                raise VerifyException(
+                    f"tk.select: {type_str(v.type)} must have the result's element type {type_str(et)}"
+                )
+        expected = broadcast_shapes(shape_of(self.cond), shape_of(self.true_value), shape_of(self.false_value))
+        if expected is None:
+            raise VerifyException(
+                f"tk.select: shapes {list(shape_of(self.cond))}, {list(shape_of(self.true_value))} and "
+                f"{list(shape_of(self.false_value))} do not broadcast"
+            )
+        if expected != shape_of(self.result):
+            raise VerifyException(f"tk.select: result shape {list(shape_of(self.result))} is not the broadcast shape {list(expected)}")
+
+
 # ----------------------------------------------------------------------- matmul
 
 
@@ -878,6 +1333,26 @@ def outline(ops: Sequence[Operation], outputs: Sequence[SSAValue]) -> tuple[list
     return inputs, Region(block)
 
 
+ACTIVATION_OPS: tuple[type[IRDLOperation], ...] = (
+    TanhOp,
+    SigmoidOp,
+    SiluOp,
+    AbsOp,
+    SignOp,
+    RsqrtOp,
+    GeluOp,
+    SoftplusOp,
+    LeakyReluOp,
+    EluOp,
+    TanhGradOp,
+    SigmoidGradOp,
+    GeluGradOp,
+    SoftplusGradOp,
+    LeakyReluGradOp,
+    EluGradOp,
+)
+"""Pointwise activations and their backward ops."""
+
 ELEMENTWISE_OPS: tuple[type[IRDLOperation], ...] = (
     AddOp,
     SubOp,
@@ -892,6 +1367,10 @@ ELEMENTWISE_OPS: tuple[type[IRDLOperation], ...] = (
     ReluGradOp,
     PowOp,
     CastOp,
+    *ACTIVATION_OPS,
+    CmpOp,
+    SelectOp,
+    IotaOp,
 )
 """Ops whose result element i depends only on operand elements at (the
 broadcast of) index i."""

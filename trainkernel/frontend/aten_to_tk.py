@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    i1,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -257,6 +258,8 @@ class Converter:
         return self.emit(tk.SliceOp(v, starts, steps, TensorType(tk.element_type_of(v), shape))).result
 
     def binary_operand(self, v, et: Attribute, what: str) -> SSAValue:
+        if isinstance(v, SSAValue) and tk.element_type_of(v) == i1:
+            return self.cast(v, et)  # a bool mask in arithmetic: 0 / 1, exact
         t = self.float_tensor(v, what)
         if tk.shape_of(t) and tk.element_type_of(t) != et:
             t = self.cast(t, et)
@@ -310,7 +313,11 @@ class Converter:
                     v = self.env[o] if isinstance(o, torch.fx.Node) else o
                     if not isinstance(v, SSAValue | _Constant):
                         raise CaptureError(f"result {name} is {v!r}, not a tensor")
-                    results.append(self.tensor(v))
+                    value = self.tensor(v)
+                    want = self.type_of_val(o.meta["val"]) if isinstance(o, torch.fx.Node) and "val" in o.meta else None
+                    if want is not None and value.type != want and tk.shape_of(value) == tuple(want.get_shape()):
+                        value = self.cast(value, want.get_element_type())  # an f32 count stands in for an int64
+                    results.append(value)
             else:
                 raise self.unsupported(f"FX node kind {node.op!r}")
 
@@ -456,6 +463,11 @@ def _mul(cv, node, args, kwargs):
     return cv.binary(tk.MulOp, args[0], args[1])
 
 
+@handles("prims.div.default")
+def _prims_div(cv, node, args, kwargs):
+    return cv.binary(tk.DivOp, args[0], args[1])  # true division on floating operands
+
+
 @handles("aten.div.Tensor", "aten.div.Scalar", "aten.div.Tensor_mode", "aten.div.Scalar_mode")
 def _div(cv, node, args, kwargs):
     mode = _arg(args, kwargs, 2, "rounding_mode", None)
@@ -486,27 +498,37 @@ def _minimum(cv, node, args, kwargs):
     return _minimum_of(cv, args[0], args[1], cv.out_float_type())
 
 
+def _clamp_of(cv: Converter, x, lo, hi, rt: TensorType) -> SSAValue:
+    """PyTorch's clamp, `std::min(std::max(x, lo), hi)` with the bounds in the
+    result's dtype: `m = x < lo ? lo : x`, then `hi < m ? hi : m`. Exact with
+    eager on every value, signed zeros included (clamp(-0.0, 0, 1) is -0.0)
+    and NaN (a NaN x stays NaN: both comparisons are false)."""
+    et = rt.get_element_type()
+    v = cv.binary_operand(x, et, "input")
+    for bound, is_lo in ((lo, True), (hi, False)):
+        if bound is None:
+            continue
+        b = _as_float_operand(cv, bound, et, "min" if is_lo else "max")
+        mask = _cmp(cv, "lt", v, b) if is_lo else _cmp(cv, "lt", b, v)
+        v = cv.emit(tk.SelectOp(mask, b, v, _broadcast_type(et, mask, b, v))).result
+    return cv.expand(v, rt.get_shape())
+
+
 @handles("aten.clamp_min.default", "aten.clamp_min.Tensor")
 def _clamp_min(cv, node, args, kwargs):
-    return cv.binary(tk.MaximumOp, args[0], args[1])
+    return _clamp_of(cv, args[0], args[1], None, cv.out_float_type())
 
 
 @handles("aten.clamp_max.default", "aten.clamp_max.Tensor")
 def _clamp_max(cv, node, args, kwargs):
-    return _minimum_of(cv, args[0], args[1], cv.out_float_type())
+    return _clamp_of(cv, args[0], None, args[1], cv.out_float_type())
 
 
 @handles("aten.clamp.default", "aten.clamp.Tensor")
 def _clamp(cv, node, args, kwargs):
     lo = _arg(args, kwargs, 1, "min", None)
     hi = _arg(args, kwargs, 2, "max", None)
-    rt = cv.out_float_type()
-    v = cv.binary_operand(args[0], rt.get_element_type(), "input")
-    if lo is not None:
-        v = cv.binary(tk.MaximumOp, v, lo, rt)
-    if hi is not None:
-        v = _minimum_of(cv, v, hi, rt)
-    return v
+    return _clamp_of(cv, args[0], lo, hi, cv.out_float_type())
 
 
 def _unary(cls):
@@ -563,6 +585,576 @@ def _threshold_backward(cv, node, args, kwargs):
     return cv.emit(tk.ReluGradOp(g, x)).result
 
 
+# ------------------------------------------------------------- activations
+
+
+handles("aten.tanh.default")(_unary(tk.TanhOp))
+handles("aten.sigmoid.default")(_unary(tk.SigmoidOp))
+handles("aten.silu.default")(_unary(tk.SiluOp))
+handles("aten.abs.default")(_unary(tk.AbsOp))
+# sgn of a real tensor is its sign (abs's backward is grad * sgn(x)).
+handles("aten.sign.default", "aten.sgn.default")(_unary(tk.SignOp))
+handles("aten.rsqrt.default")(_unary(tk.RsqrtOp))
+
+
+def _number(cv: Converter, value, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise cv.unsupported(f"{what} {value!r} must be a Python number")
+    v = float(value)
+    if not math.isfinite(v):
+        raise cv.unsupported(f"non-finite {what} {v}")
+    return v
+
+
+def _param_unary(cv: Converter, cls, x, **params) -> SSAValue:
+    rt = cv.out_float_type()
+    x = cv.float_tensor(x, "input")
+    if x.type != rt:
+        raise cv.unsupported(f"input {tk.type_str(x.type)} and result {tk.type_str(rt)} differ")
+    return cv.emit(cls(x, **params)).result
+
+
+def _param_grad(cv: Converter, cls, grad, value, **params) -> SSAValue:
+    """A backward op (grad, forward value) of one type, both broadcast to the result."""
+    rt = cv.out_float_type()
+    g = cv.float_tensor(grad, "grad_output")
+    v = cv.float_tensor(value, "self")
+    et = rt.get_element_type()
+    if tk.element_type_of(g) != et or tk.element_type_of(v) != et:
+        raise cv.unsupported(f"grad {tk.type_str(g.type)} and self {tk.type_str(v.type)} have different dtypes")
+    g = cv.expand(g, rt.get_shape())
+    v = cv.expand(v, rt.get_shape())
+    return cv.emit(cls(g, v, **params)).result
+
+
+def _approximate(cv: Converter, args, kwargs, index: int) -> bool:
+    mode = _arg(args, kwargs, index, "approximate", "none")
+    if mode not in ("none", "tanh"):
+        raise cv.unsupported(f"approximate={mode!r}")
+    return mode == "tanh"
+
+
+@handles("aten.gelu.default")
+def _gelu(cv, node, args, kwargs):
+    return _param_unary(cv, tk.GeluOp, args[0], tanh=_approximate(cv, args, kwargs, 1))
+
+
+@handles("aten.gelu_backward.default")
+def _gelu_backward(cv, node, args, kwargs):
+    return _param_grad(cv, tk.GeluGradOp, args[0], args[1], tanh=_approximate(cv, args, kwargs, 2))
+
+
+@handles("aten.tanh_backward.default")
+def _tanh_backward(cv, node, args, kwargs):
+    return _param_grad(cv, tk.TanhGradOp, args[0], args[1])
+
+
+@handles("aten.sigmoid_backward.default")
+def _sigmoid_backward(cv, node, args, kwargs):
+    return _param_grad(cv, tk.SigmoidGradOp, args[0], args[1])
+
+
+def _softplus_params(cv, args, kwargs, first: int) -> dict[str, float]:
+    return {
+        "beta": _number(cv, _arg(args, kwargs, first, "beta", 1), "beta"),
+        "threshold": _number(cv, _arg(args, kwargs, first + 1, "threshold", 20), "threshold"),
+    }
+
+
+@handles("aten.softplus.default")
+def _softplus(cv, node, args, kwargs):
+    return _param_unary(cv, tk.SoftplusOp, args[0], **_softplus_params(cv, args, kwargs, 1))
+
+
+@handles("aten.softplus_backward.default")
+def _softplus_backward(cv, node, args, kwargs):
+    return _param_grad(cv, tk.SoftplusGradOp, args[0], args[1], **_softplus_params(cv, args, kwargs, 2))
+
+
+@handles("aten.leaky_relu.default")
+def _leaky_relu(cv, node, args, kwargs):
+    slope = _number(cv, _arg(args, kwargs, 1, "negative_slope", 0.01), "negative_slope")
+    return _param_unary(cv, tk.LeakyReluOp, args[0], negative_slope=slope)
+
+
+@handles("aten.leaky_relu_backward.default")
+def _leaky_relu_backward(cv, node, args, kwargs):
+    slope = _number(cv, _arg(args, kwargs, 2, "negative_slope", 0.01), "negative_slope")
+    # self_is_result: the output has the input's sign (for slope >= 0), same formula.
+    if _arg(args, kwargs, 3, "self_is_result", False) and slope < 0:
+        raise cv.unsupported("in-place leaky_relu with a negative slope has no backward (PyTorch refuses it too)")
+    return _param_grad(cv, tk.LeakyReluGradOp, args[0], args[1], negative_slope=slope)
+
+
+def _elu_params(cv, alpha, scale, input_scale) -> dict[str, float]:
+    return {
+        "alpha": _number(cv, alpha, "alpha"),
+        "scale": _number(cv, scale, "scale"),
+        "input_scale": _number(cv, input_scale, "input_scale"),
+    }
+
+
+@handles("aten.elu.default")
+def _elu(cv, node, args, kwargs):
+    params = _elu_params(
+        cv, _arg(args, kwargs, 1, "alpha", 1), _arg(args, kwargs, 2, "scale", 1), _arg(args, kwargs, 3, "input_scale", 1)
+    )
+    return _param_unary(cv, tk.EluOp, args[0], **params)
+
+
+@handles("aten.celu.default")
+def _celu(cv, node, args, kwargs):
+    # PyTorch: celu(x, alpha) = elu(x, alpha, 1, 1 / alpha), 1 / alpha in double.
+    alpha = _number(cv, _arg(args, kwargs, 1, "alpha", 1.0), "alpha")
+    if alpha == 0:
+        raise cv.unsupported("celu with alpha = 0")
+    return _param_unary(cv, tk.EluOp, args[0], **_elu_params(cv, alpha, 1.0, 1.0 / alpha))
+
+
+@handles("aten.elu_backward.default")
+def _elu_backward(cv, node, args, kwargs):
+    grad, alpha, scale, input_scale, is_result, value = args[:6]
+    params = _elu_params(cv, alpha, scale, input_scale)
+    if is_result and params["alpha"] < 0:
+        raise cv.unsupported("in-place elu with a negative alpha has no backward (PyTorch refuses it too)")
+    return _param_grad(cv, tk.EluGradOp, grad, value, is_result=bool(is_result), **params)
+
+
+@handles("aten.hardtanh.default")
+def _hardtanh(cv, node, args, kwargs):
+    # PyTorch's hardtanh is clamp(x, min_val, max_val).
+    lo = _arg(args, kwargs, 1, "min_val", -1.0)
+    hi = _arg(args, kwargs, 2, "max_val", 1.0)
+    return _clamp_of(cv, args[0], lo, hi, cv.out_float_type())
+
+
+@handles("aten.hardtanh_backward.default")
+def _hardtanh_backward(cv, node, args, kwargs):
+    # grad where min < x < max, else 0; the bounds in x's dtype (a NaN x passes grad).
+    grad, x = args[:2]
+    lo, hi = _number(cv, args[2], "min_val"), _number(cv, args[3], "max_val")
+    rt = cv.out_float_type()
+    et = rt.get_element_type()
+    g = cv.expand(cv.binary_operand(grad, et, "grad_output"), rt.get_shape())
+    x = cv.binary_operand(x, et, "self")
+    outside = _logical(cv, "or", _cmp(cv, "le", x, cv.scalar(lo, et)), _cmp(cv, "ge", x, cv.scalar(hi, et)))
+    return cv.emit(tk.SelectOp(outside, cv.scalar(0.0, et), g, rt)).result
+
+
+# ---------------------------------------------------- comparisons and masks
+
+_COMPARISONS = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
+_BOOL = TensorType(i1, [])
+_FLOAT_DTYPES = tuple(e.torch for e in elements.COMPUTE)
+
+
+def _torch_dtype(et: Attribute) -> torch.dtype:
+    return elements.torch_dtype(et)
+
+
+def _common_dtype(cv: Converter, a, b) -> torch.dtype:
+    """PyTorch's type promotion of two operands (tensors by dtype and rank, Python
+    numbers as wrapped scalars): the dtype a comparison computes in."""
+
+    def probe(v):
+        if isinstance(v, SSAValue):
+            return torch.empty([1] * len(tk.shape_of(v)), dtype=_torch_dtype(tk.element_type_of(v)), device="meta")
+        if isinstance(v, _Constant):
+            return torch.empty([1] * v.value.dim(), dtype=v.value.dtype, device="meta")
+        return v
+
+    pa, pb = probe(a), probe(b)
+    if not isinstance(pa, torch.Tensor):
+        pa, pb = pb, pa
+    return torch.result_type(pa, pb)
+
+
+def _as_float_operand(cv: Converter, v, et: Attribute, what: str) -> SSAValue:
+    """`v` as a tensor of element type `et` (a float type): Python numbers become
+    fills of `et` (PyTorch rounds a wrapped scalar to the computation's dtype;
+    +-inf and NaN are fine here: they are compared or selected, never computed
+    with), bools (0/1) and floats are cast."""
+    if isinstance(v, bool | int | float):
+        if not math.isfinite(float(v)):
+            return cv.emit(tk.FillOp(float(v), TensorType(et, []))).result
+        return cv.scalar(v, et)
+    t = cv.tensor(v, what)
+    src = tk.element_type_of(t)
+    if src == et:
+        return t
+    return cv.cast(t, et)  # float, bool (0/1) or int64 (PyTorch's promotion converts it)
+
+
+def _as_int_operand(cv: Converter, v, what: str) -> SSAValue:
+    """`v` as an i64 tensor: Python integers become i64 fills, bools 0/1."""
+    if isinstance(v, bool | int):
+        return cv.fill(int(v), TensorType(i64, []))
+    t = cv.tensor(v, what)
+    et = tk.element_type_of(t)
+    if et == i64:
+        return t
+    if et == i1:
+        return cv.cast(t, i64)
+    raise cv.unsupported(f"{what} is {tk.type_str(t.type)} in an integer comparison")
+
+
+def _cmp(cv: Converter, predicate: str, a, b) -> SSAValue:
+    dtype = _common_dtype(cv, a, b)
+    if dtype == torch.bool:
+        dtype = torch.float32  # 0/1 compare exactly as floats
+    if dtype == torch.int64:  # labels, class indices
+        lhs, rhs = _as_int_operand(cv, a, "lhs"), _as_int_operand(cv, b, "rhs")
+        return cv.emit(tk.CmpOp(predicate, lhs, rhs)).result
+    if dtype not in _FLOAT_DTYPES:
+        raise cv.unsupported(
+            f"comparison of {str(dtype).replace('torch.', '')} values; only floating-point, int64 and bool "
+            "comparisons are supported"
+        )
+    et = element_type(dtype)
+    lhs = _as_float_operand(cv, a, et, "lhs")
+    rhs = _as_float_operand(cv, b, et, "rhs")
+    return cv.emit(tk.CmpOp(predicate, lhs, rhs)).result
+
+
+def _comparison(predicate: str):
+    def handler(cv: Converter, node, args, kwargs):
+        out = _cmp(cv, predicate, args[0], args[1])
+        return cv.expand(out, cv.out_type().get_shape())
+
+    return handler
+
+
+for _name, _pred in _COMPARISONS.items():
+    handles(f"aten.{_name}.Tensor", f"aten.{_name}.Scalar")(_comparison(_pred))
+
+
+def _mask(cv: Converter, v, what: str) -> SSAValue:
+    """A bool tensor; any other dtype is `v != 0` (PyTorch's truth value)."""
+    if isinstance(v, bool):
+        return cv.fill(1.0 if v else 0.0, _BOOL)
+    t = cv.tensor(v, what)
+    if tk.element_type_of(t) == i1:
+        return t
+    if not tk.is_float(tk.element_type_of(t)):
+        raise cv.unsupported(f"{what} is {tk.type_str(t.type)}; integer masks are not supported")
+    return cv.emit(tk.CmpOp("ne", t, cv.scalar(0.0, tk.element_type_of(t)))).result
+
+
+def _broadcast_type(et: Attribute, *values: SSAValue) -> TensorType:
+    shape = tk.broadcast_shapes(*(tk.shape_of(v) for v in values))
+    assert shape is not None
+    return TensorType(et, list(shape))
+
+
+def _logical(cv: Converter, kind: str, a: SSAValue, b: SSAValue | None = None) -> SSAValue:
+    """Logical ops on i1 masks, as selects: a and b = a ? b : false, a or b =
+    a ? true : b, a xor b = a ? not b : b, not a = a ? false : true."""
+    true, false = cv.fill(1, _BOOL), cv.fill(0, _BOOL)
+    if kind == "not":
+        return cv.emit(tk.SelectOp(a, false, true, _broadcast_type(i1, a))).result
+    assert b is not None
+    rt = _broadcast_type(i1, a, b)
+    if kind == "and":
+        return cv.emit(tk.SelectOp(a, cv.expand(b, rt.get_shape()), false, rt)).result
+    if kind == "or":
+        return cv.emit(tk.SelectOp(a, true, cv.expand(b, rt.get_shape()), rt)).result
+    not_b = _logical(cv, "not", b)
+    return cv.emit(tk.SelectOp(a, not_b, b, rt)).result
+
+
+def _logical_handler(kind: str):
+    def handler(cv: Converter, node, args, kwargs):
+        if kind != "not" and cv.out_type().get_element_type() != i1:
+            raise cv.unsupported(f"logical_{kind} into {tk.type_str(cv.out_type())}; only a bool result is supported")
+        a = _mask(cv, args[0], "input")
+        b = _mask(cv, args[1], "other") if kind != "not" else None
+        out = _logical(cv, kind, a, b)
+        rt = cv.out_type()
+        if rt.get_element_type() != i1:  # logical_not(x, out=float): 0/1 in that dtype
+            out = cv.cast(out, rt.get_element_type())
+        return cv.expand(out, rt.get_shape())
+
+    return handler
+
+
+handles("aten.logical_and.default")(_logical_handler("and"))
+handles("aten.logical_or.default")(_logical_handler("or"))
+handles("aten.logical_xor.default")(_logical_handler("xor"))
+handles("aten.logical_not.default")(_logical_handler("not"))
+
+
+def _bitwise_handler(kind: str):
+    logical = _logical_handler(kind)
+
+    def handler(cv: Converter, node, args, kwargs):
+        if cv.out_type().get_element_type() != i1:
+            raise cv.unsupported("bitwise ops on integer tensors are not supported (only on bool masks)")
+        return logical(cv, node, args, kwargs)
+
+    return handler
+
+
+handles("aten.bitwise_and.Tensor")(_bitwise_handler("and"))
+handles("aten.bitwise_or.Tensor")(_bitwise_handler("or"))
+handles("aten.bitwise_xor.Tensor")(_bitwise_handler("xor"))
+handles("aten.bitwise_not.default")(_bitwise_handler("not"))
+
+
+def _where(cv: Converter, cond, a, b) -> SSAValue:
+    rt = cv.out_type()
+    et = rt.get_element_type()
+    if not (tk.is_float(et) or et in (i1, i64)):
+        raise cv.unsupported(f"where on {tk.type_str(rt)}; only floating-point, int64 and bool values are supported")
+    c = _mask(cv, cond, "condition")
+    if et == i1:
+        x, y = _mask(cv, a, "self"), _mask(cv, b, "other")
+    elif et == i64:
+        x, y = _as_int_operand(cv, a, "self"), _as_int_operand(cv, b, "other")
+    else:
+        x, y = _as_float_operand(cv, a, et, "self"), _as_float_operand(cv, b, et, "other")
+    return cv.emit(tk.SelectOp(c, x, y, rt)).result
+
+
+@handles("aten.where.self", "aten.where.ScalarSelf", "aten.where.ScalarOther", "aten.where.Scalar")
+def _where_handler(cv, node, args, kwargs):
+    return _where(cv, args[0], args[1], args[2])
+
+
+@handles("aten.masked_fill.Scalar", "aten.masked_fill.Tensor")
+def _masked_fill(cv, node, args, kwargs):
+    x, mask, value = args[:3]
+    if isinstance(value, SSAValue | _Constant) and tk.shape_of(cv.tensor(value)):
+        raise cv.unsupported("masked_fill value must be a number or a 0-d tensor")
+    return _where(cv, mask, value, x)
+
+
+# ------------------------------------------------- gather, scatter, embedding
+#
+# Indexing with an integer tensor, as comparisons with a tk.iota of the
+# indexed axis: `x[..., index[..., j]]` picks, along a new axis of the indexed
+# size, the one element whose class number equals the index. Every value is
+# selected, never multiplied (a NaN or inf elsewhere in the row stays there),
+# and reductions over the one-hot axis are exact (a max over one value and
+# -inf's; a sum of one value and zeros), so the results are eager's. Indices
+# are compared as integers (exact); in the kernel they are f32 values, exact
+# below 2**24 (tk-legalize-masks).
+
+
+def _index_operand(cv: Converter, v, what: str) -> SSAValue:
+    t = cv.tensor(v, what)
+    if tk.element_type_of(t) != i64:
+        raise cv.unsupported(f"{what} is {tk.type_str(t.type)}; indices must be int64")
+    return t
+
+
+def _move_last(cv: Converter, v: SSAValue, axis: int) -> SSAValue:
+    rank = len(tk.shape_of(v))
+    perm = [a for a in range(rank) if a != axis] + [axis]
+    return cv.transpose(v, perm)
+
+
+def _move_back(cv: Converter, v: SSAValue, axis: int) -> SSAValue:
+    rank = len(tk.shape_of(v))
+    perm = [a for a in range(rank) if a != axis] + [axis]
+    inverse = [perm.index(a) for a in range(rank)]
+    return cv.transpose(v, inverse)
+
+
+def _one_hot(cv: Converter, index: SSAValue, classes: int) -> SSAValue:
+    """i1 tensor of shape index.shape + [classes]: index[...] == c."""
+    shape = tk.shape_of(index)
+    col = cv.reshape(index, [*shape, 1])
+    iota = cv.emit(tk.IotaOp(len(shape), TensorType(i64, [1] * len(shape) + [classes]))).result
+    return cv.emit(tk.CmpOp("eq", col, iota)).result
+
+
+def _gather_last(cv: Converter, x: SSAValue, index: SSAValue) -> SSAValue:
+    """out[..., j] = x[..., index[..., j]] with x's other axes sliced to index's."""
+    xs, ishape = tk.shape_of(x), tk.shape_of(index)
+    for axis in range(len(xs) - 1):
+        if ishape[axis] > xs[axis]:
+            raise cv.unsupported(f"gather index shape {list(ishape)} exceeds the input's {list(xs)} on axis {axis}")
+        x = cv.slice(x, axis, 0, ishape[axis], 1)
+    et = tk.element_type_of(x)
+    classes = xs[-1]
+    hot = _one_hot(cv, index, classes)  # [..., K, C]
+    rows = cv.reshape(x, [*ishape[:-1], 1, classes])
+    full = TensorType(et, [*ishape, classes])
+    picked = cv.emit(tk.SelectOp(hot, rows, cv.emit(tk.FillOp(float("-inf"), TensorType(et, []))).result, full)).result
+    return cv.emit(tk.MaxOp(picked, [len(ishape)], TensorType(et, list(ishape)))).result
+
+
+@handles("aten.gather.default")
+def _gather(cv, node, args, kwargs):
+    x = cv.float_tensor(args[0], "input")
+    rank = len(tk.shape_of(x))
+    axis = cv.dim(args[1], rank)
+    index = _index_operand(cv, args[2], "index")
+    if len(tk.shape_of(index)) != rank or rank == 0:
+        raise cv.unsupported(f"gather of a rank-{rank} input by a rank-{len(tk.shape_of(index))} index")
+    out = _gather_last(cv, _move_last(cv, x, axis), _move_last(cv, index, axis))
+    return _move_back(cv, out, axis)
+
+
+def _scatter_mask(cv: Converter, base_shape, index: SSAValue, axis: int) -> SSAValue:
+    """i1 [..., C] (axis moved last): whether some index[..., j] names class c."""
+    ishape = tk.shape_of(index)
+    for a, (b, i) in enumerate(zip(base_shape, ishape)):
+        if a != axis and b != i:
+            raise cv.unsupported(f"scatter with index shape {list(ishape)} and input shape {list(base_shape)}")
+    classes = base_shape[axis]
+    hot = _one_hot(cv, _move_last(cv, index, axis), classes)  # [..., K, C]
+    k = ishape[axis]
+    rest = [d for a, d in enumerate(base_shape) if a != axis]
+    if k == 1:
+        return cv.reshape(hot, [*rest, classes])
+    as_float = cv.cast(hot, F32)
+    anyhot = cv.emit(tk.MaxOp(as_float, [len(rest)], TensorType(F32, [*rest, classes]))).result
+    return cv.emit(tk.CmpOp("ne", anyhot, cv.scalar(0.0))).result
+
+
+@handles("aten.scatter.value")
+def _scatter_value(cv, node, args, kwargs):
+    base = cv.float_tensor(args[0], "input")
+    shape = tk.shape_of(base)
+    axis = cv.dim(args[1], len(shape))
+    index = _index_operand(cv, args[2], "index")
+    et = tk.element_type_of(base)
+    mask = _scatter_mask(cv, shape, index, axis)
+    value = _as_float_operand(cv, args[3], et, "value")
+    moved = _move_last(cv, base, axis)
+    out = cv.emit(tk.SelectOp(mask, value, moved, moved.type)).result
+    return _move_back(cv, out, axis)
+
+
+@handles("aten.scatter_add.default")
+def _scatter_add(cv, node, args, kwargs):
+    # out[..., c] = base[..., c] + sum_j (index[..., j] == c ? src[..., j] : 0)
+    base = cv.float_tensor(args[0], "input")
+    shape = tk.shape_of(base)
+    axis = cv.dim(args[1], len(shape))
+    index = _index_operand(cv, args[2], "index")
+    src = cv.float_tensor(args[3], "src")
+    if tk.shape_of(src) != tk.shape_of(index) or tk.element_type_of(src) != tk.element_type_of(base):
+        raise cv.unsupported(f"scatter_add of {tk.type_str(src.type)} by {tk.type_str(index.type)}")
+    _scatter_mask(cv, shape, index, axis)  # checks the shapes
+    et = tk.element_type_of(base)
+    classes = shape[axis]
+    ishape = tk.shape_of(_move_last(cv, index, axis))
+    hot = _one_hot(cv, _move_last(cv, index, axis), classes)  # [..., K, C]
+    vals = cv.reshape(_move_last(cv, src, axis), [*ishape, 1])
+    full = TensorType(et, [*ishape, classes])
+    parts = cv.emit(tk.SelectOp(hot, vals, cv.scalar(0.0, et), full)).result
+    rest = list(ishape[:-1])
+    total = cv.emit(tk.SumOp(parts, [len(rest)], TensorType(et, [*rest, classes]))).result
+    moved = _move_last(cv, base, axis)
+    out = cv.emit(tk.AddOp(moved, total, moved.type)).result
+    return _move_back(cv, out, axis)
+
+
+@handles("aten.embedding.default")
+def _embedding(cv, node, args, kwargs):
+    # weight[indices]: out[..., d] = max_v (indices[...] == v ? weight[v, d] : -inf)
+    weight = cv.float_tensor(args[0], "weight")
+    index = _index_operand(cv, args[1], "indices")
+    if len(tk.shape_of(weight)) != 2:
+        raise cv.unsupported("embedding of a weight that is not 2-D")
+    v, d = tk.shape_of(weight)
+    ishape = tk.shape_of(index)
+    et = tk.element_type_of(weight)
+    hot = cv.reshape(_one_hot(cv, index, v), [*ishape, v, 1])
+    full = TensorType(et, [*ishape, v, d])
+    picked = cv.emit(tk.SelectOp(hot, weight, cv.emit(tk.FillOp(float("-inf"), TensorType(et, []))).result, full)).result
+    return cv.emit(tk.MaxOp(picked, [len(ishape)], TensorType(et, [*ishape, d]))).result
+
+
+@handles("aten.embedding_dense_backward.default")
+def _embedding_backward(cv, node, args, kwargs):
+    # A deterministic scatter-add: grad_weight[v, d] = sum_n (indices[n] == v ? grad[n, d] : 0),
+    # the rows of padding_idx zero; scale_grad_by_freq is refused.
+    grad, indices, num_weights, padding_idx, scale = args[:5]
+    if scale:
+        raise cv.unsupported("embedding with scale_grad_by_freq=True")
+    g = cv.float_tensor(grad, "grad_output")
+    index = _index_operand(cv, indices, "indices")
+    n = math.prod(tk.shape_of(index))
+    d = tk.shape_of(g)[-1]
+    et = tk.element_type_of(g)
+    flat_i = cv.reshape(index, [n])
+    flat_g = cv.reshape(g, [n, 1, d])
+    hot = cv.reshape(_one_hot(cv, flat_i, num_weights), [n, num_weights, 1])
+    parts = cv.emit(tk.SelectOp(hot, flat_g, cv.scalar(0.0, et), TensorType(et, [n, num_weights, d]))).result
+    out = cv.emit(tk.SumOp(parts, [0], TensorType(et, [num_weights, d]))).result
+    if padding_idx is not None and padding_idx >= 0:
+        row = cv.emit(tk.IotaOp(0, TensorType(i64, [num_weights, 1]))).result
+        pad = cv.emit(tk.CmpOp("eq", row, cv.fill(int(padding_idx), TensorType(i64, [])))).result
+        out = cv.emit(tk.SelectOp(pad, cv.scalar(0.0, et), out, out.type)).result
+    return out
+
+
+@handles("aten.index_select.default")
+def _index_select(cv, node, args, kwargs):
+    x = cv.float_tensor(args[0], "input")
+    rank = len(tk.shape_of(x))
+    axis = cv.dim(args[1], rank)
+    index = _index_operand(cv, args[2], "index")
+    if len(tk.shape_of(index)) != 1:
+        raise cv.unsupported("index_select with an index that is not 1-D")
+    # Move the axis first: out[j, ...] = max_c (index[j] == c ? x[c, ...] : -inf)
+    perm = [axis] + [a for a in range(rank) if a != axis]
+    xt = cv.transpose(x, perm)
+    rest = list(tk.shape_of(xt)[1:])
+    classes = tk.shape_of(xt)[0]
+    k = tk.shape_of(index)[0]
+    et = tk.element_type_of(x)
+    hot = cv.reshape(_one_hot(cv, index, classes), [k, classes] + [1] * len(rest))
+    full = TensorType(et, [k, classes, *rest])
+    picked = cv.emit(tk.SelectOp(hot, xt, cv.emit(tk.FillOp(float("-inf"), TensorType(et, []))).result, full)).result
+    out = cv.emit(tk.MaxOp(picked, [1], TensorType(et, [k, *rest]))).result
+    return cv.transpose(out, [perm.index(a) for a in range(rank)])
+
+
+@handles("aten.arange.default", "aten.arange.start", "aten.arange.start_step")
+def _arange(cv, node, args, kwargs):
+    # 0, 1, ..., n-1 (a tk.iota); other starts and steps would need integer arithmetic.
+    rt = cv.out_type()
+    start, step = (args[0], args[2] if len(args) > 2 else kwargs.get("step", 1)) if len(args) > 1 else (0, 1)
+    if start != 0 or step != 1:
+        raise cv.unsupported(f"arange with start {start} and step {step}; only arange(n) (or start 0, step 1)")
+    if len(rt.get_shape()) != 1 or rt.get_shape()[0] == 0:
+        raise cv.unsupported("an empty arange")
+    return cv.emit(tk.IotaOp(0, rt)).result
+
+
+@handles("aten.index_add.default")
+def _index_add(cv, node, args, kwargs):
+    # out[c, ...] = base[c, ...] + alpha * sum_j (index[j] == c ? src[j, ...] : 0), `dim` moved first
+    # (index_select's backward: a deterministic scatter-add).
+    base = cv.float_tensor(args[0], "input")
+    rank = len(tk.shape_of(base))
+    axis = cv.dim(args[1], rank)
+    index = _index_operand(cv, args[2], "index")
+    src = cv.float_tensor(args[3], "source")
+    alpha = _arg(args, kwargs, 4, "alpha", 1)
+    if len(tk.shape_of(index)) != 1 or tk.element_type_of(src) != tk.element_type_of(base):
+        raise cv.unsupported(f"index_add of {tk.type_str(src.type)} into {tk.type_str(base.type)} by a non-1-D index")
+    perm = [axis] + [a for a in range(rank) if a != axis]
+    bt, st = cv.transpose(base, perm), cv.transpose(src, perm)
+    classes, rest = tk.shape_of(bt)[0], list(tk.shape_of(bt)[1:])
+    if list(tk.shape_of(st)[1:]) != rest:
+        raise cv.unsupported(f"index_add of {tk.type_str(src.type)} into {tk.type_str(base.type)}")
+    k = tk.shape_of(index)[0]
+    et = tk.element_type_of(base)
+    hot = cv.reshape(_one_hot(cv, index, classes), [k, classes] + [1] * len(rest))
+    vals = cv.reshape(st, [k, 1, *rest])
+    parts = cv.emit(tk.SelectOp(hot, vals, cv.scalar(0.0, et), TensorType(et, [k, classes, *rest]))).result
+    total = cv.emit(tk.SumOp(parts, [0], bt.type)).result
+    if alpha != 1:
+        total = cv.emit(tk.MulOp(total, cv.scalar(float(alpha)), bt.type)).result
+    out = cv.emit(tk.AddOp(bt, total, bt.type)).result
+    return cv.transpose(out, [perm.index(a) for a in range(rank)])
+
+
 # -------------------------------------------------------------- reductions
 
 
@@ -579,6 +1171,15 @@ def _axes(cv: Converter, dims, rank: int) -> list[int]:
 
 
 def _reduce(cv: Converter, cls, x, dims, keepdim: bool, dtype=None, rt: TensorType | None = None) -> SSAValue:
+    if cls is tk.SumOp and isinstance(x, SSAValue) and tk.element_type_of(x) == i1 and dtype is None:
+        # A count of true elements (PyTorch: an int64). Counted in f32 (exact below
+        # 2**24 elements) and kept as an f32 stand-in: its readers convert it to
+        # their float type as they would the int64; a returned count is cast back.
+        x = cv.cast(x, F32)
+        out_shape = cv.out_type().get_shape()
+        rt = TensorType(F32, out_shape)
+        if math.prod(tk.shape_of(x)) >= 2**24:
+            raise cv.unsupported("a count over 2**24 or more bool elements (counted exactly only below that)")
     x = cv.float_tensor(x, "input")
     if dtype is not None:
         et = element_type(dtype)
@@ -611,6 +1212,34 @@ def _sum_and_mean(cls: type[tk.ReductionOp], over_all: str, over_dims: str) -> N
 
 _sum_and_mean(tk.SumOp, "aten.sum.default", "aten.sum.dim_IntList")
 _sum_and_mean(tk.MeanOp, "aten.mean.default", "aten.mean.dim")
+
+
+@handles("prims.sum.default")
+def _prims_sum(cv, node, args, kwargs):
+    dtype = kwargs.get("output_dtype")
+    return _reduce(cv, tk.SumOp, args[0], _arg(args, kwargs, 1, "dims"), False, dtype)
+
+
+@handles("prims.var.default")
+def _prims_var(cv, node, args, kwargs):
+    # var(x, dims, correction) = sum((x - mean(x, dims))^2, dims) / (n - correction),
+    # as PyTorch's decomposition of var/std/var_mean (the mean kept for the broadcast).
+    x = cv.float_tensor(args[0], "input")
+    rt = cv.out_float_type()
+    et = tk.element_type_of(x)
+    if et != rt.get_element_type():
+        raise cv.unsupported(f"input {tk.type_str(x.type)} and result {tk.type_str(rt)} differ in dtype")
+    shape = tk.shape_of(x)
+    axes = _axes(cv, _arg(args, kwargs, 1, "dims"), len(shape))
+    correction = _arg(args, kwargs, 2, "correction", 1)
+    correction = 1.0 if correction is None else float(correction)
+    n = math.prod(shape[a] for a in axes)
+    kept = TensorType(et, [1 if i in axes else d for i, d in enumerate(shape)])
+    mean = cv.emit(tk.MeanOp(x, axes, kept, keepdim=True)).result
+    dev = cv.emit(tk.SubOp(x, mean, x.type)).result
+    sq = cv.emit(tk.MulOp(dev, dev, x.type)).result
+    total = cv.emit(tk.SumOp(sq, axes, rt)).result
+    return cv.emit(tk.DivOp(total, cv.scalar(max(0.0, n - correction)), rt)).result
 
 
 @handles("aten.amax.default", "aten.max.default")
@@ -691,11 +1320,18 @@ def _to_copy(cv, node, args, kwargs):
     x = cv.tensor(args[0], "input")
     rt = cv.out_type()
     et = rt.get_element_type()
-    if tk.element_type_of(x) == et:
+    src = tk.element_type_of(x)
+    if src == et:
         return x
-    if not tk.is_float(tk.element_type_of(x)) or not tk.is_float(et):
+    if src in (i1, i64) and tk.is_float(et):
+        return cv.cast(x, et)  # bool -> 0.0 / 1.0; int64 -> nearest float (PyTorch's conversion)
+    if src == i1 and et == i64:
+        return cv.cast(x, et)
+    if tk.is_float(src) and et == i1:
+        return _mask(cv, x, "input")  # x != 0 (NaN is true)
+    if not tk.is_float(src) or not tk.is_float(et):
         raise cv.unsupported(
-            f"cast {tk.type_str(x.type)} -> {tk.type_str(rt)}; only casts among f32, bf16 and f16 are supported"
+            f"cast {tk.type_str(x.type)} -> {tk.type_str(rt)}; only casts among f32, bf16, f16 and bool are supported"
         )
     return cv.cast(x, et)
 
@@ -800,6 +1436,20 @@ def _identity(cv, node, args, kwargs):
 def _expand(cv, node, args, kwargs):
     x = cv.tensor(args[0], "input")
     return cv.expand(x, cv.out_type().get_shape())
+
+
+@handles("prims.broadcast_in_dim.default")
+def _broadcast_in_dim(cv, node, args, kwargs):
+    # Input axis i becomes result axis broadcast_dimensions[i]; the others are new.
+    x = cv.tensor(args[0], "input")
+    shape, dims = [int(d) for d in args[1]], [int(d) for d in args[2]]
+    src = tk.shape_of(x)
+    if len(dims) != len(src) or list(dims) != sorted(dims):
+        raise cv.unsupported(f"broadcast_in_dim with dimensions {dims} of a rank-{len(src)} input")
+    kept = [1] * len(shape)
+    for i, d in enumerate(dims):
+        kept[d] = src[i]
+    return cv.expand(cv.reshape(x, kept), shape)
 
 
 @handles("aten.permute.default", "aten.permute_copy.default")

@@ -37,6 +37,21 @@ _DECOMPOSE = [
     aten.addcmul,
     aten.addcdiv,
     aten.mv,
+    # losses and normalizations, into pointwise ops, comparisons/selects and reductions
+    aten.huber_loss,
+    aten.huber_loss_backward,
+    aten.smooth_l1_loss,
+    aten.smooth_l1_loss_backward,
+    aten.binary_cross_entropy_with_logits,
+    aten.logsumexp,
+    aten.var,
+    aten.std,
+    aten.var_mean,
+    aten.std_mean,
+    aten.native_layer_norm,
+    aten.native_layer_norm_backward,
+    aten.nll_loss_forward,
+    aten.nll_loss_backward,
 ]
 
 

@@ -40,6 +40,10 @@ Patterns (op: rewrite):
   fill.
 - slice: the whole input (starts 0, steps 1, same type) -> x; of a fill -> fill.
 - sum/mean/max over no axes -> x (the identity, see the interpreter).
+- activations (tanh, sigmoid, gelu, ..., and their *_grad ops), cmp: of fills
+  -> fill (folded with the interpreter's value).
+- select: all operands fills -> fill; `select(c, x, x)` -> x; a constant
+  condition -> the operand it picks, where that has the result's type.
 - matmul: an operand that is a 2-D `tk.transpose` (perm [1, 0]) is read
   through the op's `transpose_a` / `transpose_b` flag instead (toggling it).
   Exact: both forms hand the same strided view to the same GEMM.
@@ -312,6 +316,25 @@ class MatmulAbsorbTranspose(RewritePattern):
             rewriter.replace(op, tk.MatmulOp(operands[0], operands[1], op.result.type, flags[0], flags[1]))
 
 
+class SelectSimplify(RewritePattern):
+    """select(c, x, x) -> x; select of a constant condition -> the chosen operand
+    (when it already has the result's type: no broadcast is dropped)."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /):
+        if not isinstance(op, tk.SelectOp):
+            return
+        rt = op.result.type
+        if op.true_value is op.false_value and op.true_value.type == rt:
+            _replace_with_value(op, rewriter, op.true_value)
+            return
+        c = _fill(op.cond)
+        if c is None:
+            return
+        chosen = op.true_value if fill_value_in_type(c) != 0 else op.false_value
+        if chosen.type == rt:
+            _replace_with_value(op, rewriter, chosen)
+
+
 # ---------------------------------------------------------------- registry
 
 _FOLD = FoldElementwiseOfFills()
@@ -339,6 +362,9 @@ PATTERNS: dict[str, tuple[RewritePattern, ...]] = {
     "tk.mean": (ReduceNoAxes(),),
     "tk.max": (ReduceNoAxes(),),
     "tk.matmul": (MatmulAbsorbTranspose(),),
+    **{cls.name: (_FOLD,) for cls in tk.ACTIVATION_OPS},
+    "tk.cmp": (_FOLD,),
+    "tk.select": (_FOLD, SelectSimplify()),
 }
 
 tk.register_canonicalization_patterns(PATTERNS)

@@ -1,0 +1,46 @@
+// -t cuda: the per-element C of the activations, their backward ops and the
+// masks (the `EXPR` table of the printer). Formulas and float constants are
+// those of PyTorch's CUDA kernels; masks are 0/1 floats after
+// tk-legalize-masks; each value is rounded to bf16 right after its op.
+// RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse-elementwise,tk-to-sched{inplace=false},sched-allocate,sched-to-tile' -t cuda | filecheck %s
+
+// CHECK: const float [[T:v[0-9]+]] = tk::to_float(tk::from_float<__nv_bfloat16>(tanhf(tk::to_float(b0_x[(i0)*8 + (i1)]))));
+// CHECK-NEXT: tk::from_float<__nv_bfloat16>(([&]() { const float g = tk::to_float(b1_g[(i0)*8 + (i1)]); const float y = [[T]]; return g * (1.0f - y * y); }())));
+// CHECK: tk::from_float<__nv_bfloat16>(1.0f / (1.0f + expf(-(tk::to_float(b0_x[(i0)*8 + (i1)])))))
+// CHECK: return x * 0.5f * (1.0f + erff(x * 0.7071067690849304f)); }()
+// CHECK: const float x_cube = x * x * x; const float inner = 0.7978845834732056f * (x + 0.044714998453855515f * x_cube); return 0.5f * x * (1.0f + tanhf(inner)); }()
+// CHECK: const float cdf = 0.5f * (1.0f + erff(x * 0.7071067690849304f)); const float pdf = expf(-0.5f * x * x) * 0.3989422917366028f; return dy * (cdf + x * pdf); }()
+// CHECK: return (x * 2.0f) > 1.0f ? x : log1pf(expf(x * 2.0f)) / 2.0f; }()
+// CHECK: const float z = expf(x * 2.0f); return (x * 2.0f) > 1.0f ? g : g * z / (z + 1.0f); }()
+// CHECK: return x > 0.0f ? x : x * 0.10000000149011612f; }()
+// SELU's constants: negcoef = alpha * scale rounded to float, as the kernel computes it.
+// CHECK: return x > 0.0f ? x * 1.0507010221481323f : expm1f(x * 1.0f) * 1.7580993175506592f; }()
+// CHECK: return b <= 0.0f ? g * 1.0f * (b + 1.7580993175506592f) : g * 1.0507010221481323f; }()
+// CHECK: tk::from_float<__nv_bfloat16>(fabsf(tk::to_float(b0_x[(i0)*8 + (i1)])))
+// CHECK: return (float)(0.0f < x) - (float)(x < 0.0f); }()
+// CHECK: tk::from_float<__nv_bfloat16>(rsqrtf(tk::to_float(b0_x[(i0)*8 + (i1)])))
+// The mask is a float: compare gives 1.0f or 0.0f (no rounding: f32), select tests nonzero.
+// CHECK: const float [[Z:v[0-9]+]] = tk::to_float(tk::from_float<__nv_bfloat16>(0.0f));
+// CHECK-NEXT: const float [[M:v[0-9]+]] = ((tk::to_float(b0_x[(i0)*8 + (i1)])) > ([[Z]]) ? 1.0f : 0.0f);
+// CHECK-NEXT: tk::from_float<__nv_bfloat16>((([[M]]) != 0.0f ? (tk::to_float(b1_g[(i0)*8 + (i1)])) : ([[Z]]))));
+func.func @acts(%x: tensor<4x8xbf16>, %g: tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>) {
+  %t = tk.tanh %x : tensor<4x8xbf16>
+  %dt = tk.tanh_grad %g, %t : tensor<4x8xbf16>
+  %s = tk.sigmoid %x : tensor<4x8xbf16>
+  %ge = tk.gelu %x : tensor<4x8xbf16>
+  %gt = tk.gelu %x tanh : tensor<4x8xbf16>
+  %dge = tk.gelu_grad %g, %x : tensor<4x8xbf16>
+  %sp = tk.softplus %x beta 2.0 threshold 1.0 : tensor<4x8xbf16>
+  %dsp = tk.softplus_grad %g, %x beta 2.0 threshold 1.0 : tensor<4x8xbf16>
+  %lr = tk.leaky_relu %x negative_slope 0.1 : tensor<4x8xbf16>
+  %selu = tk.elu %x alpha 1.6732632423543772 scale 1.0507009873554805 input_scale 1.0 : tensor<4x8xbf16>
+  %dselu = tk.elu_grad %g, %x alpha 1.6732632423543772 scale 1.0507009873554805 input_scale 1.0 is_result : tensor<4x8xbf16>
+  %abs = tk.abs %x : tensor<4x8xbf16>
+  %sign = tk.sign %x : tensor<4x8xbf16>
+  %r = tk.rsqrt %x : tensor<4x8xbf16>
+  %zero = tk.fill 0.0 : tensor<bf16>
+  %m = tk.cmp gt %x, %zero : (tensor<4x8xbf16>, tensor<bf16>) -> tensor<4x8xi1>
+  %w = tk.select %m, %g, %zero : (tensor<4x8xi1>, tensor<4x8xbf16>, tensor<bf16>) -> tensor<4x8xbf16>
+  func.return %dt, %s, %ge, %gt, %dge, %sp, %dsp, %lr, %selu, %dselu, %abs, %sign, %r, %w, %t : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>
+}
+
