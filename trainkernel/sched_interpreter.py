@@ -87,7 +87,7 @@ def run_program(
         mem[arg] = x.detach().to("cpu", torch_dtype(arg.type.get_element_type())).contiguous().clone()
     for arg in args[n_in:]:  # outputs start as garbage that shows: NaN, or the most negative integer
         dtype = torch_dtype(arg.type.get_element_type())
-        fill = float("nan") if dtype.is_floating_point else torch.iinfo(dtype).min
+        fill = float("nan") if dtype.is_floating_point else (True if dtype == torch.bool else torch.iinfo(dtype).min)
         mem[arg] = torch.full(tuple(arg.type.get_shape()), fill, dtype=dtype)
     arena = _alloc_arena(program)
     cursor = 0
