@@ -2,13 +2,13 @@
 
 from pathlib import Path
 
-from trainkernel.tools.ops_table import render
+from trainkernel.supported import render
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "supported.md"
 
 
 def test_supported_table_is_current():
-    assert DOC.read_text() == render(), "regenerate: python -m trainkernel.tools.ops_table > docs/supported.md"
+    assert DOC.read_text() == render(), "regenerate: python -m trainkernel.supported > docs/supported.md"
 
 
 def test_table_lists_every_handler():
