@@ -226,6 +226,34 @@ def test_int64_comparisons_capture_and_match_eager(fn):
     _assert_same(trainkernel.interpret(captured, x, i), fn(x, i), "tk level")
 
 
+@pytest.mark.parametrize(
+    "fn, op, message",
+    [
+        (lambda x, i: (x, i + 1, x), "aten.add.Tensor", "computes on tensor<4xi64>"),
+        (lambda x, i: (torch.where(i * 2 > 3, x, x * 2), x), "aten.mul.Tensor", "computes on tensor<4xi64>"),
+    ],
+)
+def test_integer_arithmetic_names_op_and_line(fn, op, message):
+    """Integer labels may be compared and selected, not computed with."""
+    x, i = torch.randn(4), torch.arange(4)
+    with pytest.raises(UnsupportedOpError, match=rf"test_activations.py:\d+: error: unsupported op {op}: {message}"):
+        trainkernel.capture(fn, (x, i))
+
+
+def test_int64_comparisons_and_where_match_eager():
+    def step(x, i):
+        keep = (i != 2) & (i >= 1)
+        j = torch.where(keep, i, 0)
+        return x * keep.to(x.dtype), j, j == torch.arange(4), x
+
+    x, i = torch.randn(4), torch.tensor([0, 1, 2, 3])
+    captured = trainkernel.capture(step, (x, i))
+    _assert_same(trainkernel.interpret(captured, x, i), step(x, i), "tk level")
+    for level, program in _levels(captured).items():
+        if program is not None:
+            _assert_same(run_program(program, [x, i]), step(x, i), f"{level} level")
+
+
 # ------------------------------------------------------------------- CUDA
 
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else None)

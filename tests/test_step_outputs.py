@@ -193,3 +193,17 @@ def test_state_mismatch_shows_expected_and_actual(tmp_path):
 
     with pytest.raises(ValueError, match=r"must return a tuple whose last element is the new state"):
         trainkernel.compile_training(loss_only, (params, x, y), build=False, cache_dir=tmp_path)
+
+
+def test_bool_argument_is_a_clear_error(tmp_path):
+    def step(w, x, done):
+        return (x @ w).sum(), w.masked_fill(done, 0.0)
+
+    args = (torch.empty(4, 4, device="meta"), torch.empty(2, 4, device="meta"), torch.empty(4, 4, dtype=torch.bool, device="meta"))
+    with pytest.raises(ValueError, match=r"^done: bool arguments are not supported by the CUDA backend yet"):
+        trainkernel.compile_training(step, args, build=False, cache_dir=tmp_path)
+    # The same step as a float mask compiles.
+    def float_mask(w, x, done):
+        return (x @ w).sum(), w.masked_fill(done != 0, 0.0)
+
+    trainkernel.compile_training(float_mask, (*args[:2], torch.empty(4, 4, device="meta")), build=False, cache_dir=tmp_path)

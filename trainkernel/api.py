@@ -201,6 +201,12 @@ def compile_training(
                 f"{path}: example argument must be contiguous (shape {_fmt_shape(leaf.shape)}, "
                 f"strides {tuple(leaf.stride())}); pass .contiguous()"
             )
+        if leaf.dtype == torch.bool:
+            raise ValueError(
+                f"{path}: bool arguments are not supported by the CUDA backend yet (masks computed inside the "
+                "step are); pass it as a 0/1 float tensor (mask.float()) and compare it with 0 in the step, or use "
+                "trainkernel.capture + trainkernel.interpret on CPU"
+            )
         leaves.append(_Leaf(path, tuple(int(s) for s in leaf.shape), leaf.dtype))
     state_spec = pytree.tree_structure(args[0])
     n_state = state_spec.num_leaves

@@ -1307,16 +1307,17 @@ def outline(ops: Sequence[Operation], outputs: Sequence[SSAValue]) -> tuple[list
     """A tk body (the region of a `tk.fused`, a `sched.compute`, a tile op) that
     computes `outputs` with clones of `ops`, in order. Its arguments are the values
     read from outside (by the ops, or yielded directly), in first-use order; a
-    `tk.fill` read from outside is cloned in instead, ahead of the ops (a constant
-    costs nothing per element). Ends in `tk.yield` of the outputs.
+    constant (`tk.fill`, `tk.iota`: CONSTANT_OPS) read from outside is cloned in
+    instead, ahead of the ops (it costs nothing per element). Ends in `tk.yield`
+    of the outputs.
 
     Returns (the values to pass as operands, the region)."""
     members = set(ops)
     inputs: list[SSAValue] = []
-    fills: list[FillOp] = []
+    fills: list[Operation] = []
     for value in [v for op in ops for v in op.operands] + list(outputs):
         owner = value.owner
-        if isinstance(owner, FillOp) and owner not in members:
+        if isinstance(owner, CONSTANT_OPS) and owner not in members:
             if owner not in fills:
                 fills.append(owner)
         elif owner not in members and value not in inputs:
@@ -1352,6 +1353,11 @@ ACTIVATION_OPS: tuple[type[IRDLOperation], ...] = (
     EluGradOp,
 )
 """Pointwise activations and their backward ops."""
+
+CONSTANT_OPS: tuple[type[IRDLOperation], ...] = (FillOp, IotaOp)
+"""Ops without operands whose elements cost nothing to compute: never given a
+kernel stage or a buffer of their own, they are cloned into every body that
+reads them (`outline`, tk-fuse-elementwise, tk-to-sched)."""
 
 ELEMENTWISE_OPS: tuple[type[IRDLOperation], ...] = (
     AddOp,

@@ -90,7 +90,7 @@ def form_groups(body: Block) -> list[Group]:
     group_of: dict[Operation, Group] = {}
     groups: list[Group] = []
     for op in body.ops:
-        if isinstance(op, tk.FillOp) or isinstance(op, func.ReturnOp):
+        if isinstance(op, tk.CONSTANT_OPS) or isinstance(op, func.ReturnOp):
             continue
         if isinstance(op, POINTWISE):
             shape = _result_shape(op)
@@ -127,7 +127,7 @@ def outline(group: Group) -> None:
     outputs = [
         r for op in group.ops for r in op.results if any(use.operation not in members for use in r.uses)
     ]
-    fills = {o.owner for op in group.ops for o in op.operands if isinstance(o.owner, tk.FillOp)}
+    fills = {o.owner for op in group.ops for o in op.operands if isinstance(o.owner, tk.CONSTANT_OPS)}
     inputs, body = tk.outline(group.ops, outputs)
     fused = tk.FusedOp(inputs, [v.type for v in outputs], body)
     last = group.ops[-1]

@@ -99,8 +99,8 @@ class Lowering:
     # ------------------------------------------------------------------- work
 
     def work_for(self, op: Operation) -> Work | None:
-        if isinstance(op, tk.ReshapeOp | tk.FillOp | func.ReturnOp):
-            return None  # views alias, fills are cloned into their readers
+        if isinstance(op, tk.ReshapeOp | func.ReturnOp) or isinstance(op, tk.CONSTANT_OPS):
+            return None  # views alias, constants (fills, iotas) are cloned into their readers
         if isinstance(op, tk.FusedOp):
             body = op.detach_region(op.body)
             return Work(list(op.inputs), list(op.outputs), body)
@@ -209,7 +209,7 @@ class Lowering:
         while isinstance(value.owner, tk.ReshapeOp):
             value = value.owner.input
         owner = value.owner
-        if not isinstance(owner, Operation) or isinstance(owner, tk.FillOp):
+        if not isinstance(owner, Operation) or isinstance(owner, tk.CONSTANT_OPS):
             return False
         return True
 

@@ -45,3 +45,25 @@ func.func @reshape_between(%x: tensor<4x8xf32>) -> tensor<32xbf16> {
   %c = tk.cast %r : tensor<32xf32> to tensor<32xbf16>
   func.return %c : tensor<32xbf16>
 }
+
+// A tk.iota is a constant too: cloned into every group that reads it, never a
+// group (or, after tk-to-sched, a buffer) of its own.
+// CHECK-LABEL: func.func @shared_iota(
+// CHECK-NOT:     tk.iota
+// CHECK:         tk.fused %t, %x
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      %c = tk.iota axis 1 : tensor<1x10xf32>
+// CHECK-NEXT:      tk.cmp eq
+// CHECK:         tk.fused %x
+// CHECK-NEXT:    ^bb0
+// CHECK-NEXT:      %c = tk.iota axis 1 : tensor<1x10xf32>
+// CHECK-NEXT:      tk.mul
+// CHECK-NOT:     tk.iota
+// CHECK:         func.return
+func.func @shared_iota(%t: tensor<8x1xf32>, %x: tensor<8x10xf32>) -> (tensor<8x10xf32>, tensor<8x10xf32>) {
+  %c = tk.iota axis 1 : tensor<1x10xf32>
+  %hot = tk.cmp eq %t, %c : (tensor<8x1xf32>, tensor<1x10xf32>) -> tensor<8x10xf32>
+  %sel = tk.select %hot, %x, %t : (tensor<8x10xf32>, tensor<8x10xf32>, tensor<8x1xf32>) -> tensor<8x10xf32>
+  %w = tk.mul %x, %c : (tensor<8x10xf32>, tensor<1x10xf32>) -> tensor<8x10xf32>
+  func.return %sel, %w : tensor<8x10xf32>, tensor<8x10xf32>
+}
