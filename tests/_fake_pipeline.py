@@ -30,7 +30,7 @@ from xdsl.ir import Block, Region
 from trainkernel import elements
 from trainkernel.dialects import tk
 from trainkernel.frontend.capture import Captured
-from trainkernel.pipeline import BufferSpec, KernelMeta, Lowered
+from trainkernel.pipeline import STAGES, BufferSpec, KernelMeta, Lowered
 from trainkernel.util import numel
 
 CALLS = {"capture": 0, "lower": 0}
@@ -162,6 +162,7 @@ def install(monkeypatch) -> None:
     cap.capture = capture
     pipe = types.ModuleType("trainkernel.pipeline")
     pipe.lower = lower
+    pipe.STAGES = STAGES  # the API names its dumps by the real stage list
     monkeypatch.setitem(sys.modules, "trainkernel.frontend.capture", cap)
     monkeypatch.setitem(sys.modules, "trainkernel.pipeline", pipe)
 
