@@ -83,10 +83,18 @@ def timer_run(specs: list[str]) -> None:
     cuda_target.PHASE_TIMER = False
 
 
-def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off")) -> None:
+# Device-library variants (`--variants`): a name and the nvcc defines that
+# select it; the build cache keys on NVCC_APPEND_FLAGS, so each builds apart.
+VARIANTS = {"auto": "", "scalar-gemm": "-DTK_RESIDENT_SCALAR_GEMM"}
+# Threads per block of the resident kernels (`--threads 128,256,512`): the
+# pass's choice replaced, to measure what the rule should pick.
+
+
+def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: dict[str, str] | None = None) -> None:
     out = os.environ.get("OUT", "/tmp")
     results = {}
     rows = []
+    configs = [(m, m, "") for m in modes] if variants is None else [(v, "auto", f) for v, f in variants.items()]
     for spec in specs:
         name, sizes, dt = (spec.split(":") + ["", ""])[:3]
         w = WORKLOADS[name]
@@ -94,8 +102,13 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off")) -> None:
             s = [int(v) for v in sizes.split(",")]
             w = w.with_sizes(s[0], s[1:])
         dtype = {"": torch.bfloat16, "bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dt]
-        for mode in modes:
-            key = f"{spec}/{mode}"
+        for label, mode, flags in configs:
+            key = f"{spec}/{label}"
+            os.environ["NVCC_APPEND_FLAGS"] = flags
+            if label.startswith("threads="):
+                from trainkernel.passes import tile_resident
+
+                tile_resident.resident_threads = lambda kernel, n=int(label[8:]): n
             try:
                 t0 = time.perf_counter()
                 params = w.init_params(0, "cuda")
@@ -108,10 +121,10 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off")) -> None:
                 cluster = "grid" if c.meta.grid_barriers or "resident" not in c.cuda_source[:400] else c.meta.grid
                 results[key] = {"median_us": med, "samples": samples, "max_rel_err": err, "compile_s": compile_s,
                                 "grid": c.meta.grid, "smem": c.meta.smem_bytes, "resident": "resident" in c.cuda_source[:400]}
-                rows.append(f"{spec:28s} {mode:5s} {str(cluster):>5s} smem {c.meta.smem_bytes:7d}  {med:8.2f} us/step  err {err:.2e}")
+                rows.append(f"{spec:28s} {label:11s} {str(cluster):>5s} smem {c.meta.smem_bytes:7d}  {med:8.2f} us/step  err {err:.2e}")
             except Exception as e:  # a probe: report and go on
                 results[key] = {"error": repr(e)[:2000]}
-                rows.append(f"{spec:28s} {mode:5s} ERROR {repr(e)[:300]}")
+                rows.append(f"{spec:28s} {label:11s} ERROR {repr(e)[:300]}")
             print(rows[-1], flush=True)
             json.dump(results, open(f"{out}/resident_probe.json", "w"), indent=1)
     print("\n".join(["", "=== resident probe ==="] + rows))
@@ -120,6 +133,10 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off")) -> None:
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--timer"]:
         timer_run(sys.argv[2:] or DEFAULT)
+    elif sys.argv[1:2] == ["--threads"]:
+        main(sys.argv[3:] or DEFAULT, variants={f"threads={n}": "" for n in sys.argv[2].split(",")})
+    elif sys.argv[1:2] == ["--variants"]:
+        main(sys.argv[2:] or DEFAULT, variants=VARIANTS)
     elif sys.argv[1:2] == ["--auto"]:
         main(sys.argv[2:] or DEFAULT, modes=("auto",))
     else:

@@ -142,3 +142,52 @@ def test_a_cluster_that_cannot_be_co_resident_falls_back_to_the_grid_kernel(monk
         lib = c._library(device)
     assert not lib.resident
     assert "cudaLaunchCooperativeKernel" in c.cuda_source and c.meta.arena_bytes > 0
+
+
+def _byte_ranges_overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+@pytest.mark.parametrize("name,sizes,dtype", CASES, ids=lambda v: str(v))
+def test_exchange_receive_buffers_are_reserved_since_the_previous_cluster_barrier(name, sizes, dtype):
+    """Other blocks push partials into a receive buffer as soon as they reach the
+    exchange, while its own block may still run any phase since the previous
+    cluster barrier (the previous exchange, or the kernel start): no home live
+    in those phases may share a byte with it, and it holds CLUSTER shares."""
+    from trainkernel.passes.tile_resident import iteration_space, is_partial
+
+    *_, kernel, _ = _kernel_and_inputs(name, sizes, dtype)
+    cluster = kernel.cluster or 1
+    homes = {op.result: op for op in kernel.block.ops if isinstance(op, tile.SmemOp)}
+    phase, live, exchanges = 0, {}, []
+    for op in kernel.block.ops:
+        if isinstance(op, tile.SyncOp):
+            phase += 1
+        elif isinstance(op, tile.TileWorkOp):
+            for v in (*op.ins, *op.outs):
+                root = v
+                while root not in homes and hasattr(root.owner, "source"):
+                    root = root.owner.source
+                if root in homes:
+                    live.setdefault(root, set()).add(phase)
+            if cluster > 1 and is_partial(op, op.split):
+                exchanges.append((phase, op))
+    for r, home in homes.items():
+        if home.source is not None and home.source.index < kernel.num_inputs.data:
+            live[r] |= set(range(0, max(live[r]) + 1))  # staged from the kernel start
+    since = 0
+    for phase, op in exchanges:
+        if isinstance(op, tile.GemmOp):
+            m, n, _ = iteration_space(op)
+            elems = m * n
+        else:
+            elems = 1
+            for d in op.reduction().result.type.get_shape():
+                elems *= d
+        recv = (op.scratch, op.scratch + 4 * cluster * -(-elems // cluster))
+        assert recv[1] <= kernel.smem
+        for r, home in homes.items():
+            if live.get(r, set()) & set(range(since, phase + 1)):
+                span = (home.offset_value, home.offset_value + tile.local_bytes(r.type, home.split_axis, cluster))
+                assert not _byte_ranges_overlap(recv, span), (r, phase)
+        since = phase

@@ -594,16 +594,21 @@ class Place:
     split: int | None  # None: global memory, indexed by the full shape
     cluster: int = 1
 
-    def address(self, index: list[str]) -> str:
-        """Element offset of the global multi-index `index`."""
+    def address(self, index: list[str], rank: str = "rank") -> str:
+        """Element offset of the global multi-index `index` (in block `rank`'s
+        slice of a split home)."""
         if self.split is None or self.split < 0:
             return _linear(index, self.shape)
         local = list(self.shape)
         c = tile.shard_extent(local[self.split], self.cluster)
         local[self.split] = c
         idx = list(index)
-        idx[self.split] = f"({idx[self.split]}) - {c} * rank"
+        idx[self.split] = f"({idx[self.split]}) - {c} * {rank}"
         return _linear(idx, tuple(local))
+
+    def owner(self, index: list[str]) -> str:
+        """The rank whose slice of a split home holds `index`."""
+        return f"({index[self.split]}) / {tile.shard_extent(self.shape[self.split], self.cluster)}"
 
 
 @dataclass
@@ -615,6 +620,10 @@ class ResidentBodyPrinter(BodyPrinter):
     places: dict[SSAValue, Place] = None  # type: ignore[assignment]
     through: dict[SSAValue, Place] = None  # type: ignore[assignment]
     replicated_store_guard: bool = False
+    # An exchange epilogue (tk::exchange): each element is computed once, by the
+    # block that owns it, and stored into every block's copy of a replicated
+    # home, the owning block's slice of a split home, and global memory.
+    broadcast: bool = False
 
     def load(self, arg: BlockArgument, index: list[str]) -> str:
         buf = self.op.ins[arg.index]
@@ -639,13 +648,23 @@ class ResidentBodyPrinter(BodyPrinter):
             place = self.places[buf]
             ct = c_type(buf.type)
             if place.split is None:
-                guard = "if (rank == 0) " if self.replicated_store_guard else ""
+                guard = "if (rank == 0) " if self.replicated_store_guard and not self.broadcast else ""
                 self.line(f"{guard}{place.ptr}[{place.address(index)}] = tk::from_float<{ct}>({val});")
                 home = self.through.get(buf)
                 if home is not None:
-                    self.line(f"{home.ptr}[{home.address(index)}] = tk::from_float<{ct}>({val});")
+                    self.store_home(home, index, f"tk::from_float<{ct}>({val})")
             else:
-                self.line(f"{place.ptr}[{place.address(index)}] = tk::from_float<{ct}>({val});")
+                self.store_home(place, index, f"tk::from_float<{ct}>({val})")
+
+    def store_home(self, place: Place, index: list[str], val: str) -> None:
+        if not self.broadcast:
+            self.line(f"{place.ptr}[{place.address(index)}] = {val};")
+        elif place.split is None or place.split < 0:
+            self.line(f"for (int tk_r = 0; tk_r < kCluster; ++tk_r) tk::at_rank({place.ptr}, tk_r)"
+                      f"[{place.address(index)}] = {val};")
+        else:
+            self.line(f"{{ const int tk_r = {place.owner(index)}; "
+                      f"tk::at_rank({place.ptr}, tk_r)[{place.address(index, 'tk_r')}] = {val}; }}")
 
 
 PHASE_TIMER = False
@@ -660,9 +679,10 @@ class ResidentPrinter(CudaPrinter):
 
     Each tile op does the slice of its iteration space that its `split` gives
     this block (or all of it, split -1, every block alike; then only rank 0
-    stores to global memory). A split gemm k or reduced axis leaves partials in
-    the op's `scratch`, summed over the cluster by tk::cluster_reduce before
-    the epilogue."""
+    stores to global memory). A split gemm k or reduced axis pushes its
+    partials into their owners' receive buffers (the op's `scratch`); each
+    owner sums its share in rank order and runs the epilogue for it
+    (tk::exchange), storing into every block that holds the result."""
 
     def __init__(self, kernel: tile.KernelOp):
         super().__init__(kernel)
@@ -748,10 +768,18 @@ class ResidentPrinter(CudaPrinter):
             n_marks = 2 + sum(1 for op in k.block.ops if isinstance(op, tile.TileWorkOp))
             self.w(f"  long long tk_t[{n_marks}];")
             self.w("  tk_t[0] = clock64();")
-        self.w("  tk::stage_wait();")
+        self.pending_wait = False
         if self._prologue_needs_cluster_barrier():
+            self.w("  tk::stage_wait();")
             # Rank 0 stores an argument other blocks stage before any exchange orders them.
             self.w("  cooperative_groups::this_cluster().sync();")
+        elif any(self._partial(op) for op in k.block.ops if isinstance(op, tile.TileWorkOp)):
+            # DSMEM needs every block of the cluster running: arrive now, wait before the first push.
+            self.w("  tk::cluster_arrive();")
+            self.w("  tk::stage_wait();")
+            self.pending_wait = True
+        else:
+            self.w("  tk::stage_wait();")
         if timer:
             self.w("  tk_t[1] = clock64();")
         phase = 0
@@ -816,14 +844,20 @@ class ResidentPrinter(CudaPrinter):
         self.w(f"  tk::stage_rows({name}, {src} + (long long){c * inner} * rank, {outer}, "
                f"max(0, min({c}, {full} - {c} * rank)) * {inner}, {full * inner}LL, {c * inner});")
 
-    def body_printer(self, op: tile.TileWorkOp, indent: str) -> ResidentBodyPrinter:
+    def body_printer(self, op: tile.TileWorkOp, indent: str, broadcast: bool = False) -> ResidentBodyPrinter:
         # Write an argument's home through only where a later phase reads it.
         phase = self.phase_of[op]
         through = {b: h for b, h in self.through.items() if self.last_read.get(h.ptr, -1) > phase}
         return ResidentBodyPrinter(
             self.out, self.names, op, indent, places=self.places, through=through,
-            replicated_store_guard=self.cluster > 1 and op.split == -1 or self._partial(op),
+            replicated_store_guard=self.cluster > 1 and op.split == -1, broadcast=broadcast,
         )
+
+    def exchange_start(self, op: tile.TileWorkOp) -> None:
+        """Before the first push: every block of the cluster has started."""
+        if self.pending_wait:
+            self.w("    tk::cluster_wait();  // every block started (arrived at kernel start)")
+            self.pending_wait = False
 
     def _partial(self, op: tile.TileWorkOp) -> bool:
         from trainkernel.passes.tile_resident import is_partial
@@ -837,10 +871,20 @@ class ResidentPrinter(CudaPrinter):
         c = tile.shard_extent(size, self.cluster)
         return f"{c} * rank", f"max(0, min({c}, {size} - {c} * rank))"
 
-    MAP_UNROLL = 4
-    """Elements per thread per iteration of a resident map: their reads are all
-    issued before the first store (stores may alias reads as far as the
-    compiler knows, so one element at a time would serialize on latency)."""
+    MAP_UNROLL = 8
+    """At most this many elements per thread per iteration of a resident map:
+    their reads are all issued before the first store (stores may alias reads
+    as far as the compiler knows, so each iteration waits for one load latency).
+    A map takes the power of two that covers its elements per thread, up to
+    this: fewer iterations where there is work, no clamped duplicates where
+    there is not."""
+
+    def map_unroll(self, n: int) -> int:
+        per_thread = -(-n // self.kernel.threads)
+        u = 1
+        while u < per_thread and u < self.MAP_UNROLL:
+            u *= 2
+        return u
 
     def resident_map(self, op: tile.MapOp) -> None:
         term = op.body.block.last_op
@@ -854,7 +898,7 @@ class ResidentPrinter(CudaPrinter):
         n = 1
         for d in local:
             n *= d
-        u_count = self.MAP_UNROLL
+        u_count = self.map_unroll(n)
         self.w(f"  {{ // tile.map split {split}: {n} elements per block")
         if split_here:
             # Trailing blocks may hold an empty slice; the rest clamp into their own.
@@ -925,13 +969,14 @@ class ResidentPrinter(CudaPrinter):
         partial = self._partial(op)
         self.w(f"  {{ // tile.gemm {m}x{n}x{kdim} {op.mma} {'T' if ta else 'N'}{'T' if tb else 'N'}, split {split}")
         if partial:
-            self.w(f"    float* part = (float*)(smem + {op.scratch});")
+            self.w(f"    float* part = (float*)(smem + {op.scratch});  // receive buffer of the exchange")
+            self.exchange_start(op)
             self.w(f"    tk::smem_gemm<kThreads, 1, {t}>({m}, {n}, {kl}, {a_ptr}, {sam}, {sak}, {b_ptr}, {sbk}, {sbn},")
             self.w("      [&](int i, int j, float acc, float* vals) { vals[0] = acc; },")
-            self.w(f"      [&](int i, int j, const float* vals) {{ part[i * {n} + j] = vals[0]; }});")
-            self.w(f"    tk::cluster_reduce<kCluster, tk::SumOp>(part, {m * n}, [&](int e, float acc) {{")
+            self.w(f"      [&](int i, int j, const float* vals) {{ tk::push_partial<kCluster>(part, {m * n}, i * {n} + j, vals[0], rank); }});")
+            self.w(f"    tk::exchange<kCluster, tk::SumOp>(part, {m * n}, rank, [&](int e, float acc) {{")
             self.w(f"      const int i = e / {n}, j = e % {n};")
-            bp = self.body_printer(op, "      ")
+            bp = self.body_printer(op, "      ", broadcast=True)
             env: dict[SSAValue, str] = {mm.result: "mmv"}
             self.w(f"      const float mmv = {_round('acc', mm.result.type)};")
             bp.emit_ops(["i", "j"], env, skip=(mm,))
@@ -986,7 +1031,8 @@ class ResidentPrinter(CudaPrinter):
         mode = "column" if leading else ("warp" if n_out >= nwarps else "block")
         self.w(f"  {{ // tile.reduce {red.name} split {split} ({mode}): {n_red} elements into each of {n_out} outputs")
         if partial:
-            self.w(f"    float* part = (float*)(smem + {op.scratch});")
+            self.w(f"    float* part = (float*)(smem + {op.scratch});  // receive buffer of the exchange")
+            self.exchange_start(op)
         ind = "      "
 
         def element(idx_o: list[str]) -> None:
@@ -1005,7 +1051,8 @@ class ResidentPrinter(CudaPrinter):
 
         def finish(idx_o: list[str], who: str) -> None:
             if partial:
-                self.w(f"{ind}{who}part[{_linear(idx_o, tuple(in_shape[k] for k in kept))}] = accum;")
+                e = _linear(idx_o, tuple(in_shape[k] for k in kept))
+                self.w(f"{ind}{who}tk::push_partial<kCluster>(part, {full_out}, {e}, accum, rank);")
             else:
                 if who:
                     self.w(f"{ind}{who}{{")
@@ -1042,11 +1089,11 @@ class ResidentPrinter(CudaPrinter):
             self.w(f"{ind}__syncthreads();")
             self.w("    }")
         if partial:
-            self.w(f"    tk::cluster_reduce<kCluster, {combine}>(part, {full_out}, [&](int o, float accum) {{")
+            self.w(f"    tk::exchange<kCluster, {combine}>(part, {full_out}, rank, [&](int o, float accum) {{")
             decls, names = _multi_index("o", tuple(in_shape[k] for k in kept), "p")
             for d in decls:
                 self.w("      " + d)
-            self._reduce_tail(op, red, names, in_shape, axes, "      ")
+            self._reduce_tail(op, red, names, in_shape, axes, "      ", broadcast=True)
             self.w("    });")
         self.w("  }")
 
@@ -1066,7 +1113,7 @@ class ResidentPrinter(CudaPrinter):
                 out.append(nm)
         return out
 
-    def _reduce_tail(self, op, red, idx_o: list[str], in_shape, axes, indent: str) -> None:
+    def _reduce_tail(self, op, red, idx_o: list[str], in_shape, axes, indent: str, broadcast: bool = False) -> None:
         out_index, ko = [], iter(idx_o)
         for k in range(len(in_shape)):
             if k in axes:
@@ -1074,7 +1121,7 @@ class ResidentPrinter(CudaPrinter):
                     out_index.append("0")
             else:
                 out_index.append(next(ko))
-        bp = self.body_printer(op, indent)
+        bp = self.body_printer(op, indent, broadcast=broadcast)
         env = {red.result: "rv"}
         self.w(f"{indent}const float rv = {_round('accum', red.result.type)};")
         bp.emit_ops(out_index, env, skip=(red,))

@@ -71,7 +71,7 @@ class ResidentCosts:
     op_overhead_us: float = 0.15  # loop set-up and the latency of one op's first loads
     mma_flop_per_us: float = 1.0e6  # mma.sync from shared memory, one SM
     simt_flop_per_us: float = 0.1e6
-    elem_ops_per_us: float = 2.0e4  # per-element code, 128 threads
+    elem_ops_per_us: float = 2.0e4  # per-element code of one block
     smem_budget: int = 220 * 1024
     grid_calibration: float = 4.0
 
@@ -462,9 +462,17 @@ def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts)
     items: list[tuple[int, int, int, object]] = []  # (bytes, lo, hi, key)
     for r, (lo, hi) in live.items():
         items.append((_align(_local_bytes(r, plan.buffer_split.get(r, -1), cluster)), lo, hi, r))
+    # The receive buffer of an exchange (tk::exchange): CLUSTER slots of each
+    # owner's share. Other blocks push into it as soon as they reach the op,
+    # while this block may still be anywhere after the previous cluster
+    # barrier (the previous exchange, or the kernel start): it stays reserved
+    # from there on.
+    since = 0
     for phase, op in ops:
         if cluster > 1 and is_partial(op, plan.op_split[op]):
-            items.append((_align(4 * _result_elems(op)), phase, phase, op))
+            n = _result_elems(op)
+            items.append((_align(4 * cluster * -(-n // cluster)), since, phase, op))
+            since = phase
     placed: list[tuple[int, int, int, int]] = []  # (offset, size, lo, hi)
     offsets: dict[object, int] = {}
     for size, lo, hi, key in sorted(items, key=lambda t: -t[0]):
@@ -610,6 +618,26 @@ def make_resident(kernel: tile.KernelOp, plan: Plan, placement: Placement) -> No
     kernel.properties["arena_bytes"] = builtin.IntAttr(0)
 
 
+RESIDENT_MAX_THREADS = 512
+"""One block per SM and ~120 registers a thread (the resident kernels measured):
+65536 registers / 128 leave at most 512 threads."""
+
+
+RESIDENT_THREADS = 256
+"""Threads per block of a resident kernel. Measured (results/h200/
+resident_probe_threads.log, 128/256/512 on six steps): 256 is fastest or
+within 1% on the aligned steps (online 13.99 -> 13.06 us against 128); 512
+wins 6-8% where the gemms take the scalar path (odd widths) and loses 2-3%
+elsewhere. One block per SM, so more warps only hide latency: every
+resident op is latency-bound (ncu: 6.3 cycles per issued instruction at 128
+threads, one warp per scheduler)."""
+
+
+def resident_threads(kernel: tile.KernelOp) -> int:
+    """Threads per block of a resident kernel (RESIDENT_THREADS)."""
+    return RESIDENT_THREADS
+
+
 @dataclass(frozen=True)
 class TileResidentPass(ModulePass):
     """Make a tile.kernel resident in one cluster when the cost model says it pays.
@@ -622,12 +650,17 @@ class TileResidentPass(ModulePass):
 
     mode: str = "auto"
     max_cluster: int = 16
+    threads: int = 0  # threads per block of a resident kernel; 0: resident_threads decides
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         from xdsl.utils.exceptions import DiagnosticException
 
         if self.mode not in ("auto", "force", "off"):
             raise DiagnosticException(f"tile-resident: mode must be auto, force or off, got {self.mode!r}")
+        if self.threads and (self.threads % 32 or not 32 <= self.threads <= RESIDENT_MAX_THREADS):
+            raise DiagnosticException(
+                f"tile-resident: threads must be 0 (the pass decides) or a multiple of 32 in "
+                f"[32, {RESIDENT_MAX_THREADS}], got {self.threads}")
         if self.mode == "off":
             return
         for kernel in list(op.ops):
@@ -640,3 +673,4 @@ class TileResidentPass(ModulePass):
             if self.mode == "auto" and placement.estimate_us >= grid_estimate_us(kernel, COSTS):
                 continue
             make_resident(kernel, plan, placement)
+            kernel.properties["threads"] = IntegerAttr(self.threads or resident_threads(kernel), 64)

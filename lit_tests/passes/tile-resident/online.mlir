@@ -10,7 +10,7 @@
 // RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident' | filecheck %s
 
 // CHECK:       tile.kernel @online_sgd_bf16(
-// CHECK-SAME:    arena 0 config {grid = 16 : i64, threads = 128 : i64, smem = {{[0-9]+}} : i64, cluster = 16 : i64}
+// CHECK-SAME:    arena 0 config {grid = 16 : i64, threads = 256 : i64, smem = {{[0-9]+}} : i64, cluster = 16 : i64}
 // CHECK-NEXT:    %[[W1:.*]] = tile.smem stage %0 offset {{[0-9]+}} split 1 : memref<128x256xf32>
 // CHECK-NEXT:    tile.smem offset {{[0-9]+}} split 1 : memref<128x256xbf16>
 // CHECK-NEXT:    tile.smem stage %1 offset {{[0-9]+}} split 0 : memref<256xf32>

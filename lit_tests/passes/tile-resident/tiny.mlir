@@ -6,10 +6,14 @@
 // grid kernel of sched-to-tile as it is.
 // RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident' | filecheck %s
 // RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident{mode=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident{threads=64}' | filecheck %s --check-prefix=THREADS
 // RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident' | trainkernel-opt | filecheck %s
 
+// Threads per block: 256 unless the option says otherwise (a grid kernel keeps sched-to-tile's).
+// THREADS:     tile.kernel @tiny_sgd_bf16(
+// THREADS-SAME:  config {grid = 1 : i64, threads = 64 : i64, smem = 19376 : i64, cluster = 1 : i64}
 // CHECK:       tile.kernel @tiny_sgd_bf16(
-// CHECK-SAME:    arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 19376 : i64, cluster = 1 : i64}
+// CHECK-SAME:    arena 0 config {grid = 1 : i64, threads = 256 : i64, smem = 19376 : i64, cluster = 1 : i64}
 // CHECK-NEXT:    %[[W1:.*]] = tile.smem stage %0 offset {{[0-9]+}} split -1 : memref<32x64xf32>
 // CHECK-NOT:     sched.buffer
 // CHECK:         tile.smem stage %4 offset {{[0-9]+}} split -1 : memref<16x32xbf16>

@@ -15,11 +15,10 @@
 //       vals) fills its NV epilogue values and store(i, j, vals) writes them
 //       (compute may also be called for clamped in-range indices whose
 //       store is skipped: it must only read).
-//   cluster_reduce<CLUSTER, Op>(partials, n, epi)
-//       every block of the cluster holds n fp32 partials in shared memory;
-//       each block sums all blocks' partials in rank order (deterministic,
-//       through distributed shared memory) and calls epi(e, total) for every
-//       e < n. Begins and ends with a cluster barrier.
+//   push_partial<CLUSTER>(recv, n, e, v, rank), exchange<CLUSTER, Op>(recv, n, rank, epi)
+//       a split contraction's partials pushed to their owners (DSMEM stores),
+//       summed by the owner in rank order (deterministic), epi(e, total)
+//       called once per element of the cluster, by its owner.
 //
 // All functions are called by every thread of the block (they may contain
 // barriers); 1-D blocks of NT threads.
@@ -102,7 +101,78 @@ __device__ __forceinline__ uint32_t pack(T lo, T hi) {
 
 }  // namespace resident_detail
 
-// Warp work unit: a 16 x 32 strip of C (one A fragment, four B fragments per k step).
+// Which ldmatrix form reads an operand straight from its home, from its
+// strides (element (r, c) at p[r*sr + c*sc], r the fragment's row index: m
+// for A, n for B; c = k): 0 = k contiguous (plain ldmatrix, rows of k),
+// 1 = r contiguous (ldmatrix.trans, rows of k), -1 = neither (scalar loads).
+// Every row ldmatrix addresses must be 16-byte aligned: the base and the
+// other stride a multiple of 8 elements.
+// TK_RESIDENT_SCALAR_GEMM (a probe knob, benchmarks/resident_probe.py
+// --variants): every unit takes the scalar path, to measure the ldmatrix
+// path against it in one run.
+template <typename T>
+__device__ __forceinline__ int ldsm_mode(const T* p, int sr, int sc) {
+#ifdef TK_RESIDENT_SCALAR_GEMM
+  return -1;
+#endif
+  if (!is_aligned(p, 16)) return -1;
+  if (sc == 1 && sr % 8 == 0) return 0;
+  if (sr == 1 && sc % 8 == 0) return 1;
+  return -1;
+}
+
+namespace resident_detail {
+
+// The A fragment (16 x 16 at (m0, k0)) and the B fragments of `pairs` pairs of
+// n8 tiles (16 x 16 each at (n0 + 16 p, k0)) by ldmatrix.x4. Preconditions:
+// every row and column addressed is in range (full tiles), modes >= 0.
+template <typename T>
+__device__ __forceinline__ void ldsm_frags(const T* A, int sam, int sak, int amode, const T* B, int sbk, int sbn,
+                                           int bmode, int m0, int n0, int k0, int pairs, int lane,
+                                           uint32_t (&a)[4], uint32_t (&b)[2][4]) {
+  int r, c;
+  if (amode == 0) {
+    gemm_detail::ldsm_coord_a<false>(lane, m0, k0, r, c);  // (m, k)
+    gemm_detail::ldmatrix_x4<false>(a, A + r * sam + c);
+  } else {
+    gemm_detail::ldsm_coord_a<true>(lane, m0, k0, r, c);  // (k, m)
+    gemm_detail::ldmatrix_x4<true>(a, A + c * sam + r * sak);
+  }
+#pragma unroll
+  for (int p = 0; p < 2; ++p) {
+    if (p < pairs) {
+      if (bmode == 0) {
+        gemm_detail::ldsm_coord_b<true>(lane, n0 + 16 * p, k0, r, c);  // (n, k)
+        gemm_detail::ldmatrix_x4<false>(b[p], B + r * sbn + c * sbk);
+      } else {
+        gemm_detail::ldsm_coord_b<false>(lane, n0 + 16 * p, k0, r, c);  // (k, n)
+        gemm_detail::ldmatrix_x4<true>(b[p], B + r * sbk + c * sbn);
+      }
+    }
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ void mma_frags(float (&acc)[4][4], const uint32_t (&a)[4], const uint32_t (&b)[2][4],
+                                          int pairs) {
+#pragma unroll
+  for (int q = 0; q < 4; ++q)
+    if ((q >> 1) < pairs) gemm_detail::mma_16816<T>(acc[q], a, b[q >> 1][2 * (q & 1)], b[q >> 1][2 * (q & 1) + 1]);
+}
+
+}  // namespace resident_detail
+
+// Warp work unit: a 16 x 32 strip of C (one A fragment, four B fragments per k
+// step), or 16 x 16 when the output has fewer 16 x 32 strips than warps.
+//
+// Mainloop: where both operands' homes allow ldmatrix (ldsm_mode) and the
+// unit is full (16 rows, and its columns a multiple of 16), every 16-deep k
+// step loads its fragments with three ldmatrix.x4 while the previous step's
+// mma runs (two register sets, software-pipelined); the last K % 16 columns,
+// partial units and unaligned homes take the scalar path (bounds-checked
+// 16-bit loads, zero outside the operand). Both paths add the same products
+// in the same k order into the same fp32 accumulators, so the result does
+// not depend on which path a unit took.
 //
 // The epilogue comes in two halves so that its shared-memory reads are not
 // serialized behind its stores (the compiler cannot prove that they do not
@@ -114,42 +184,76 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
                                           int sbn, Compute compute, Store store) {
   if (M <= 0 || N <= 0) return;
   if constexpr (std::is_same<T, float>::value) {
-    // SIMT fp32: four outputs per thread at a time, k in increasing order.
-    for (int e0 = threadIdx.x; e0 < M * N; e0 += 4 * NT) {
-      float vals[4][NV > 0 ? NV : 1];
-      int ii[4], jj[4];
+    // SIMT fp32, k in increasing order. Four outputs per thread at a time
+    // (four independent FMA chains) only when there are enough outputs for
+    // every thread to own four; else one each (no chain repeated on clamped
+    // duplicates).
+    if (M * N >= 4 * NT) {
+      for (int e0 = threadIdx.x; e0 < M * N; e0 += 4 * NT) {
+        float vals[4][NV > 0 ? NV : 1];
+        int ii[4], jj[4];
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const int e = min(e0 + u * NT, M * N - 1);
-        ii[u] = e / N;
-        jj[u] = e - ii[u] * N;
+        for (int u = 0; u < 4; ++u) {
+          const int e = min(e0 + u * NT, M * N - 1);
+          ii[u] = e / N;
+          jj[u] = e - ii[u] * N;
+        }
+        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int k = 0; k < K; ++k) {
+#pragma unroll
+          for (int u = 0; u < 4; ++u) acc[u] = fmaf(A[ii[u] * sam + k * sak], B[k * sbk + jj[u] * sbn], acc[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u) compute(ii[u], jj[u], acc[u], vals[u]);
+#pragma unroll
+        for (int u = 0; u < 4; ++u)
+          if (e0 + u * NT < M * N) store(ii[u], jj[u], vals[u]);
       }
-      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-      for (int k = 0; k < K; ++k) {
-#pragma unroll
-        for (int u = 0; u < 4; ++u) acc[u] = fmaf(A[ii[u] * sam + k * sak], B[k * sbk + jj[u] * sbn], acc[u]);
+    } else {
+      for (int e = threadIdx.x; e < M * N; e += NT) {
+        float vals[NV > 0 ? NV : 1];
+        const int i = e / N, j = e - i * N;
+        float acc = 0.0f;
+        for (int k = 0; k < K; ++k) acc = fmaf(A[i * sam + k * sak], B[k * sbk + j * sbn], acc);
+        compute(i, j, acc, vals);
+        store(i, j, vals);
       }
-#pragma unroll
-      for (int u = 0; u < 4; ++u) compute(ii[u], jj[u], acc[u], vals[u]);
-#pragma unroll
-      for (int u = 0; u < 4; ++u)
-        if (e0 + u * NT < M * N) store(ii[u], jj[u], vals[u]);
     }
   } else {
     using namespace resident_detail;
     constexpr int kWarps = NT / 32;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
-    const int tiles_m = (M + 15) / 16, tiles_n = (N + 31) / 32;
+    // Units 16 columns wide when 32-wide ones would leave warps idle.
+    const int tiles_m = (M + 15) / 16, width = tiles_m * ((N + 31) / 32) < kWarps ? 16 : 32;
+    const int tiles_n = (N + width - 1) / width;
+    const int amode = ldsm_mode(A, sam, sak), bmode = ldsm_mode(B, sbn, sbk);
     for (int unit = warp; unit < tiles_m * tiles_n; unit += kWarps) {
-      const int m0 = (unit / tiles_n) * 16, n0 = (unit % tiles_n) * 32;
+      const int m0 = (unit / tiles_n) * 16, n0 = (unit % tiles_n) * width;
+      const int cols = min(width, N - n0);
+      const bool fast = amode >= 0 && bmode >= 0 && m0 + 16 <= M && cols % 16 == 0;
+      const int kfast = fast ? K / 16 * 16 : 0;
       float acc[4][4];
 #pragma unroll
       for (int q = 0; q < 4; ++q)
 #pragma unroll
         for (int c = 0; c < 4; ++c) acc[q][c] = 0.0f;
+      if (kfast > 0) {
+        const int pairs = cols / 16, steps = kfast / 16;
+        uint32_t a0[4], b0[2][4], a1[4], b1[2][4];
+        ldsm_frags(A, sam, sak, amode, B, sbk, sbn, bmode, m0, n0, 0, pairs, lane, a0, b0);
+        for (int s = 0; s < steps; s += 2) {
+          if (s + 1 < steps) ldsm_frags(A, sam, sak, amode, B, sbk, sbn, bmode, m0, n0, 16 * (s + 1), pairs, lane, a1, b1);
+          mma_frags<T>(acc, a0, b0, pairs);
+          if (s + 1 < steps) {
+            if (s + 2 < steps)
+              ldsm_frags(A, sam, sak, amode, B, sbk, sbn, bmode, m0, n0, 16 * (s + 2), pairs, lane, a0, b0);
+            mma_frags<T>(acc, a1, b1, pairs);
+          }
+        }
+      }
 #pragma unroll 2
-      for (int k0 = 0; k0 < K; k0 += 16) {
+      for (int k0 = kfast; k0 < K; k0 += 16) {
         uint32_t a[4];
         const int r0 = m0 + g, r1 = m0 + g + 8, c0 = k0 + 2 * t, c1 = k0 + 2 * t + 8;
         a[0] = pack(at(A, r0, c0, M, K, sam, sak), at(A, r0, c0 + 1, M, K, sam, sak));
@@ -159,7 +263,7 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
           const int col = n0 + 8 * q + g;
-          if (n0 + 8 * q < N) {
+          if (8 * q < cols) {
             // B(k, j) = B[k*sbk + j*sbn], read as rows k, column col
             const uint32_t b0 = pack(at(B, c0, col, K, N, sbk, sbn), at(B, c0 + 1, col, K, N, sbk, sbn));
             const uint32_t b1 = pack(at(B, c1, col, K, N, sbk, sbn), at(B, c1 + 1, col, K, N, sbk, sbn));
@@ -173,46 +277,70 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
       for (int q = 0; q < 4; ++q)
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          const int i = min(m0 + g + 8 * (c >> 1), M - 1), j = min(n0 + 8 * q + 2 * t + (c & 1), N - 1);
+          const int i = min(m0 + g + 8 * (c >> 1), M - 1), j = min(n0 + min(8 * q + 2 * t + (c & 1), cols - 1), N - 1);
           compute(i, j, acc[q][c], vals[q][c]);
         }
 #pragma unroll
       for (int q = 0; q < 4; ++q)
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          const int i = m0 + g + 8 * (c >> 1), j = n0 + 8 * q + 2 * t + (c & 1);
-          if (i < M && j < N) store(i, j, vals[q][c]);
+          const int i = m0 + g + 8 * (c >> 1), jl = 8 * q + 2 * t + (c & 1);
+          if (i < M && jl < cols) store(i, n0 + jl, vals[q][c]);
         }
     }
   }
 }
 
 // ---------------------------------------------------------------------------
-// Cluster exchange of partial results
+// Cluster exchange of partial results (push: remote stores, no remote loads)
 // ---------------------------------------------------------------------------
+// A split contraction leaves every block with n fp32 partials. Element e is
+// owned by rank e / chunk (chunk = ceil(n / CLUSTER)); each block stores its
+// partial of e straight into the owner's receive buffer, slot [rank][e %
+// chunk] (push_partial: a DSMEM store, which does not wait for a reply). After
+// one cluster barrier every owner sums its chunk over the ranks in rank order
+// (deterministic, local loads only) and the epilogue stores each result where
+// it lives: into every rank's copy of a replicated home, the owning rank's
+// slice of a split home, or global memory (at_rank gives the pointers). A
+// second barrier publishes those stores and keeps every block resident until
+// nobody stores into it any more.
+//
+// The receive buffer (CLUSTER * chunk floats) must hold no other live data in
+// any block from the previous cluster barrier on (tile-resident reserves it),
+// and every block must have started (cluster_arrive at kernel start,
+// cluster_wait before the first push).
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory"); }
+
+template <typename T>
+__device__ __forceinline__ T* at_rank(T* p, int rank) {
+  return cooperative_groups::this_cluster().map_shared_rank(p, rank);
+}
+
+template <int CLUSTER>
+__device__ __forceinline__ constexpr int exchange_chunk(int n) {
+  return (n + CLUSTER - 1) / CLUSTER;
+}
+
+template <int CLUSTER>
+__device__ __forceinline__ void push_partial(float* recv, int n, int e, float v, int rank) {
+  const int chunk = exchange_chunk<CLUSTER>(n), owner = e / chunk;
+  at_rank(recv, owner)[rank * chunk + (e - owner * chunk)] = v;
+}
+
 template <int CLUSTER, class Op, class Epi>
-__device__ __forceinline__ void cluster_reduce(float* partials, int n, Epi epi) {
-  namespace cg = cooperative_groups;
-  if constexpr (CLUSTER == 1) {
-    __syncthreads();
-    for (int e = threadIdx.x; e < n; e += blockDim.x) epi(e, partials[e]);
-    __syncthreads();
-  } else {
-    cg::cluster_group cluster = cg::this_cluster();
-    cluster.sync();
-    const float* remote[CLUSTER];
+__device__ __forceinline__ void exchange(float* recv, int n, int rank, Epi epi) {
+  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+  cluster.sync();  // every push landed (release/acquire at cluster scope)
+  const int chunk = exchange_chunk<CLUSTER>(n), lo = rank * chunk, count = min(chunk, n - lo);
+  Op op;
+  for (int el = threadIdx.x; el < count; el += blockDim.x) {
+    float acc = recv[el];
 #pragma unroll
-    for (int r = 0; r < CLUSTER; ++r) remote[r] = cluster.map_shared_rank(partials, r);
-    Op op;
-    for (int e = threadIdx.x; e < n; e += blockDim.x) {
-      float acc = remote[0][e];
-#pragma unroll
-      for (int r = 1; r < CLUSTER; ++r) acc = op(acc, remote[r][e]);
-      epi(e, acc);
-    }
-    // No block may reuse or leave its partials while another still reads them.
-    cluster.sync();
+    for (int r = 1; r < CLUSTER; ++r) acc = op(acc, recv[r * chunk + el]);
+    epi(lo + el, acc);
   }
+  cluster.sync();  // the epilogue's remote stores landed; no block leaves while others store into it
 }
 
 }  // namespace tk

@@ -1,0 +1,135 @@
+// GPU test: tk::smem_gemm of tk/resident.cuh (both operands in shared memory).
+//
+// For bf16, f16 and f32, every operand layout (A [m][k] or [k][m], B [k][n]
+// or [n][k]), shapes with and without full 16x32 units and 16-deep k steps
+// (1x1x1 ... 64x48x130), and the home either 16-byte aligned (ldmatrix path
+// where the strides allow) or shifted by one element (scalar path only):
+//   * C is within the fp32 accumulation bound of a float64 reference on the
+//     same (rounded) inputs;
+//   * the aligned and the shifted run give bit-identical C (both paths add the
+//     same products in the same k order: which path a unit takes must not
+//     show in the result);
+//   * the epilogue sees every output exactly once (a count per element).
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "tk/resident.cuh"
+#include "tk_test.cuh"
+
+constexpr int kNT = 128;
+
+// A(i,k) = A[i*sam + k*sak], B(k,j) = B[k*sbk + j*sbn]; both copied into
+// shared memory at element offset `shift` (0: 16-byte aligned), C stored
+// row-major as fp32, hits[i*N+j] counts the store calls.
+template <typename T>
+__global__ void gemm_kernel(int M, int N, int K, const T* A, int sam, int sak, int a_elems, const T* B, int sbk,
+                            int sbn, int b_elems, int shift, float* C, int* hits) {
+  extern __shared__ __align__(128) char smem[];
+  T* sa = (T*)smem + shift;
+  T* sb = (T*)smem + ((a_elems + shift + 63) / 64) * 64 + shift;
+  for (int e = threadIdx.x; e < a_elems; e += blockDim.x) sa[e] = A[e];
+  for (int e = threadIdx.x; e < b_elems; e += blockDim.x) sb[e] = B[e];
+  __syncthreads();
+  tk::smem_gemm<kNT, 1, T>(
+      M, N, K, sa, sam, sak, sb, sbk, sbn, [&](int i, int j, float acc, float* vals) { vals[0] = acc; },
+      [&](int i, int j, const float* vals) {
+        C[i * N + j] = vals[0];
+        atomicAdd(&hits[i * N + j], 1);
+      });
+}
+
+template <typename T>
+static float round_to(float x) {
+  return tk::to_float(tk::from_float<T>(x));
+}
+
+template <typename T>
+static void run_case(const char* tname, int M, int N, int K, bool a_km, bool b_nk, tktest::Rng& rng) {
+  // Strides of the two layouts.
+  const int sam = a_km ? 1 : K, sak = a_km ? M : 1;
+  const int sbk = b_nk ? 1 : N, sbn = b_nk ? K : 1;
+  const int a_elems = M * K, b_elems = K * N;
+  std::vector<T> ha(a_elems), hb(b_elems);
+  std::vector<float> fa(a_elems), fb(b_elems);
+  for (int e = 0; e < a_elems; ++e) {
+    fa[e] = round_to<T>(rng.uniform());
+    ha[e] = tk::from_float<T>(fa[e]);
+  }
+  for (int e = 0; e < b_elems; ++e) {
+    fb[e] = round_to<T>(rng.uniform());
+    hb[e] = tk::from_float<T>(fb[e]);
+  }
+  T *da, *db;
+  float* dc;
+  int* dh;
+  TK_CUDA_CHECK(cudaMalloc(&da, a_elems * sizeof(T)));
+  TK_CUDA_CHECK(cudaMalloc(&db, b_elems * sizeof(T)));
+  TK_CUDA_CHECK(cudaMalloc(&dc, M * N * sizeof(float)));
+  TK_CUDA_CHECK(cudaMalloc(&dh, M * N * sizeof(int)));
+  TK_CUDA_CHECK(cudaMemcpy(da, ha.data(), a_elems * sizeof(T), cudaMemcpyHostToDevice));
+  TK_CUDA_CHECK(cudaMemcpy(db, hb.data(), b_elems * sizeof(T), cudaMemcpyHostToDevice));
+  const int smem = (int)((((a_elems + 1 + 63) / 64) * 64 + b_elems + 64) * sizeof(T));
+  TK_CUDA_CHECK(cudaFuncSetAttribute(gemm_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  std::vector<float> c[2];
+  bool hits_ok = true;
+  for (int shift = 0; shift < 2; ++shift) {
+    TK_CUDA_CHECK(cudaMemset(dc, 0xff, M * N * sizeof(float)));
+    TK_CUDA_CHECK(cudaMemset(dh, 0, M * N * sizeof(int)));
+    gemm_kernel<T><<<1, kNT, smem>>>(M, N, K, da, sam, sak, a_elems, db, sbk, sbn, b_elems, shift, dc, dh);
+    TK_CUDA_CHECK(cudaGetLastError());
+    TK_CUDA_CHECK(cudaDeviceSynchronize());
+    c[shift].resize(M * N);
+    std::vector<int> h(M * N);
+    TK_CUDA_CHECK(cudaMemcpy(c[shift].data(), dc, M * N * sizeof(float), cudaMemcpyDeviceToHost));
+    TK_CUDA_CHECK(cudaMemcpy(h.data(), dh, M * N * sizeof(int), cudaMemcpyDeviceToHost));
+    for (int e = 0; e < M * N; ++e) hits_ok = hits_ok && h[e] == 1;
+  }
+  double worst = 0.0;
+  bool bits_ok = memcmp(c[0].data(), c[1].data(), M * N * sizeof(float)) == 0;
+  bool bound_ok = true;
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double ref = 0.0, mag = 0.0;
+      for (int k = 0; k < K; ++k) {
+        const double p = (double)fa[i * sam + k * sak] * (double)fb[k * sbk + j * sbn];
+        ref += p;
+        mag += fabs(p);
+      }
+      // fp32 accumulation of K exact products (bf16/f16 products are exact in fp32).
+      const double bound = (K + 2) * 1.2e-7 * mag + 1e-30;
+      const double err = fabs((double)c[0][i * N + j] - ref);
+      worst = fmax(worst, err / (mag + 1e-30));
+      bound_ok = bound_ok && err <= bound;
+    }
+  char name[160];
+  snprintf(name, sizeof(name), "smem_gemm_%s_%dx%dx%d_%s%s", tname, M, N, K, a_km ? "Akm" : "Amk",
+           b_nk ? "_Bnk" : "_Bkn");
+  tktest::report(bound_ok && bits_ok && hits_ok, name, "bound %d (worst rel %.3g) paths_bit_identical %d hits %d",
+                 (int)bound_ok, worst, (int)bits_ok, (int)hits_ok);
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dc);
+  cudaFree(dh);
+}
+
+template <typename T>
+static void run_all(const char* tname, tktest::Rng& rng) {
+  const int shapes[][3] = {{1, 1, 1},   {16, 32, 16}, {16, 16, 32}, {64, 16, 128}, {17, 33, 15},
+                           {64, 48, 130}, {32, 8, 64}, {48, 64, 16}, {7, 100, 33}};
+  for (const auto& s : shapes)
+    for (int a_km = 0; a_km < 2; ++a_km)
+      for (int b_nk = 0; b_nk < 2; ++b_nk) run_case<T>(tname, s[0], s[1], s[2], a_km, b_nk, rng);
+}
+
+int main() {
+  if (!tktest::have_gpu()) {
+    printf("FAIL no_gpu\n");
+    return 1;
+  }
+  tktest::Rng rng(7);
+  run_all<__nv_bfloat16>("bf16", rng);
+  run_all<__half>("f16", rng);
+  run_all<float>("f32", rng);
+  return tktest::finish();
+}
