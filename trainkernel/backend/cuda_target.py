@@ -307,11 +307,51 @@ class BodyPrinter:
         for buf, v in zip(self.op.outs, term.values):
             shape = tuple(tk.shape_of(v))
             val = self.value_at(v, index, env)
-            self.line(f"{self.names[buf]}[{_linear(index, shape)}] = tk::from_float<{c_type(buf.type)}>({val});")
+            self.line(f"{self.names[buf]}[{_linear(index, shape)}] = {_store(buf.type, val)};")
 
 
 def _accumulate(is_sum: bool, value: str) -> str:
     return f"accum + {value}" if is_sum else f"tk::max_nan(accum, {value})"
+
+
+# A reduction keeps `float accum` (and for tk.argmax `int arg`, the index of
+# accum along the reduced axis: tk::argmax_step / block_argmax of tk/reduce.cuh
+# pick as torch.argmax does, first maximum, first NaN).
+def _accum_decl(red: tk.ReductionOp) -> str:
+    if isinstance(red, tk.ArgmaxOp):
+        return "float accum = -INFINITY; int arg = -1;"
+    return f"float accum = {'0.0f' if isinstance(red, tk.SumOp) else '-INFINITY'};"
+
+
+def _fold(red: tk.ReductionOp, value: str, index: str) -> str:
+    """The statement that folds the element `value` at reduced index `index` into the accumulator."""
+    if isinstance(red, tk.ArgmaxOp):
+        return f"tk::argmax_step(accum, arg, {value}, {index});"
+    return f"accum = {_accumulate(isinstance(red, tk.SumOp), value)};"
+
+
+def _combine(red: tk.ReductionOp, scope: str) -> str:
+    """The warp or block combine of every thread's accumulator (all get the result)."""
+    if isinstance(red, tk.ArgmaxOp):
+        return f"tk::{scope}_argmax(accum, arg{', scratch' if scope == 'block' else ''});"
+    kind = "sum" if isinstance(red, tk.SumOp) else "max"
+    return f"accum = tk::{scope}_reduce_{kind}(accum{', scratch' if scope == 'block' else ''});"
+
+
+def _result_decl(red: tk.ReductionOp) -> str:
+    """`rv`, the reduction's value at one output: the accumulator rounded to the
+    result's type, or for tk.argmax the index itself (an i64 result)."""
+    if isinstance(red, tk.ArgmaxOp):
+        return "const long long rv = arg;"
+    return f"const float rv = {_round('accum', red.result.type)};"
+
+
+def _store(t: Attribute, value: str) -> str:
+    """`value` (a float expression, or an integer one) converted for a store to an element of type t."""
+    ct = c_type(t)
+    if ct == "long long":  # an i64 result: argmax's index, or an integer computed exactly in float
+        return f"(long long)({value})"
+    return f"tk::from_float<{ct}>({value})"
 
 
 def _multi_index(linear: str, shape: tuple[int, ...], prefix: str) -> tuple[list[str], list[str]]:
@@ -457,8 +497,6 @@ class CudaPrinter:
 
     def reduce(self, op: tile.ReduceOp) -> None:
         red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp))
-        if isinstance(red, tk.ArgmaxOp):
-            raise DiagnosticException("cuda: tk.argmax is not supported by the CUDA backend yet")
         if op.rows > 1:
             self.column_reduce(op, red)
             return
@@ -470,13 +508,12 @@ class CudaPrinter:
         length = 1
         for d in red_dims:
             length *= d
-        is_sum = isinstance(red, tk.SumOp)
         self.w(f"  {{ // tile.reduce {red.name} over {length} elements into {op.items} outputs")
         self.w(f"    {self._loop(op)} {{")
         kdecls, kidx = _multi_index("item", tuple(kept), "o")
         for d in kdecls:
             self.w("      " + d)
-        self.w(f"      float accum = {'0.0f' if is_sum else '-INFINITY'};")
+        self.w(f"      {_accum_decl(red)}")
         self.w(f"      for (int r = threadIdx.x; r < {length}; r += blockDim.x) {{")
         rdecls, ridx = _multi_index("r", tuple(red_dims), "q")
         for d in rdecls:
@@ -485,9 +522,9 @@ class CudaPrinter:
         for k in range(len(in_shape)):
             full.append(next(ri) if k in axes else next(ki))
         bp = BodyPrinter(self.out, self.names, op, "        ")
-        self.w(f"        accum = {_accumulate(is_sum, bp.value_at(src, full, {}))};")
+        self.w(f"        {_fold(red, bp.value_at(src, full, {}), 'r')}")
         self.w("      }")
-        self.w(f"      accum = tk::block_reduce_{'sum' if is_sum else 'max'}(accum, scratch);")
+        self.w(f"      {_combine(red, 'block')}")
         self.w("      if (threadIdx.x == 0) {")
         # The output index: kept axes, with 1s where keepdim keeps reduced axes.
         out_index, ki = [], iter(kidx)
@@ -508,7 +545,7 @@ class CudaPrinter:
         epilogue at the output index and store every output."""
         bp = BodyPrinter(self.out, self.names, op, "        ")
         env = {red.result: "rv"}
-        self.w(f"        const float rv = {_round('accum', red.result.type)};")
+        self.w(f"        {_result_decl(red)}")
         bp.emit_ops(out_index, env, skip=(red,))
         bp.store_outputs(out_index, env)
 
@@ -523,7 +560,6 @@ class CudaPrinter:
             length *= d
         for d in in_shape[nred:]:
             cols *= d
-        is_sum = isinstance(red, tk.SumOp)
         self.w(f"  {{ // tile.reduce {red.name}: {length} rows into {cols} columns, {op.rows} per item")
         self.w(f"    {self._loop(op)} {{")
         self.w(f"      const int c = item * {op.rows} + threadIdx.x;")
@@ -531,13 +567,13 @@ class CudaPrinter:
         kdecls, kidx = _multi_index("c", in_shape[nred:], "o")
         for d in kdecls:
             self.w("        " + d)
-        self.w(f"        float accum = {'0.0f' if is_sum else '-INFINITY'};")
+        self.w(f"        {_accum_decl(red)}")
         self.w(f"        for (int r = 0; r < {length}; ++r) {{")
         rdecls, ridx = _multi_index("r", in_shape[:nred], "q")
         for d in rdecls:
             self.w("          " + d)
         bp = BodyPrinter(self.out, self.names, op, "          ")
-        self.w(f"          accum = {_accumulate(is_sum, bp.value_at(src, ridx + kidx, {}))};")
+        self.w(f"          {_fold(red, bp.value_at(src, ridx + kidx, {}), 'r')}")
         self.w("        }")
         out_index = (["0"] * nred if red.keepdim is not None else []) + kidx
         self.reduce_epilogue(op, red, out_index)
@@ -637,15 +673,15 @@ class ResidentBodyPrinter(BodyPrinter):
     def store_values(self, index: list[str], values: list[str]) -> None:
         for buf, val in zip(self.op.outs, values):
             place = self.places[buf]
-            ct = c_type(buf.type)
+            stored = _store(buf.type, val)
             if place.split is None:
                 guard = "if (rank == 0) " if self.replicated_store_guard else ""
-                self.line(f"{guard}{place.ptr}[{place.address(index)}] = tk::from_float<{ct}>({val});")
+                self.line(f"{guard}{place.ptr}[{place.address(index)}] = {stored};")
                 home = self.through.get(buf)
                 if home is not None:
-                    self.line(f"{home.ptr}[{home.address(index)}] = tk::from_float<{ct}>({val});")
+                    self.line(f"{home.ptr}[{home.address(index)}] = {stored};")
             else:
-                self.line(f"{place.ptr}[{place.address(index)}] = tk::from_float<{ct}>({val});")
+                self.line(f"{place.ptr}[{place.address(index)}] = {stored};")
 
 
 PHASE_TIMER = False
@@ -956,8 +992,6 @@ class ResidentPrinter(CudaPrinter):
 
     def resident_reduce(self, op: tile.ReduceOp) -> None:
         red = op.reduction()
-        if isinstance(red, tk.ArgmaxOp):
-            raise DiagnosticException("cuda: tk.argmax is not supported by the CUDA backend yet")
         in_shape = tuple(tk.shape_of(red.input))
         axes = set(red.axes_list)
         split = op.split if op.split is not None else -1
@@ -966,7 +1000,6 @@ class ResidentPrinter(CudaPrinter):
         reduced = [k for k in range(len(in_shape)) if k in axes]
         is_sum = isinstance(red, tk.SumOp)
         combine = "tk::SumOp" if is_sum else "tk::MaxOp"
-        ident = "0.0f" if is_sum else "-INFINITY"
 
         def local_extent(k: int) -> int:
             d = in_shape[k]
@@ -997,7 +1030,8 @@ class ResidentPrinter(CudaPrinter):
             for k in range(len(in_shape)):
                 full.append(next(kr) if k in axes else next(ko))
             bp = self.body_printer(op, ind + "  ")
-            self.w(f"{ind}  accum = {_accumulate(is_sum, bp.value_at(red.input, full, {}))};")
+            # (a tk.argmax reduces one axis: ridx[0] is the global index along it)
+            self.w(f"{ind}  {_fold(red, bp.value_at(red.input, full, {}), ridx[0])}")
 
         def outputs_loop(var: str, start: str, step: str) -> list[str]:
             self.w(f"    for (int {var} = {start}; {var} < {n_out}; {var} += {step}) {{")
@@ -1015,7 +1049,7 @@ class ResidentPrinter(CudaPrinter):
 
         if mode == "column":
             idx_o = outputs_loop("o", "threadIdx.x", "kThreads")
-            self.w(f"{ind}float accum = {ident};")
+            self.w(f"{ind}{_accum_decl(red)}")
             self.w(f"{ind}for (int r = 0; r < {n_red}; ++r) {{")
             element(idx_o)
             self.w(f"{ind}}}")
@@ -1024,20 +1058,20 @@ class ResidentPrinter(CudaPrinter):
         elif mode == "warp":
             self.w("    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;")
             idx_o = outputs_loop("o", "warp", str(nwarps))
-            self.w(f"{ind}float accum = {ident};")
+            self.w(f"{ind}{_accum_decl(red)}")
             self.w(f"{ind}for (int r = lane; r < {n_red}; r += 32) {{")
             element(idx_o)
             self.w(f"{ind}}}")
-            self.w(f"{ind}accum = tk::warp_reduce_{'sum' if is_sum else 'max'}(accum);")
+            self.w(f"{ind}{_combine(red, 'warp')}")
             finish(idx_o, "if (lane == 0) ")
             self.w("    }")
         else:
             idx_o = outputs_loop("o", "0", "1")
-            self.w(f"{ind}float accum = {ident};")
+            self.w(f"{ind}{_accum_decl(red)}")
             self.w(f"{ind}for (int r = threadIdx.x; r < {n_red}; r += kThreads) {{")
             element(idx_o)
             self.w(f"{ind}}}")
-            self.w(f"{ind}accum = tk::block_reduce_{'sum' if is_sum else 'max'}(accum, scratch);")
+            self.w(f"{ind}{_combine(red, 'block')}")
             finish(idx_o, "if (threadIdx.x == 0) ")
             self.w(f"{ind}__syncthreads();")
             self.w("    }")
@@ -1076,7 +1110,7 @@ class ResidentPrinter(CudaPrinter):
                 out_index.append(next(ko))
         bp = self.body_printer(op, indent)
         env = {red.result: "rv"}
-        self.w(f"{indent}const float rv = {_round('accum', red.result.type)};")
+        self.w(f"{indent}{_result_decl(red)}")
         bp.emit_ops(out_index, env, skip=(red,))
         bp.store_outputs(out_index, env)
 

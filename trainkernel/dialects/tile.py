@@ -218,6 +218,11 @@ class ReduceOp(TileWorkOp):
 
         return next(o for o in self.body.block.ops if isinstance(o, SumOp | MaxOp | ArgmaxOp))
 
+    def is_argmax(self) -> bool:
+        from trainkernel.dialects.tk import ArgmaxOp
+
+        return isinstance(self.reduction(), ArgmaxOp)
+
     def iteration_rank(self) -> int:
         return len(self.reduction().input.type.get_shape())
 
@@ -351,6 +356,11 @@ class KernelOp(ProgramLikeOp):
             for op in self.block.ops:
                 if isinstance(op, TileWorkOp) and op.split is None:
                     raise VerifyException(f"tile.kernel: {op.name} of a resident kernel needs a `split`")
+                if isinstance(op, ReduceOp) and cluster > 1 and op.splits_a_sum() and op.is_argmax():
+                    raise VerifyException(
+                        "tile.kernel: a tk.argmax cannot split its reduced axis over the cluster (the cluster "
+                        "combines partial sums and maxima, not indices)"
+                    )
                 if isinstance(op, TileWorkOp) and cluster > 1 and op.splits_a_sum() and op.scratch is None:
                     raise VerifyException(
                         f"tile.kernel: {op.name} splits a sum over the cluster and needs `scratch` for its partials"
