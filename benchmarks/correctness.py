@@ -3,11 +3,12 @@
 Tolerance policy (fixed; documented in docs/benchmarking.md)
 ------------------------------------------------------------
 For every workload the harness computes a float64 reference trajectory of
-``steps`` (100) SGD steps from the same initial FP32 parameters on the same
+``steps`` (100) training steps from the same initial FP32 state on the same
 resident batches (step ``t`` uses batch ``t % 4``). Every method then runs its
-own trajectory (its own updated parameters feed its next step), and at every
-step each output quantity ``q`` (the loss, each gradient, each updated
-parameter) gets a normwise relative error against the reference:
+own trajectory (its own new state feeds its next step), and at every step each
+output quantity ``q`` (every tensor the step returns: the loss; for SGD each
+gradient; each updated parameter and, for Adam, each moment and beta power)
+gets a normwise relative error against the reference:
 
     err[t][q] = ||out - ref||_2 / ||ref||_2        (|.| for the scalar loss)
 
@@ -30,8 +31,9 @@ does not, the harness (not the methods) is wrong and every method of that
 workload is marked failed.
 
 The same envelope is applied to the captured 20-step replay (the very graph
-that is timed), replayed once from the initial state: its final parameters,
-last loss and last gradients are compared with reference step 19.
+that is timed), replayed once from the initial state: its final state and
+the last step's other outputs (loss, gradients) are compared with reference
+step 19.
 """
 
 from __future__ import annotations
@@ -40,8 +42,9 @@ import math
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
+from torch.utils import _pytree as pytree
 
-from .workloads import Params, dtype_name
+from .workloads import dtype_name
 
 K_EAGER = 4.0
 FLOOR = 1e-6
@@ -57,7 +60,7 @@ def policy_dict(compute_dtype: torch.dtype) -> dict:
         "eager_ceiling": eager_ceiling(compute_dtype),
         "eager_ceiling_applies_to": "loss and updated parameters",
         "compute_dtype": dtype_name(compute_dtype),
-        "replay_check": "captured 20-step graph replayed once from the initial state; final params, last loss and grads vs reference step 19, same envelope",
+        "replay_check": "captured 20-step graph replayed once from the initial state; the last step's outputs and the final state vs reference step 19, same envelope",
     }
 
 
@@ -66,6 +69,8 @@ def eager_ceiling(compute_dtype: torch.dtype) -> float:
 
 
 def quantity_names(n_params: int) -> List[str]:
+    """The outputs of an SGD step of ``n_params`` parameters (``workloads.quantity_names``
+    names any recipe's)."""
     names = []
     for i in range(n_params):
         layer, kind = divmod(i, 2)
@@ -73,32 +78,37 @@ def quantity_names(n_params: int) -> List[str]:
     return ["loss"] + [f"grad.{n}" for n in names] + [f"param.{n}" for n in names]
 
 
-# One reference step: (loss, grads, new_params), all float64.
-RefStep = Tuple[torch.Tensor, Tuple[torch.Tensor, ...], Tuple[torch.Tensor, ...]]
+# One reference step: every tensor the step returned (its pytree's leaves:
+# loss, grads, new state), float64.
+RefStep = Tuple[torch.Tensor, ...]
 
 
-def reference_trajectory(ref_step: Callable, params: Params, batches: Sequence, steps: int) -> List[RefStep]:
-    """The float64 trajectory from ``params`` (cast to float64)."""
-    p = tuple(t.detach().to(torch.float64) for t in params)
+def _f64(t: torch.Tensor) -> torch.Tensor:
+    """float64 for floating tensors; class labels (integers) stay as they are."""
+    return t.detach().to(torch.float64) if t.is_floating_point() else t
+
+
+def reference_trajectory(ref_step: Callable, state, batches: Sequence, steps: int) -> List[RefStep]:
+    """The float64 trajectory from ``state`` (any pytree of tensors, cast to float64):
+    each step's returned leaves, the last element (the new state) fed back."""
+    s = pytree.tree_map(_f64, state)
     out: List[RefStep] = []
     for t in range(steps):
         x, y = batches[t % len(batches)]
-        loss, grads, p = ref_step(p, x.to(torch.float64), y.to(torch.float64))
-        out.append((loss.detach(), tuple(g.detach() for g in grads), tuple(q.detach() for q in p)))
+        result = ref_step(s, _f64(x), _f64(y))
+        out.append(tuple(v.detach() for v in pytree.tree_leaves(result)))
+        s = result[-1]
     return out
 
 
 def relative_errors(result, ref: RefStep) -> List[float]:
-    """Normwise relative errors of one step's (loss, grads, new_params) against
-    the reference step, in ``quantity_names`` order. Non-finite outputs and
-    structural mismatches give ``inf``."""
-    loss, grads, new_params = result
-    r_loss, r_grads, r_params = ref
-    n = len(r_params)
-    if len(grads) != len(r_grads) or len(new_params) != n:
-        return [math.inf] * (1 + 2 * n)
-    outs = [loss] + list(grads) + list(new_params)
-    refs = [r_loss] + list(r_grads) + list(r_params)
+    """Normwise relative errors of one step's outputs (any pytree: its leaves in
+    order, e.g. loss, grads, new params) against the reference step's, in
+    ``quantity_names`` order. Non-finite outputs and structural mismatches
+    give ``inf``."""
+    outs, refs = pytree.tree_leaves(result), list(ref)
+    if len(outs) != len(refs):
+        return [math.inf] * len(refs)
     errs = []
     diffs, norms, finite = [], [], []
     for o, r in zip(outs, refs):
@@ -120,21 +130,22 @@ def relative_errors(result, ref: RefStep) -> List[float]:
     return errs
 
 
-def trajectory_errors(fn: Callable, params: Params, batches: Sequence, reference: Sequence[RefStep],
+def trajectory_errors(fn: Callable, state, batches: Sequence, reference: Sequence[RefStep],
                       *, before_call: Optional[Callable[[], None]] = None) -> List[List[float]]:
-    """Run ``fn`` for ``len(reference)`` steps from a private copy of ``params``
-    with state feedback, comparing each step's outputs with the reference
-    immediately (in-place methods may overwrite their outputs on the next
-    call, so nothing is kept). Returns err[t][q]."""
-    p = tuple(t.detach().clone() for t in params)
+    """Run ``fn`` for ``len(reference)`` steps from a private copy of ``state``
+    with state feedback (the last element of what a step returns is the next
+    state), comparing each step's outputs with the reference immediately
+    (in-place methods may overwrite their outputs on the next call, so nothing
+    is kept). Returns err[t][q]."""
+    s = pytree.tree_map(lambda t: t.detach().clone(), state)
     errors: List[List[float]] = []
     for t, ref in enumerate(reference):
         x, y = batches[t % len(batches)]
         if before_call is not None:
             before_call()
-        loss, grads, p = fn(p, x, y)
-        grads, p = tuple(grads), tuple(p)
-        errors.append(relative_errors((loss, grads, p), ref))
+        result = fn(s, x, y)
+        errors.append(relative_errors(result, ref))
+        s = result[-1]
     return errors
 
 

@@ -88,6 +88,14 @@ def validate(data: Mapping) -> List[str]:
         sp = w.get("speedup")
         if sp is not None and not ("value" in sp and "ci95" in sp and len(sp["ci95"]) == 2):
             problems.append(f"{wname}: speedup lacks value/ci95")
+        of = (w.get("config") or {}).get("twin_of")
+        if of is not None and of not in data.get("workloads", {}) and not data.get("partial"):
+            problems.append(f"{wname}: a twin of {of!r}, which is not in this run")
+    if "twins" in data:
+        expect = stats.twin_comparisons(data.get("workloads", {}))
+        if data["twins"] != expect:
+            problems.append("twins do not match the workloads' speedups (re-derived: "
+                            + ", ".join(f"{k} kept {v['kept']}" for k, v in expect.items()) + ")")
     return problems
 
 
@@ -106,7 +114,32 @@ def _sci(v) -> str:
 
 
 def _shape(cfg: Mapping) -> str:
-    return f"B={cfg['batch']}, widths {'-'.join(str(w) for w in cfg['widths'])}"
+    recipe = cfg.get("recipe")
+    tail = f", {recipe}" if recipe and recipe != "sgd-mse" else ""
+    return f"B={cfg['batch']}, widths {'-'.join(str(w) for w in cfg['widths'])}{tail}"
+
+
+def render_twins_table(data: Mapping) -> Optional[str]:
+    """Each twin's speedup against its SGD/MSE twin's (re-derived from the
+    workloads, so it always matches them); None when the run has no twin."""
+    twins = stats.twin_comparisons(data.get("workloads", {}))
+    if not twins:
+        return None
+    rows = [
+        "| twin | SGD/MSE twin | twin's speedup | its speedup | kept [conservative 95% CI] | target | result |",
+        "| --- | --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for name, t in twins.items():
+        sp = f"{t['speedup']:.2f}x" if t["speedup"] is not None else "–"
+        psp = f"{t['twin_of_speedup']:.2f}x" if t["twin_of_speedup"] is not None else "–"
+        if t["kept"] is not None:
+            lo, hi = t["kept_ci95"]
+            kept = f"{100 * t['kept']:.0f}% [{100 * lo:.0f}%, {100 * hi:.0f}%]"
+            result = "kept" if t["met"] else "**lost more than the target allows**"
+        else:
+            kept, result = "–", f"not compared: {t['why']}"
+        rows.append(f"| {name} | {t['twin_of']} | {sp} | {psp} | {kept} | >= {100 * t['target']:.0f}% | {result} |")
+    return "\n".join(rows)
 
 
 def verdict(w: Mapping) -> str:
@@ -182,12 +215,17 @@ def render_readme_block(data: Mapping) -> str:
     """The block the project README embeds (markers included)."""
     env = data.get("environment", {})
     proto = data.get("protocol", {})
-    head = (f"Per-step time of a complete training step (forward, MSE loss, backward, SGD update), "
+    head = (f"Per-step time of a complete training step (forward, loss, backward, optimizer update: MSE and SGD "
+            f"unless the shape names another recipe), "
             f"{proto.get('compute_dtype', 'bfloat16')} compute with FP32 master weights, "
             f"on {env.get('device', '?')}: median of {proto.get('replays', '?')} replays of a "
             f"{proto.get('graph_steps', 20)}-step CUDA graph with state feedback. Speedup is the fastest "
             f"correct baseline's median over TrainKernel's (> 1: TrainKernel faster); slower results are listed, not dropped.")
     lines = [BEGIN, head, "", render_summary_table(data), ""]
+    twins = render_twins_table(data)
+    if twins:
+        lines += ["Twins: the same model with another loss and optimizer; each should keep at least "
+                  f"{100 * stats.TWIN_TARGET:.0f}% of its SGD/MSE twin's speedup in the same run.", "", twins, ""]
     fails = failures(data)
     if fails:
         lines.append("Failed the correctness gate or errored (kept in the results, never a baseline): "
@@ -266,8 +304,8 @@ def render_results_readme(data: Mapping, chart: Optional[str] = "train_loop.png"
             f"{proto.get('resident_batches')} resident batches; {proto.get('warmup_replays')} warm-up replays, then "
             f"{proto.get('replays')} timed replays, {proto.get('timer')}; per-step time = replay time / {proto.get('graph_steps')}.",
             "- `eager` and `Inductor reduce-overhead` are timed as 20 Python calls per sample (the latter replays its own graphs).",
-            f"- Correctness: {proto.get('trajectory_steps')}-step trajectory of loss, every gradient and every updated "
-            f"parameter vs float64; rule: {tol.get('rule')} (K = {tol.get('K')}, floor = {tol.get('floor')}); "
+            f"- Correctness: {proto.get('trajectory_steps')}-step trajectory of every tensor a step returns (loss, "
+            f"SGD's gradients, the new state: parameters and optimizer moments) vs float64; rule: {tol.get('rule')} (K = {tol.get('K')}, floor = {tol.get('floor')}); "
             f"eager must itself stay within {tol.get('eager_ceiling')} on loss and parameters. "
             f"Replay check: {tol.get('replay_check')}.",
             f"- Speedup interval: percentile bootstrap, {proto.get('bootstrap', {}).get('draws')} draws, "

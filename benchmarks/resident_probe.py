@@ -108,7 +108,7 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
             if label.startswith("threads="):
                 from trainkernel.passes import tile_resident
 
-                tile_resident.resident_threads = lambda kernel, n=int(label[8:]): n
+                tile_resident.resident_threads = lambda kernel, target, n=int(label[8:]): n
             try:
                 t0 = time.perf_counter()
                 params = w.init_params(0, "cuda")

@@ -129,3 +129,45 @@ def finite_max(values: Iterable[float]) -> float:
             return math.inf
         out = max(out, v)
     return out
+
+
+TWIN_TARGET = 0.9
+"""A twin (another loss and optimizer on the same model) should keep at least
+this share of its SGD/MSE twin's speedup, measured in the same run."""
+
+
+def twin_comparisons(workloads: Mapping[str, Mapping], target: float = TWIN_TARGET) -> Dict[str, Dict[str, object]]:
+    """For every workload of a run that is a twin (``config.twin_of``): its
+    speedup, its partner's, and ``kept`` = twin's speedup / partner's speedup
+    with a conservative interval from the two 95% intervals ([low/high,
+    high/low]); ``met`` says whether ``kept >= target``. Where the partner did
+    not run, or either side has no speedup (no correct TrainKernel or
+    baseline), ``kept`` and ``met`` are None and ``why`` says so."""
+    out: Dict[str, Dict[str, object]] = {}
+    for name, w in workloads.items():
+        of = (w.get("config") or {}).get("twin_of")
+        if not of:
+            continue
+        partner = workloads.get(of)
+        sp = w.get("speedup")
+        psp = partner.get("speedup") if partner is not None else None
+        rec: Dict[str, object] = {
+            "twin_of": of,
+            "speedup": sp["value"] if sp else None,
+            "twin_of_speedup": psp["value"] if psp else None,
+            "target": target,
+            "kept": None,
+            "kept_ci95": None,
+            "met": None,
+            "why": None,
+        }
+        if partner is None:
+            rec["why"] = f"{of} did not run in this run"
+        elif sp is None or psp is None:
+            rec["why"] = f"no speedup for {name if sp is None else of} (no correct TrainKernel or baseline timing)"
+        else:
+            kept = sp["value"] / psp["value"]
+            (lo, hi), (plo, phi) = sp["ci95"], psp["ci95"]
+            rec.update(kept=kept, kept_ci95=[lo / phi, hi / plo], met=kept >= target)
+        out[name] = rec
+    return out

@@ -4,15 +4,20 @@
     python -m benchmarks.train_loop --workloads tiny,online --methods eager-graph,trainkernel
 
 Implements the measurement protocol of DESIGN.md ("what faster means here"):
-per-step time of a complete training step (forward, loss, backward, SGD
+per-step time of a complete training step (forward, loss, backward, optimizer
 update, state written back), captured as ONE CUDA graph of 20 steps with state
-feedback (each step's new parameters feed the next) over 4 resident batches
+feedback (each step's new state feeds the next) over 4 resident batches
 (step i uses batch i % 4), CUDA events around each replay, warm-up first, at
 least 30 replays, per-step time = replay time / 20, raw samples kept. Every
 method is first checked against a float64 reference over a 100-step
 trajectory and over one replay of the very graph that is timed
 (``benchmarks/correctness.py`` has the tolerance policy). A failing method
 stays in the table, marked failed, and is never the baseline.
+
+The twins (AdamW + cross-entropy of classification and mlp4, Adam of online)
+run the same model with another recipe; each twin's speedup is divided by its
+SGD/MSE twin's of the same run (``twins`` in the JSON: it should keep >= 90%).
+``--workloads classification --twins`` runs a workload with its twins.
 
 Writes ``results/h200/train_loop.json`` and, from it, ``results/h200/README.md``
 and ``results/h200/train_loop.png`` (``benchmarks/report.py``).
@@ -40,14 +45,16 @@ import torch
 
 from . import correctness as C
 from . import stats
+from torch.utils import _pytree as pytree
+
 from .workloads import (
-    Params,
     StepFn,
     Workload,
     dtype_name,
     get_workloads,
     make_problem,
     parse_dtype,
+    quantity_names,
     reference_step,
     workload_step,
 )
@@ -79,7 +86,7 @@ NEEDS_GPU = (
 class BuildContext:
     workload: Workload
     step: StepFn
-    example_args: tuple  # (params, x, y) on the device; never mutated by builders
+    example_args: tuple  # (state, x, y) on the device; never mutated by builders
     compute_dtype: torch.dtype
     cache_root: Path
     device: torch.device
@@ -102,9 +109,13 @@ class Method:
     description: str
 
 
+def _clone_state(state):
+    return pytree.tree_map(lambda t: t.detach().clone(), state)
+
+
 def _clone_args(args: tuple) -> tuple:
-    params, *rest = args
-    return (tuple(p.detach().clone() for p in params), *rest)
+    state, *rest = args
+    return (_clone_state(state), *rest)
 
 
 def _sync(device: torch.device) -> None:
@@ -256,41 +267,43 @@ def get_methods(names: Optional[Sequence[str]] = None) -> List[Method]:
 
 class StepLoop:
     """``graph_steps`` steps with state feedback over the resident batches,
-    then the final state written back into persistent parameter buffers.
+    then the final state written back into persistent state buffers.
 
-    With ``capture=True`` the loop is captured once as a CUDA graph and each
+    A step returns a tuple whose last element is the new state (any pytree:
+    the parameters, or parameters and optimizer moments). With
+    ``capture=True`` the loop is captured once as a CUDA graph and each
     ``run()`` is one replay; otherwise ``run()`` makes the Python calls. An
     in-place method returns its (mutated) input tensors, so nothing is copied
     back; a functional one returns fresh tensors and pays one copy per
-    parameter per 20 steps (part of "state written back")."""
+    state tensor per 20 steps (part of "state written back")."""
 
-    def __init__(self, fn: StepFn, params0: Params, batches: Sequence, graph_steps: int, *,
+    def __init__(self, fn: StepFn, state0, batches: Sequence, graph_steps: int, *,
                  capture: bool, before_call: Optional[Callable[[], None]] = None):
-        self.fn, self.params0, self.batches = fn, params0, batches
+        self.fn, self.state0, self.batches = fn, state0, batches
         self.graph_steps, self.before_call = graph_steps, before_call
-        self.state = tuple(p.detach().clone() for p in params0)
+        self.state = _clone_state(state0)
         self.graph = None
         self.out = None
         if capture:
             self._capture()
 
     def _body(self):
-        p = self.state
-        loss = grads = None
+        s = self.state
+        out = None
         for i in range(self.graph_steps):
             x, y = self.batches[i % len(self.batches)]
             if self.before_call is not None:
                 self.before_call()
-            loss, grads, p = self.fn(p, x, y)
-            p = tuple(p)
-        for dst, src in zip(self.state, p):
+            out = self.fn(s, x, y)
+            s = out[-1]
+        for dst, src in zip(pytree.tree_leaves(self.state), pytree.tree_leaves(s)):
             if src.data_ptr() != dst.data_ptr():
                 dst.copy_(src)
-        return loss, tuple(grads)
+        return tuple(out[:-1])
 
     def reset(self) -> None:
         with torch.no_grad():
-            for dst, src in zip(self.state, self.params0):
+            for dst, src in zip(pytree.tree_leaves(self.state), pytree.tree_leaves(self.state0)):
                 dst.copy_(src)
 
     def _capture(self) -> None:
@@ -315,9 +328,9 @@ class StepLoop:
             self.out = self._body()
 
     def outputs(self):
-        """(last loss, last grads, final params) of the latest run."""
-        loss, grads = self.out
-        return loss, grads, self.state
+        """The last step's outputs of the latest run, with the final state last
+        (e.g. last loss, last grads, final params)."""
+        return (*self.out, self.state)
 
 
 def time_loop(loop: StepLoop, replays: int, warmup: int, device: torch.device) -> List[float]:
@@ -386,7 +399,7 @@ def run_method(method: Method, ctx: BuildContext, batches: Sequence, reference: 
         "seconds": {},
     }
     device = ctx.device
-    params0 = ctx.example_args[0]
+    state0 = ctx.example_args[0]
     t0 = time.perf_counter()
     try:
         built = method.build(ctx)
@@ -400,7 +413,7 @@ def run_method(method: Method, ctx: BuildContext, batches: Sequence, reference: 
 
     t0 = time.perf_counter()
     try:
-        errs = C.trajectory_errors(built.fn, params0, batches, reference[: cfg.steps], before_call=built.before_call)
+        errs = C.trajectory_errors(built.fn, state0, batches, reference[: cfg.steps], before_call=built.before_call)
         rec["trajectory"] = C.judge(errs, allowed, names)
         rec["trajectory"]["per_quantity_max"] = C.per_quantity_max(errs, names)
     except Exception as exc:
@@ -412,12 +425,12 @@ def run_method(method: Method, ctx: BuildContext, batches: Sequence, reference: 
     loop = None
     try:
         capture = method.timing == "graph" and device.type == "cuda"
-        loop = StepLoop(built.fn, params0, batches, cfg.graph_steps, capture=capture, before_call=built.before_call)
+        loop = StepLoop(built.fn, state0, batches, cfg.graph_steps, capture=capture, before_call=built.before_call)
         loop.reset()
         loop.run()
         _sync(device)
         result = loop.outputs()
-        replay_errs = [C.relative_errors(result, reference[cfg.graph_steps - 1])]
+        replay_errs = [C.relative_errors(result, reference[cfg.graph_steps - 1])]  # every leaf, state last
         rec["replay_check"] = C.judge(replay_errs, allowed, names)
         rec["replay_check"]["compared_with_reference_step"] = cfg.graph_steps - 1
         loop.reset()
@@ -464,18 +477,18 @@ def run_workload(workload: Workload, methods: Sequence[Method], cfg: RunConfig, 
     device = torch.device(cfg.device)
     t_start = time.perf_counter()
     step = workload_step(workload, cfg.compute_dtype)
-    params0, batches = make_problem(workload, compute_dtype=cfg.compute_dtype, device=device,
-                                    n_batches=RESIDENT_BATCHES, seed=cfg.seed)
-    names = C.quantity_names(len(params0))
+    state0, batches = make_problem(workload, compute_dtype=cfg.compute_dtype, device=device,
+                                   n_batches=RESIDENT_BATCHES, seed=cfg.seed)
+    names = quantity_names(workload)
     n_ref = max(cfg.steps, cfg.graph_steps)
 
     t0 = time.perf_counter()
-    reference = C.reference_trajectory(reference_step(workload), params0, batches, n_ref)
+    reference = C.reference_trajectory(reference_step(workload), state0, batches, n_ref)
     t_ref = time.perf_counter() - t0
 
     # The envelope: eager PyTorch's own drift, same dtype, same device.
     t0 = time.perf_counter()
-    eager_errs = C.trajectory_errors(step, params0, batches, reference[: cfg.steps])
+    eager_errs = C.trajectory_errors(step, state0, batches, reference[: cfg.steps])
     allowed = C.envelope(eager_errs)
     sanity = C.eager_sanity(eager_errs, names, cfg.compute_dtype)
     t_env = time.perf_counter() - t0
@@ -483,7 +496,7 @@ def run_workload(workload: Workload, methods: Sequence[Method], cfg: RunConfig, 
         log(f"  [{workload.name}] eager disagrees with the float64 reference ({sanity}); every method is marked failed")
 
     cache_root = cfg.cache_root or Path(tempfile.mkdtemp(prefix="tk-bench-"))
-    ctx = BuildContext(workload, step, (params0, *batches[0]), cfg.compute_dtype, cache_root, device)
+    ctx = BuildContext(workload, step, (state0, *batches[0]), cfg.compute_dtype, cache_root, device)
     results: Dict[str, dict] = {}
     for method in methods:
         log(f"  [{workload.name}] {method.name} ...", end="", flush=True)
@@ -626,6 +639,7 @@ def run_suite(workloads: Sequence[Workload], methods: Sequence[Method], cfg: Run
         "partial": True,
         "methods": {m.name: {"family": m.family, "timing": m.timing, "description": m.description} for m in methods},
         "workloads": {},
+        "twins": {},
     }
     try:
         _warm_process(device, methods, cfg.cache_root)
@@ -640,6 +654,7 @@ def run_suite(workloads: Sequence[Workload], methods: Sequence[Method], cfg: Run
                     "error": _error_text("workload", exc), "methods": {}, "best_baseline": None,
                     "best_trainkernel": None, "speedup": None, "compile_seconds": {},
                 }
+            data["twins"] = stats.twin_comparisons(data["workloads"])
             data["total_seconds"] = time.perf_counter() - t_start
             if out_path is not None:  # keep what we have if a later workload crashes the process
                 write_json(data, out_path)
@@ -678,6 +693,9 @@ def build_parser(prog: str = "python -m benchmarks.train_loop") -> argparse.Argu
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workloads", type=_csv, default=None,
                     help=f"comma-separated subset of: {', '.join(WORKLOADS)} (default: all)")
+    ap.add_argument("--twins", action="store_true",
+                    help="also run the twins of the workloads named (and the SGD/MSE twin of each twin named), "
+                         "so each twin's speedup can be compared with its partner's")
     ap.add_argument("--methods", type=_csv, default=None,
                     help=f"comma-separated subset of: {', '.join(METHODS)} (default: all)")
     ap.add_argument("--steps", type=int, default=TRAJECTORY_STEPS,
@@ -703,7 +721,7 @@ def build_parser(prog: str = "python -m benchmarks.train_loop") -> argparse.Argu
 def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m benchmarks.train_loop") -> int:
     args = build_parser(prog).parse_args(argv)
     try:
-        workloads = get_workloads(args.workloads)
+        workloads = get_workloads(args.workloads, with_twins=args.twins)
         methods = get_methods(args.methods)
         dtype = parse_dtype(args.dtype)
     except ValueError as exc:

@@ -1,10 +1,17 @@
 """CPU tests of the training-loop benchmark harness (benchmarks/): statistics,
 the correctness gate, baseline selection, the results schema and its
-rendering, and the workloads' trajectories. No GPU needed; a few seconds."""
+rendering, the workloads' trajectories, and the twins (AdamW + cross-entropy
+of classification and mlp4, Adam of online: they capture, the interpreter
+follows eager, their kernels nvcc-compile, the harness runs them end to end
+on CPU and reports how much of their partner's speedup they keep). No GPU
+needed; the nvcc test takes about half a minute on 2 cores."""
 
 import copy
+import dataclasses
 import json
 import math
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -26,11 +33,20 @@ from benchmarks import report, stats  # noqa: E402
 from benchmarks import train_loop as TL  # noqa: E402
 from benchmarks.workloads import (  # noqa: E402
     WORKLOADS,
+    get_workloads,
     make_problem,
     make_step,
+    quantity_names,
     reference_step,
     workload_step,
 )
+from torch.utils import _pytree as pytree  # noqa: E402
+
+import trainkernel  # noqa: E402
+from trainkernel import workloads as package  # noqa: E402
+
+TWINS = [n for n, w in WORKLOADS.items() if w.twin_of]
+NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else None)
 
 assert Path(TL.__file__).resolve().parent == ROOT / "benchmarks"
 
@@ -117,7 +133,7 @@ def test_baseline_selection_excludes_failed_and_trainkernel():
 
 
 def _gate_setup(name="tiny", steps=30, cap=16):
-    w = WORKLOADS[name].scaled(cap)
+    w = WORKLOADS[name].capped(cap)
     params, batches = make_problem(w, seed=3)
     ref = C.reference_trajectory(reference_step(w), params, batches, steps)
     step = workload_step(w)
@@ -196,33 +212,159 @@ def test_workloads_match_the_issue():
         "medium": (1024, 1024, 4096, 256),
         "classification": (64, 256, 512, 10),
         "mlp4": (128, 256, 256, 256, 256, 256),
+        # the twins: the same models, another loss and optimizer
+        "classification-adamw-ce": (64, 256, 512, 10),
+        "mlp4-adamw-ce": (128, 256, 256, 256, 256, 256),
+        "online-adam": (64, 128, 256, 16),
     }
     assert WORKLOADS["mlp4"].layers == 4
     assert WORKLOADS["classification"].task == "classification"
+    recipes = {n: (w.twin_of, w.recipe.optimizer, w.recipe.loss) for n, w in WORKLOADS.items() if w.twin_of}
+    assert recipes == {
+        "classification-adamw-ce": ("classification", "adamw", "cross_entropy"),
+        "mlp4-adamw-ce": ("mlp4", "adamw", "cross_entropy"),
+        "online-adam": ("online", "adam", "mse"),
+    }
+    assert all(w.recipe == package.SGD_MSE and w.lr == 0.05 for w in WORKLOADS.values() if not w.twin_of)
 
 
 @pytest.mark.parametrize("name", list(WORKLOADS))
 def test_trajectories_are_finite_and_eager_is_within_its_ceiling(name):
-    w = WORKLOADS[name].scaled(16)
-    params, batches = make_problem(w, seed=11)
-    assert all(p.dtype == torch.float32 for p in params)
-    assert all(x.dtype == torch.bfloat16 and y.dtype == torch.bfloat16 for x, y in batches)
+    w = WORKLOADS[name].capped(16)
+    state, batches = make_problem(w, seed=11)
+    assert all(p.dtype == torch.float32 for p in pytree.tree_leaves(state))
+    labels = w.recipe.labels
+    assert all(x.dtype == torch.bfloat16 and y.dtype == (torch.int64 if labels else torch.bfloat16)
+               for x, y in batches)
     assert len(batches) == 4
-    ref = C.reference_trajectory(reference_step(w), params, batches, 60)
+    ref = C.reference_trajectory(reference_step(w), state, batches, 60)
     losses = torch.stack([r[0] for r in ref])
     assert torch.isfinite(losses).all()
     assert losses[-4:].mean() < losses[:4].mean()  # it trains
     step = workload_step(w)
-    loss, grads, new = step(params, *batches[0])
-    assert loss.dtype == torch.float32 and all(g.dtype == torch.float32 for g in grads)
-    assert all(n.dtype == torch.float32 for n in new)
-    eager = C.trajectory_errors(step, params, batches, ref)
+    out = step(state, *batches[0])
+    assert all(t.dtype == torch.float32 for t in pytree.tree_leaves(out))
+    assert pytree.tree_structure(out[-1]) == pytree.tree_structure(state)  # the last element is the new state
+    names = quantity_names(w)
+    assert len(names) == len(pytree.tree_leaves(out)) == len(ref[0]) and len(set(names)) == len(names)
+    eager = C.trajectory_errors(step, state, batches, ref)
     assert all(math.isfinite(e) for row in eager for e in row)
-    assert C.eager_sanity(eager, C.quantity_names(len(params)), torch.bfloat16)["passed"]
+    assert C.eager_sanity(eager, names, torch.bfloat16)["passed"]
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_a_twin_is_its_partners_model_and_data(name):
+    twin = WORKLOADS[name].capped(16)
+    partner = WORKLOADS[twin.twin_of].capped(16)
+    assert (twin.batch, twin.widths) == (partner.batch, partner.widths)
+    s_twin, b_twin = make_problem(twin, seed=2)
+    s_partner, b_partner = make_problem(partner, seed=2)
+    for a, b in zip(s_twin["params"], s_partner):
+        assert torch.equal(a, b)
+    assert all(torch.equal(t, torch.zeros_like(t)) for k in ("exp_avg", "exp_avg_sq") for t in s_twin[k])
+    assert [float(t) for t in s_twin["beta_powers"]] == [1.0, 1.0]
+    for (x, y), (xp, yp) in zip(b_twin, b_partner):
+        assert torch.equal(x, xp)
+        if twin.recipe.labels and partner.task == "classification":  # the same classes, as labels
+            assert torch.equal(y, yp.float().argmax(-1))
+        elif not twin.recipe.labels:
+            assert torch.equal(y, yp)
+    if twin.recipe.labels:
+        assert all(y.shape == (twin.batch,) and 0 <= int(y.min()) and int(y.max()) < twin.widths[-1]
+                   for _, y in b_twin)
+
+
+def test_adam_names_follow_the_state_structure():
+    w = WORKLOADS["online-adam"].capped(8)
+    state, batches = make_problem(w, seed=0)
+    out = workload_step(w)(state, *batches[0])
+    names = quantity_names(w)
+    # each name sits on a leaf of its kind: moments are zero-started, the beta powers 0-d
+    for name, leaf in zip(names, pytree.tree_leaves(out)):
+        if name.startswith("beta_power"):
+            assert leaf.dim() == 0
+        elif name != "loss":
+            kind, param = name.split(".")
+            k = w.param_names().index(param)
+            assert leaf.shape == w.param_shapes()[k], name
+    assert float(out[-1]["beta_powers"][0]) == pytest.approx(0.9) and float(out[-1]["beta_powers"][1]) == pytest.approx(0.999)
+
+
+def test_get_workloads_with_twins_runs_each_twin_next_to_its_partner():
+    names = lambda ws: [w.name for w in ws]  # noqa: E731
+    assert names(get_workloads(["classification"], with_twins=True)) == ["classification", "classification-adamw-ce"]
+    assert names(get_workloads(["online-adam"], with_twins=True)) == ["online", "online-adam"]
+    assert names(get_workloads(["mlp4-adamw-ce", "tiny"])) == ["tiny", "mlp4-adamw-ce"]
+    assert names(get_workloads(["tiny"], with_twins=True)) == ["tiny"]
+    assert len(get_workloads()) == len(WORKLOADS)
+    with pytest.raises(ValueError, match="unknown workload 'nope'"):
+        get_workloads(["nope"])
+
+
+# --------------------------------------------------------------------------- the twins through the compiler
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_twin_captures_and_the_interpreter_follows_eager(name):
+    """Three steps with state feedback: the interpreter's new state is eager's
+    bit for bit (moments and beta powers included); the loss agrees to 1e-6
+    (the cross-entropy's reductions may round in another order)."""
+    w = WORKLOADS[name].capped(16)
+    state, batches = make_problem(w, seed=4)
+    step = workload_step(w)
+    captured = trainkernel.capture(step, (state, *batches[0]))
+    ir = str(captured)
+    assert "tk.sqrt" in ir and ("tk.max" in ir if w.recipe.labels else True)
+    eager_state = interp_state = state
+    for t in range(3):
+        x, y = batches[t % len(batches)]
+        want = step(eager_state, x, y)
+        got = trainkernel.interpret(captured, interp_state, x, y)
+        assert pytree.tree_structure(got) == pytree.tree_structure(want)
+        torch.testing.assert_close(got[0], want[0], rtol=1e-6, atol=0)
+        for k, (a, b) in enumerate(zip(pytree.tree_leaves(got[-1]), pytree.tree_leaves(want[-1]))):
+            assert torch.equal(a, b), (t, quantity_names(w)[1 + k])
+        eager_state, interp_state = want[-1], got[-1]
+
+
+def _twin_kernel(name: str):
+    w = WORKLOADS[name]
+    from trainkernel.pipeline import lower
+
+    state, batches = make_problem(w, seed=0)
+    args = pytree.tree_map(lambda t: t.to("meta"), (state, *batches[0]))
+    return lower(trainkernel.capture(workload_step(w), args), True)
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_twin_kernels_compile_for_sm90(tmp_path):
+    import concurrent.futures
+
+    include = ROOT / "trainkernel" / "backend" / "include"
+
+    lowered = {name: _twin_kernel(name) for name in TWINS}  # (capture is not thread-safe: lower first)
+    for name, low in lowered.items():
+        # in place: the whole optimizer state (params, both moments, beta powers) is
+        # written by the kernel, nothing else leaves it but the loss
+        w = WORKLOADS[name]
+        assert len([b for b in low.meta.buffers if b.role == "output"]) == 1, name
+        assert len(low.meta.buffers) == 2 + len(pytree.tree_leaves(w.recipe.init_state(w.init_params()))) + 1
+
+    def build(name):
+        low = lowered[name]
+        src = tmp_path / f"{name}.cu"
+        src.write_text(low.cuda_source)
+        cmd = [NVCC, "-std=c++17", "-arch=sm_90", "-O3", "--shared", "-Xcompiler", "-fPIC", "-I", str(include),
+               str(src), "-o", str(tmp_path / f"{name}.so")]
+        return name, subprocess.run(cmd, capture_output=True, text=True)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        for name, proc in pool.map(build, TWINS):
+            assert proc.returncode == 0, f"{name}:\n{(proc.stdout + proc.stderr)[-4000:]}"
 
 
 def test_classification_targets_are_one_hot():
-    w = WORKLOADS["classification"].scaled(16)
+    w = WORKLOADS["classification"].capped(16)
     _, batches = make_problem(w, seed=5)
     for _, y in batches:
         assert y.shape == (w.batch, 10)
@@ -272,7 +414,7 @@ def test_run_workload_marks_wrong_methods_failed_and_never_picks_them(tmp_path):
     ]
     cfg = TL.RunConfig(steps=8, graph_steps=4, replays=3, warmup_replays=1, device="cpu",
                        cpu_smoke=True, cache_root=tmp_path)
-    w = WORKLOADS["tiny"].scaled(8)
+    w = WORKLOADS["tiny"].capped(8)
     out = TL.run_workload(w, methods, cfg, log=lambda *a, **k: None)
     m = out["methods"]
     assert m["eager"]["correct"] and m["eager"]["status"] == "passed"
@@ -286,6 +428,37 @@ def test_run_workload_marks_wrong_methods_failed_and_never_picks_them(tmp_path):
     assert out["speedup"]["ci95"][0] <= out["speedup"]["value"] <= out["speedup"]["ci95"][1]
     assert m["eager"]["replay_check"]["passed"]
     assert not m["no-update"]["replay_check"]["passed"]
+
+
+def test_run_workload_on_a_twin_checks_the_whole_optimizer_state(tmp_path):
+    def no_bias_correction(step):  # a plausible optimizer bug: beta powers never advance
+        def wrong(s, x, y):
+            loss, new = step(s, x, y)
+            return loss, {**new, "beta_powers": s["beta_powers"]}
+
+        return wrong
+
+    def stale_moment(step):
+        return lambda s, x, y: (lambda o: (o[0], {**o[1], "exp_avg": s["exp_avg"]}))(step(s, x, y))
+
+    methods = [
+        TL.METHODS["eager"],
+        _fake("no-bias-correction", no_bias_correction),
+        _fake("stale-moment", stale_moment),
+        _fake("trainkernel", lambda step: step, family="trainkernel"),
+    ]
+    cfg = TL.RunConfig(steps=8, graph_steps=4, replays=3, warmup_replays=1, device="cpu",
+                       cpu_smoke=True, cache_root=tmp_path)
+    w = WORKLOADS["classification-adamw-ce"].capped(8)
+    out = TL.run_workload(w, methods, cfg, log=lambda *a, **k: None)
+    m = out["methods"]
+    assert out["quantities"] == quantity_names(w) and "exp_avg_sq.W2" in out["quantities"]
+    assert out["config"]["twin_of"] == "classification" and out["config"]["recipe"] == "adamw-ce"
+    assert m["eager"]["correct"] and m["trainkernel"]["correct"] and m["eager"]["replay_check"]["passed"]
+    assert not m["no-bias-correction"]["correct"]
+    assert m["no-bias-correction"]["trajectory"]["first_failure"]["quantity"].startswith("beta_power.")
+    assert not m["stale-moment"]["correct"]
+    assert m["stale-moment"]["trajectory"]["first_failure"]["quantity"].startswith(("exp_avg.", "param."))
 
 
 def test_cpu_only_run_exits_with_a_clear_message(capsys):
@@ -362,6 +535,68 @@ def synthetic_results():
                      "bootstrap": {"draws": 2000, "seed": 0, "confidence": 0.95}},
         "smoke": False, "partial": False, "workloads": workloads, "total_seconds": 420.0,
     }
+
+
+def _with_twins(data):
+    """synthetic_results plus two twins: online-adam keeps 90% of online's
+    speedup, classification-adamw-ce's partner did not run."""
+    data = copy.deepcopy(data)
+    for name, tk in (("online-adam", 22.0), ("classification-adamw-ce", 15.0)):
+        w = WORKLOADS[name]
+        methods = {
+            "inductor-max-autotune-no-cudagraphs": _method("baseline", 23.0 if name == "online-adam" else 30.0),
+            "trainkernel": _method("trainkernel", tk),
+        }
+        data["workloads"][name] = {"config": {**w.config(), "compute_dtype": "bfloat16"}, "methods": methods,
+                                   **stats.compare(methods), "compile_seconds": {}}
+    data["twins"] = stats.twin_comparisons(data["workloads"])
+    return data
+
+
+def test_twins_keep_a_share_of_their_partners_speedup():
+    data = _with_twins(synthetic_results())
+    twins = data["twins"]
+    assert set(twins) == {"online-adam", "classification-adamw-ce"}
+    online = data["workloads"]["online"]["speedup"]["value"]  # 23.0 / 20.0
+    adam = twins["online-adam"]
+    assert adam["twin_of"] == "online" and adam["speedup"] == pytest.approx(23.0 / 22.0)
+    assert adam["kept"] == pytest.approx((23.0 / 22.0) / online)
+    assert adam["met"] is True and adam["kept"] >= 0.9
+    lo, hi = adam["kept_ci95"]
+    assert lo <= adam["kept"] <= hi
+    missing = twins["classification-adamw-ce"]
+    assert missing["kept"] is None and missing["met"] is None and "classification did not run" in missing["why"]
+    # losing more than 10% is reported as such
+    slow = copy.deepcopy(data)
+    slow["workloads"]["online-adam"]["methods"]["trainkernel"] = _method("trainkernel", 30.0)
+    slow["workloads"]["online-adam"].update(stats.compare(slow["workloads"]["online-adam"]["methods"]))
+    verdict = stats.twin_comparisons(slow["workloads"])["online-adam"]
+    assert verdict["met"] is False and verdict["kept"] < 0.9
+    # a partner without a speedup: not compared, and said why
+    broken = copy.deepcopy(data)
+    broken["workloads"]["online"]["speedup"] = None
+    assert "no speedup for online" in stats.twin_comparisons(broken["workloads"])["online-adam"]["why"]
+
+
+def test_twins_are_rendered_and_validated():
+    data = _with_twins(synthetic_results())
+    data["workloads"]["classification"] = copy.deepcopy(data["workloads"]["online"])
+    data["workloads"]["classification"]["config"] = {**WORKLOADS["classification"].config(), "compute_dtype": "bfloat16"}
+    data["twins"] = stats.twin_comparisons(data["workloads"])
+    assert report.validate(data) == []
+    block = report.render_readme_block(data)
+    rows = {line.split("|")[1].strip(): line for line in block.splitlines() if line.startswith("| ")}
+    assert ">= 90%" in rows["online-adam"] and "| kept |" in rows["online-adam"]
+    assert "adam-mse" in rows["online-adam"] or "adam-mse" in block  # the recipe is named in the shape
+    assert "90%" in block and "Twins" in block
+    tampered = copy.deepcopy(data)
+    tampered["twins"]["online-adam"]["kept"] = 2.0
+    assert any("twins do not match" in p for p in report.validate(tampered))
+    orphan = copy.deepcopy(data)
+    del orphan["workloads"]["online"]
+    orphan["twins"] = stats.twin_comparisons(orphan["workloads"])
+    assert any("a twin of 'online'" in p for p in report.validate(orphan))
+    assert "not compared" in report.render_readme_block(orphan)
 
 
 def test_synthetic_results_are_valid_json_and_pick_correct_baselines(tmp_path):

@@ -151,6 +151,7 @@ LAYERS: dict[str, str] = {
     "trainkernel.util": "base",
     "trainkernel.elements": "base",
     "trainkernel.errors": "base",
+    "trainkernel.target": "base",
     "trainkernel.dialects": "dialects",
     "trainkernel.ir": "ir",
     "trainkernel.numerics": "numerics",

@@ -44,6 +44,7 @@ import torch.utils._pytree as pytree
 
 from trainkernel.backend.build import BuildResult, build as _build, default_arch, normalize_arch, verify_library
 from trainkernel.pipeline import STAGES
+from trainkernel.target import DEFAULT as DEFAULT_TARGET
 
 __all__ = ["CapturedProgram", "CompiledTrainingStep", "compile_training", "STAGES"]
 
@@ -112,8 +113,8 @@ def _describe(spec) -> str:
     return repr(pytree.tree_unflatten([_Star()] * spec.num_leaves, spec))
 
 
-MAX_GRID = 2**31 - 1
-"""The most blocks a launch may ask for (CUDA's gridDim.x limit)."""
+MAX_GRID = DEFAULT_TARGET.max_grid_dim
+"""The most blocks a launch may ask for (CUDA's gridDim.x limit: the target's)."""
 
 
 def _check_options(inplace, grid, arch) -> None:

@@ -22,6 +22,20 @@ with the MSE loss. ``scaled``/``with_sizes`` give small copies for CPU tests.
 
 ``make_adamw_step`` is an AdamW variant of the same model (optional example:
 dict state, 0-d tensor inputs, sqrt and div).
+
+A `Recipe` says how a model trains (loss: MSE or cross-entropy on integer
+class labels; optimizer: SGD, Adam or AdamW) and `make_recipe_step` writes
+its pure step: SGD steps are ``make_sgd_step``'s; Adam/AdamW steps are
+
+    step(state, x, y) -> (loss, new_state)
+
+with ``state = {"params", "exp_avg", "exp_avg_sq", "beta_powers"}``, where
+``beta_powers = (beta1**t, beta2**t)`` (0-d tensors, ``(1, 1)`` at t = 0) are
+updated by the step itself, so a captured graph of many steps needs no host
+input per step (torch.optim's ``capturable=True`` keeps its step count on the
+device for the same reason). ``TWINS`` are the benchmark harness's twins of
+three workloads: the same model with AdamW + cross-entropy (classification,
+mlp4) or Adam + MSE (online).
 """
 
 from __future__ import annotations
@@ -86,6 +100,22 @@ def mse_loss(
     return ((out - y.to(loss_dtype)) ** 2).mean()
 
 
+def cross_entropy_loss(
+    params: Sequence[torch.Tensor],
+    x: torch.Tensor,
+    labels: torch.Tensor,
+    compute_dtype: torch.dtype,
+    loss_dtype: torch.dtype = torch.float32,
+) -> torch.Tensor:
+    """Cross-entropy of the MLP's logits (cast to `loss_dtype`) against integer class labels."""
+    logits = mlp_forward(params, x, compute_dtype).to(loss_dtype)
+    return torch.nn.functional.cross_entropy(logits, labels)
+
+
+LOSSES: dict[str, Callable[..., torch.Tensor]] = {"mse": mse_loss, "cross_entropy": cross_entropy_loss}
+"""A recipe's loss by name: (params, x, y, compute_dtype, loss_dtype) -> 0-d loss."""
+
+
 def make_sgd_step(lr: float, compute_dtype: torch.dtype, loss_dtype: torch.dtype = torch.float32) -> StepFn:
     """The pure SGD step ``step(params, x, y) -> (loss, grads, new_params)`` of the
     MLP: `mse_loss` differentiated with ``grad_and_value``, then ``p - lr * g``.
@@ -104,6 +134,118 @@ def make_sgd_step(lr: float, compute_dtype: torch.dtype, loss_dtype: torch.dtype
     return step
 
 
+def _adam_update(p, g, m, v, *, lr, b1, b2, eps, weight_decay, decoupled, step_size, bc2_sqrt):
+    """One parameter's Adam / AdamW update, torch.optim's formulas unfused."""
+    if decoupled:
+        p = p * (1 - lr * weight_decay)
+    elif weight_decay:
+        g = g + weight_decay * p
+    m = m * b1 + g * (1 - b1)
+    v = v * b2 + g * g * (1 - b2)
+    denom = torch.sqrt(v) / bc2_sqrt + eps
+    return p - step_size * (m / denom), m, v
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """How a model trains: its loss and its optimizer (with the optimizer's
+    hyper-parameters; the learning rate is the workload's)."""
+
+    loss: str = "mse"  # a key of LOSSES
+    optimizer: str = "sgd"  # sgd, adam or adamw
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    weight_decay: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.loss not in LOSSES:
+            raise ValueError(f"unknown loss {self.loss!r}; choose one of {list(LOSSES)}")
+        if self.optimizer not in ("sgd", "adam", "adamw"):
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; choose sgd, adam or adamw")
+
+    @property
+    def name(self) -> str:
+        return f"{self.optimizer}-{'ce' if self.loss == 'cross_entropy' else self.loss}"
+
+    @property
+    def labels(self) -> bool:
+        """Targets are integer class labels (cross-entropy), not float tensors."""
+        return self.loss == "cross_entropy"
+
+    def init_state(self, params: Params):
+        """The optimizer's state around `params` (SGD: the parameters themselves)."""
+        if self.optimizer == "sgd":
+            return tuple(params)
+        one = torch.ones((), dtype=params[0].dtype, device=params[0].device)
+        return {
+            "params": tuple(params),
+            "exp_avg": tuple(torch.zeros_like(p) for p in params),
+            "exp_avg_sq": tuple(torch.zeros_like(p) for p in params),
+            "beta_powers": (one.clone(), one.clone()),
+        }
+
+    def state_names(self, param_names: Sequence[str]) -> list[str]:
+        """Names of the state's leaves, in pytree order (`init_state`'s structure)."""
+        from torch.utils import _pytree as pytree
+
+        names = tuple(f"param.{n}" for n in param_names)
+        if self.optimizer == "sgd":
+            return list(names)
+        tree = {  # init_state's structure, with names for tensors
+            "params": names,
+            "exp_avg": tuple(f"exp_avg.{n}" for n in param_names),
+            "exp_avg_sq": tuple(f"exp_avg_sq.{n}" for n in param_names),
+            "beta_powers": ("beta_power.1", "beta_power.2"),
+        }
+        return pytree.tree_leaves(tree)
+
+    def output_names(self, param_names: Sequence[str]) -> list[str]:
+        """Names of every leaf a step returns: the loss, SGD's gradients, the new state."""
+        grads = [f"grad.{n}" for n in param_names] if self.optimizer == "sgd" else []
+        return ["loss", *grads, *self.state_names(param_names)]
+
+
+SGD_MSE = Recipe()
+
+
+def make_recipe_step(recipe: Recipe, lr: float, compute_dtype: torch.dtype, loss_dtype: torch.dtype = torch.float32):
+    """The pure step of `recipe` (module docstring): SGD ``(loss, grads, new_params)``
+    with MSE is `make_sgd_step`'s; otherwise ``step(state, x, y) -> (loss, new_state)``."""
+    loss_of = LOSSES[recipe.loss]
+
+    def loss_fn(params, x, y):
+        return loss_of(params, x, y, compute_dtype, loss_dtype)
+
+    if recipe.optimizer == "sgd":
+        if recipe.loss == "mse":
+            return make_sgd_step(lr, compute_dtype, loss_dtype)
+
+        def sgd_step(params, x, y):
+            grads, loss = grad_and_value(loss_fn)(params, x, y)
+            return loss, grads, tuple(p - lr * g for p, g in zip(params, grads))
+
+        return sgd_step
+    b1, b2 = recipe.betas
+    hyper = dict(lr=lr, b1=b1, b2=b2, eps=recipe.eps, weight_decay=recipe.weight_decay,
+                 decoupled=recipe.optimizer == "adamw")
+
+    def adam_step(state, x, y):
+        grads, loss = grad_and_value(loss_fn)(state["params"], x, y)
+        p1, p2 = state["beta_powers"]
+        p1, p2 = p1 * b1, p2 * b2
+        bc1, bc2 = 1 - p1, 1 - p2
+        new_p, new_m, new_v = [], [], []
+        for p, g, m, v in zip(state["params"], grads, state["exp_avg"], state["exp_avg_sq"]):
+            p, m, v = _adam_update(p, g, m, v, step_size=lr / bc1, bc2_sqrt=torch.sqrt(bc2), **hyper)
+            new_p.append(p)
+            new_m.append(m)
+            new_v.append(v)
+        return loss, {"params": tuple(new_p), "exp_avg": tuple(new_m), "exp_avg_sq": tuple(new_v),
+                      "beta_powers": (p1, p2)}
+
+    return adam_step
+
+
 @dataclasses.dataclass(frozen=True)
 class Workload:
     """An MLP training problem; ``widths`` = (in, hidden..., out)."""
@@ -114,6 +256,8 @@ class Workload:
     task: str = "regression"  # or "classification" (one-hot targets, widths[-1] classes)
     lr: float = 1e-3
     description: str = ""
+    recipe: Recipe = SGD_MSE  # loss and optimizer (SGD + MSE: the suite's six)
+    twin_of: str | None = None  # a twin: the workload it is the same model as, trained by another recipe
 
     # ----------------------------------------------------------- shapes
 
@@ -140,6 +284,20 @@ class Workload:
             total += (2 if i == 0 else 3) * 2 * self.batch * a * b
         return total
 
+    def config(self) -> dict:
+        """The workload as JSON (the benchmark harness records it)."""
+        out = {"batch": self.batch, "widths": list(self.widths), "layers": self.layers, "task": self.task,
+               "lr": self.lr, "description": self.description, "recipe": self.recipe.name}
+        if self.twin_of is not None:
+            out["twin_of"] = self.twin_of
+        return out
+
+    def capped(self, cap: int) -> Workload:
+        """A smaller copy for CPU tests: batch and inner widths capped at ``cap``;
+        the output width (the number of classes) is kept."""
+        widths = tuple(min(w, cap) for w in self.widths[:-1]) + (self.widths[-1],)
+        return dataclasses.replace(self, batch=min(self.batch, cap), widths=widths)
+
     def with_sizes(self, batch: int | None = None, widths: Sequence[int] | None = None) -> Workload:
         """A copy with other sizes (same name, task, lr)."""
         widths = tuple(int(w) for w in widths) if widths is not None else self.widths
@@ -162,7 +320,7 @@ class Workload:
         """FP32 master parameters, uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) like
         nn.Linear; drawn on the CPU from one seeded generator, then moved."""
         gen = torch.Generator().manual_seed(seed)
-        return tuple(p.to(device) for p in _init(self.widths, gen, torch.float32))
+        return tuple(p.to(device) for p in init_mlp_params(self.widths, gen, torch.float32))
 
     def make_batches(
         self, n: int, seed: int = 0, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
@@ -170,39 +328,62 @@ class Workload:
         """``n`` batches ``(x, y)`` in ``dtype``: x ~ N(0, 1); y from the fixed
         teacher (normalized regression targets, or one-hot classes)."""
         gen = torch.Generator().manual_seed(seed + 7919)
-        teacher = [t * 2.0 for t in _init(self.widths, torch.Generator().manual_seed(_TEACHER_SEED), torch.float64)]
+        teacher = [t * 2.0 for t in init_mlp_params(self.widths, torch.Generator().manual_seed(_TEACHER_SEED), torch.float64)]
         batches = []
         for _ in range(n):
             x = torch.randn(self.batch, self.widths[0], generator=gen, dtype=torch.float64)
-            t = mlp_forward(teacher, x, torch.float64)
-            if self.task == "classification":
-                y = torch.nn.functional.one_hot(t.argmax(dim=-1), self.widths[-1]).to(torch.float64)
-            else:
-                y = t / t.std().clamp_min(1e-6)
-            batches.append((x.to(dtype).to(device), y.to(dtype).to(device)))
+            batches.append((x.to(dtype).to(device), self.targets(mlp_forward(teacher, x, torch.float64), dtype, device)))
         return batches
 
+    def targets(self, teacher_out: torch.Tensor, dtype: torch.dtype, device) -> torch.Tensor:
+        """The targets of a batch from the teacher's float64 output: class labels
+        (int64) for a cross-entropy recipe, one-hot rows (in `dtype`) for an MSE
+        classification head, else the output normalized to unit std (in `dtype`)."""
+        if self.recipe.labels:
+            return teacher_out.argmax(dim=-1).to(device)
+        if self.task == "classification":
+            return torch.nn.functional.one_hot(teacher_out.argmax(dim=-1), self.widths[-1]).to(dtype).to(device)
+        return (teacher_out / teacher_out.std().clamp_min(1e-6)).to(dtype).to(device)
+
     def example_args(self, device: torch.device | str = "meta", dtype: torch.dtype = torch.float32):
-        """(params, x, y) with the right shapes and dtypes (meta by default: for capture)."""
+        """(state, x, y) with the right shapes and dtypes (meta by default: for capture);
+        the state is the parameters for SGD, `Recipe.init_state`'s dict otherwise."""
         params = tuple(torch.empty(s, dtype=torch.float32, device=device) for s in self.param_shapes())
         x = torch.empty(self.batch, self.widths[0], dtype=dtype, device=device)
-        y = torch.empty(self.batch, self.widths[-1], dtype=dtype, device=device)
-        return params, x, y
+        if self.recipe.labels:
+            y = torch.empty(self.batch, dtype=torch.int64, device=device)
+        else:
+            y = torch.empty(self.batch, self.widths[-1], dtype=dtype, device=device)
+        return self.recipe.init_state(params), x, y
+
+    def init_state(self, seed: int = 0, device: torch.device | str = "cpu"):
+        """`init_params` wrapped in the recipe's optimizer state."""
+        return self.recipe.init_state(self.init_params(seed, device))
+
+    def param_names(self) -> list[str]:
+        """W1, b1, W2, b2, ... in the order of `param_shapes`."""
+        return [f"{'W' if k % 2 == 0 else 'b'}{k // 2 + 1}" for k in range(2 * self.layers)]
 
     # ------------------------------------------------------------ steps
 
+    def _step_name(self, dtype_name: str) -> str:
+        kind = "sgd" if self.recipe == SGD_MSE else self.recipe.name
+        name = self.name if self.twin_of is not None else f"{self.name}_{kind}"  # (a twin's name says its recipe)
+        return f"{name}_{dtype_name}".replace("-", "_")
+
     def make_step(self, compute_dtype: torch.dtype | str = torch.bfloat16) -> StepFn:
-        """The pure SGD step ``step(params, x, y) -> (loss, grads, new_params)``."""
+        """The pure step of the workload's recipe: for SGD + MSE
+        ``step(params, x, y) -> (loss, grads, new_params)`` (`make_recipe_step`)."""
         compute_dtype = parse_dtype(compute_dtype)
-        step = make_sgd_step(self.lr, compute_dtype)
-        step.__name__ = step.__qualname__ = f"{self.name}_sgd_{dtype_short(compute_dtype)}"
+        step = make_recipe_step(self.recipe, self.lr, compute_dtype)
+        step.__name__ = step.__qualname__ = self._step_name(dtype_short(compute_dtype))
         return step
 
     def reference_step(self) -> StepFn:
-        """The same step computed entirely in float64 (model, loss and SGD update):
+        """The same step computed entirely in float64 (model, loss and update):
         the reference the correctness checks measure errors against."""
-        step = make_sgd_step(self.lr, torch.float64, torch.float64)
-        step.__name__ = step.__qualname__ = f"{self.name}_sgd_f64"
+        step = make_recipe_step(self.recipe, self.lr, torch.float64, torch.float64)
+        step.__name__ = step.__qualname__ = self._step_name("f64")
         return step
 
     def make_adamw_step(
@@ -236,11 +417,8 @@ class Workload:
             bc2_sqrt = torch.sqrt(bc2)
             new_p, new_m, new_v = [], [], []
             for p, g, m, v in zip(params, grads, state["exp_avg"], state["exp_avg_sq"]):
-                p = p * (1 - lr * weight_decay)
-                m = m * b1 + g * (1 - b1)
-                v = v * b2 + g * g * (1 - b2)
-                denom = torch.sqrt(v) / bc2_sqrt + eps
-                p = p - step_size * (m / denom)
+                p, m, v = _adam_update(p, g, m, v, lr=lr, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay,
+                                       decoupled=True, step_size=step_size, bc2_sqrt=bc2_sqrt)
                 new_p.append(p)
                 new_m.append(m)
                 new_v.append(v)
@@ -263,7 +441,9 @@ def adamw_bias_correction(t: int, betas: tuple[float, float] = (0.9, 0.999), dev
     return tuple(torch.tensor(1.0 - b**t, dtype=torch.float32, device=device) for b in betas)
 
 
-def _init(widths: Sequence[int], gen: torch.Generator, dtype: torch.dtype) -> list[torch.Tensor]:
+def init_mlp_params(widths: Sequence[int], gen: torch.Generator, dtype: torch.dtype) -> list[torch.Tensor]:
+    """(W1, b1, W2, b2, ...) drawn from `gen` like nn.Linear (uniform in
+    +-1/sqrt(fan_in), in float64, then cast to `dtype`)."""
     params = []
     for fan_in, fan_out in zip(widths[:-1], widths[1:]):
         bound = 1.0 / math.sqrt(fan_in)
@@ -289,3 +469,27 @@ WORKLOADS: dict[str, Workload] = {
         Workload("mlp4", 128, (256, 256, 256, 256, 256), description="4-layer MLP, batch 128, all widths 256"),
     )
 }
+
+ADAMW = Recipe("cross_entropy", "adamw", weight_decay=1e-2)
+ADAM = Recipe("mse", "adam")
+
+
+def _twin(name: str, of: str, recipe: Recipe, what: str, **changes) -> Workload:
+    base = WORKLOADS[of]
+    return dataclasses.replace(base, name=name, recipe=recipe, twin_of=of,
+                               description=f"{base.description}; {what}", **changes)
+
+
+TWINS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        _twin("classification-adamw-ce", "classification", ADAMW, "AdamW + cross-entropy on class labels"),
+        # lr 2e-4: at 1e-3 bf16 eager drifts 0.14 from float64 in 100 steps (the harness's ceiling is 0.05)
+        _twin("mlp4-adamw-ce", "mlp4", ADAMW, "AdamW + cross-entropy on 256 class labels", task="classification",
+              lr=2e-4),
+        _twin("online-adam", "online", ADAM, "Adam + MSE"),
+    )
+}
+"""The benchmark harness's twins: each is `twin_of`'s model trained by another
+recipe (AdamW + cross-entropy, or Adam); the harness reports how much of its
+SGD/MSE twin's speedup each keeps."""

@@ -100,3 +100,18 @@ tile.kernel @k(%a: memref<64x8xf32>, %o: memref<64x8xf32>) inputs 1 results [1] 
     tk.yield %x : tensor<64x8xf32>
   }
 }
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// An argmax split over its reduced axis would leave each block the index of a
+// partial maximum; the cluster combines sums and maxima only (tile-resident
+// never splits an argmax).
+// CHECK: tile.kernel: a tk.argmax cannot split its reduced axis over the cluster (the cluster combines partial sums and maxima, not indices)
+tile.kernel @k(%a: memref<8x10xf32>, %o: memref<8xi64>) inputs 1 results [1] arena 0 config {grid = 2 : i64, threads = 128 : i64, smem = 2048 : i64, cluster = 2 : i64} {
+  %s = tile.smem stage %a offset 0 split 1 : memref<8x10xf32>
+  tile.reduce ins(%s : memref<8x10xf32>) outs(%o : memref<8xi64>) config {items = 8 : i64, offset = 0 : i64, rows = 1 : i64, split = 1 : i64, scratch = 1024 : i64} {
+  ^bb0(%x: tensor<8x10xf32>):
+    %r = tk.argmax %x axes [1] : tensor<8x10xf32> -> tensor<8xi64>
+    tk.yield %r : tensor<8xi64>
+  }
+}

@@ -12,6 +12,11 @@
 //              for bit, and so must a second launch.
 //   max_nan / signed zero: NaN propagates through block_reduce_max; the max
 //              of {-0, +0} is +0 on every thread.
+//   argmax_*   block_argmax (blockDim.x in {32, 96, 128, 1024}) and warp_argmax
+//              over rows with ties, +-0, -inf only, NaN (one, several, first):
+//              every thread must get the index of a sequential host fold with
+//              the same tk::argmax_step (torch.argmax's rule: the first
+//              maximum, the first NaN), and a rerun the same bits.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -49,6 +54,24 @@ __global__ void grid_reduce_kernel(const float* x, long long n, float* partials_
   // Every thread of every block writes its view: all must be equal.
   out_sum[blockIdx.x * blockDim.x + threadIdx.x] = total;
   out_max[blockIdx.x * blockDim.x + threadIdx.x] = gmax;
+}
+
+// One block: every thread folds x[t], x[t + blockDim.x], ... then block_argmax;
+// warp 0 also folds x[lane], x[lane + 32], ... and warp_argmax.
+__global__ void argmax_kernel(const float* x, int n, int* out_block, int* out_warp) {
+  __shared__ float scratch[tk::kArgmaxScratchFloats];
+  float best = -INFINITY;
+  int arg = -1;
+  for (int r = threadIdx.x; r < n; r += blockDim.x) tk::argmax_step(best, arg, x[r], r);
+  tk::block_argmax(best, arg, scratch);
+  out_block[threadIdx.x] = arg;
+  if (threadIdx.x < 32) {
+    float wb = -INFINITY;
+    int wa = -1;
+    for (int r = threadIdx.x; r < n; r += 32) tk::argmax_step(wb, wa, x[r], r);
+    tk::warp_argmax(wb, wa);
+    out_warp[threadIdx.x] = wa;
+  }
 }
 
 static uint32_t bits(float f) {
@@ -194,6 +217,66 @@ static void test_special() {
   cudaFree(dm);
 }
 
+static void test_argmax_row(const char* label, const std::vector<float>& hx) {
+  const int n = (int)hx.size();
+  float best = -INFINITY;
+  int want = -1;
+  for (int k = 0; k < n; ++k) tk::argmax_step(best, want, hx[k], k);  // host: in order
+  float* dx;
+  int *db, *dw;
+  TK_CUDA_CHECK(cudaMalloc(&dx, n * sizeof(float)));
+  TK_CUDA_CHECK(cudaMemcpy(dx, hx.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+  TK_CUDA_CHECK(cudaMalloc(&db, 1024 * sizeof(int)));
+  TK_CUDA_CHECK(cudaMalloc(&dw, 32 * sizeof(int)));
+  for (int threads : {32, 96, 128, 1024}) {
+    std::vector<int> b[2], w[2];
+    for (int run = 0; run < 2; ++run) {
+      TK_CUDA_CHECK(cudaMemset(db, 0xFF, 1024 * sizeof(int)));
+      TK_CUDA_CHECK(cudaMemset(dw, 0xFF, 32 * sizeof(int)));
+      argmax_kernel<<<1, threads>>>(dx, n, db, dw);
+      TK_CUDA_CHECK(cudaGetLastError());
+      TK_CUDA_CHECK(cudaDeviceSynchronize());
+      b[run].resize(threads);
+      w[run].resize(32);
+      TK_CUDA_CHECK(cudaMemcpy(b[run].data(), db, threads * sizeof(int), cudaMemcpyDeviceToHost));
+      TK_CUDA_CHECK(cudaMemcpy(w[run].data(), dw, 32 * sizeof(int), cudaMemcpyDeviceToHost));
+    }
+    bool ok = b[0] == b[1] && w[0] == w[1];
+    for (int v : b[0]) ok &= v == want;
+    for (int v : w[0]) ok &= v == want;
+    char name[128];
+    snprintf(name, sizeof name, "argmax_%s_n%d_block%d", label, n, threads);
+    tktest::report(ok, name, "want=%d block[0]=%d warp[0]=%d", want, b[0][0], w[0][0]);
+  }
+  cudaFree(dx);
+  cudaFree(db);
+  cudaFree(dw);
+}
+
+static void test_argmax() {
+  tktest::Rng rng(4242);
+  for (int n : {1, 10, 33, 300, 1000, 5000}) {
+    std::vector<float> x(n);
+    // Few distinct values: ties everywhere; the first maximum must win.
+    for (auto& v : x) v = (float)(rng.next() % 7);
+    test_argmax_row("ties", x);
+    for (auto& v : x) v = rng.uniform();
+    test_argmax_row("random", x);
+    std::vector<float> nan = x;
+    nan[(n * 2) / 3] = NAN;
+    if (n > 3) nan[n - 1] = NAN;
+    test_argmax_row("nan", nan);
+    std::vector<float> inf(n, -INFINITY);
+    test_argmax_row("all_minus_inf", inf);
+    std::vector<float> zeros(n);
+    for (int k = 0; k < n; ++k) zeros[k] = (k % 3 == 0) ? -0.0f : 0.0f;
+    test_argmax_row("signed_zeros", zeros);
+    std::vector<float> first(n, 1.0f);
+    first[0] = NAN;
+    test_argmax_row("nan_first", first);
+  }
+}
+
 int main() {
   if (!tktest::have_gpu()) {
     printf("FAIL reduce no CUDA device visible\n");
@@ -227,5 +310,6 @@ int main() {
     test_grid(hx, n, max_blocks, 256);
   }
   test_special();
+  test_argmax();
   return tktest::finish();
 }

@@ -75,6 +75,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from trainkernel.errors import TrainKernelError
+from trainkernel.target import DEFAULT as DEFAULT_TARGET
 
 try:  # POSIX only; see the module docstring for the fallback.
     import fcntl
@@ -204,7 +205,7 @@ def normalize_arch(arch: str | int | tuple[int, int] | None) -> str:
 
 
 def default_arch() -> str:
-    """The visible GPU's architecture, or sm_90 (the H200) when none is visible."""
+    """The visible GPU's architecture, or the default target's (sm_90, the H200) when none is visible."""
     try:
         import torch
 
@@ -213,7 +214,7 @@ def default_arch() -> str:
             return f"sm_{major}{minor}"
     except Exception:
         pass
-    return "sm_90"
+    return DEFAULT_TARGET.arch
 
 
 def nvcc_flags(arch: str | None = None, include_dirs: Sequence[str | os.PathLike] = ()) -> list[str]:

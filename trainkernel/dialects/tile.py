@@ -49,6 +49,7 @@ from xdsl.utils.exceptions import VerifyException
 from trainkernel.dialects.base import ComputeLikeOp, ProgramLikeOp, ScopedSyncOp
 from trainkernel.dialects.sched import BufferOp, ViewOp
 from trainkernel.elements import MMA_KINDS, find_mma
+from trainkernel.target import DEFAULT as TARGET
 
 
 def _int(op: IRDLOperation, name: str) -> int:
@@ -218,6 +219,11 @@ class ReduceOp(TileWorkOp):
 
         return next(o for o in self.body.block.ops if isinstance(o, SumOp | MaxOp | ArgmaxOp))
 
+    def is_argmax(self) -> bool:
+        from trainkernel.dialects.tk import ArgmaxOp
+
+        return isinstance(self.reduction(), ArgmaxOp)
+
     def iteration_rank(self) -> int:
         return len(self.reduction().input.type.get_shape())
 
@@ -287,10 +293,11 @@ class SmemOp(IRDLOperation):
             )
 
 
-SMEM_ALIGNMENT = 16
+# The hardware limits the verifiers check are the target's (trainkernel.target):
+SMEM_ALIGNMENT = TARGET.smem_alignment
 """Shared-memory homes start 16-byte aligned (cp.async 16-byte copies)."""
 
-MAX_CLUSTER = 16
+MAX_CLUSTER = TARGET.max_cluster
 """The largest thread block cluster Hopper runs (above 8 needs the non-portable attribute)."""
 
 
@@ -335,10 +342,12 @@ class KernelOp(ProgramLikeOp):
 
     def verify_(self) -> None:
         super().verify_()
-        if self.grid < 1 or self.threads < 32 or self.threads % 32 or self.threads > 1024:
-            raise VerifyException("tile.kernel: grid >= 1 and block a multiple of 32 up to 1024")
-        if self.smem < 0 or self.smem > 227 * 1024:
-            raise VerifyException(f"tile.kernel: smem {self.smem} exceeds the 227 KiB a Hopper block may use")
+        if self.grid < 1 or self.threads < 32 or self.threads % 32 or self.threads > TARGET.max_threads:
+            raise VerifyException(f"tile.kernel: grid >= 1 and block a multiple of 32 up to {TARGET.max_threads}")
+        if self.smem < 0 or self.smem > TARGET.smem_per_block:
+            raise VerifyException(
+                f"tile.kernel: smem {self.smem} exceeds the {TARGET.smem_per_block // 1024} KiB a Hopper block may use"
+            )
         cluster = self.cluster
         if cluster is not None:
             # Resident: one cluster; every value a phase reads was made by the same
@@ -351,6 +360,11 @@ class KernelOp(ProgramLikeOp):
             for op in self.block.ops:
                 if isinstance(op, TileWorkOp) and op.split is None:
                     raise VerifyException(f"tile.kernel: {op.name} of a resident kernel needs a `split`")
+                if isinstance(op, ReduceOp) and cluster > 1 and op.splits_a_sum() and op.is_argmax():
+                    raise VerifyException(
+                        "tile.kernel: a tk.argmax cannot split its reduced axis over the cluster (the cluster "
+                        "combines partial sums and maxima, not indices)"
+                    )
                 if isinstance(op, TileWorkOp) and cluster > 1 and op.splits_a_sum() and op.scratch is None:
                     raise VerifyException(
                         f"tile.kernel: {op.name} splits a sum over the cluster and needs `scratch` for its partials"

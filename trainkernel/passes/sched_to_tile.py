@@ -14,6 +14,9 @@ phase has, or fewer where a cost model (per-item estimates and the measured
 cost of a grid barrier) predicts a faster step; with one block every sync is a
 block barrier. `grid=N` forces the grid. The runtime clamps it to what fits
 co-resident. Shared memory is the largest GEMM pipeline.
+
+Threads, tile shapes, the map chunk, the largest grid and the cost model's
+figures are the target's (`trainkernel.target`, option `target=h200`).
 """
 
 from __future__ import annotations
@@ -28,44 +31,27 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import sched, tile, tk
 from trainkernel.elements import mma_kind
-
-THREADS = 128
-"""Threads per block: the GEMM tiles are written for 4 warps (2x2 warp tiles)."""
-
-GEMM_TILES = {"mma.bf16": (64, 64, 32), "mma.f16": (64, 64, 32), "simt.f32": (64, 64, 16)}
-STAGES = 3  # cp.async pipeline depth of tk::gemm_tile
-MAP_CHUNK = THREADS * 4
-
-
-def gemm_smem_bytes(mma: str) -> int:
-    """Mirror of tk::gemm_smem_bytes: STAGES x (A tile + B tile), rows padded by 16 B."""
-    bm, bn, bk = GEMM_TILES[mma]
-    elem = 4 if mma == "simt.f32" else 2
-    pad = 16 // elem
-    # The larger of the two layouts (k-contiguous or m-contiguous) per operand.
-    a = max(bm * (bk + pad), bk * (bm + pad))
-    b = max(bn * (bk + pad), bk * (bn + pad))
-    return STAGES * (a + b) * elem
+from trainkernel.target import DEFAULT, TargetOptions, get_target
 
 
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def column_block(red: tk.ReductionOp) -> int:
+def column_block(red: tk.ReductionOp, target: TargetOptions) -> int:
     """Outputs per work item. A reduction over leading axes with axes kept after
     them (a bias gradient: sum over the batch) is a column sum: one thread per
-    output column, reading rows in order (coalesced and deterministic), THREADS
-    columns per item. Anything else reduces one output per item with the whole
-    block."""
+    output column, reading rows in order (coalesced and deterministic), one
+    column per thread of a block per item. Anything else reduces one output per
+    item with the whole block."""
     axes = red.axes_list
     rank = len(tk.shape_of(red.input))
     if isinstance(red, tk.ArgmaxOp) or not axes or list(axes) != list(range(len(axes))) or len(axes) == rank:
         return 1
-    return THREADS
+    return target.threads
 
 
-def tile_op_for(compute: sched.ComputeOp, offset: int) -> tile.TileWorkOp:
+def tile_op_for(compute: sched.ComputeOp, offset: int, target: TargetOptions) -> tile.TileWorkOp:
     body = compute.detach_region(compute.body)
     ops = list(body.block.ops)
     matmuls = [op for op in ops if isinstance(op, tk.MatmulOp)]
@@ -76,7 +62,7 @@ def tile_op_for(compute: sched.ComputeOp, offset: int) -> tile.TileWorkOp:
     if matmuls:
         mm = matmuls[0]
         mma = mma_kind(tk.element_type_of(mm.result))
-        bm, bn, bk = GEMM_TILES[mma]
+        bm, bn, bk = target.gemm_tile(mma)
         m, n = tk.shape_of(mm.result)
         items = max(1, _ceil(m, bm) * _ceil(n, bn))
         cfg = tile.config(tile=(bm, bn, bk), mma=mma, items=items, offset=offset)
@@ -86,7 +72,7 @@ def tile_op_for(compute: sched.ComputeOp, offset: int) -> tile.TileWorkOp:
         n_out = 1
         for d in tk.shape_of(red.result):
             n_out *= d
-        rows = column_block(red)
+        rows = column_block(red, target)
         items = _ceil(n_out, rows) if rows > 1 else n_out
         cfg = tile.config(items=max(1, items), offset=offset, rows=rows)
         return tile.ReduceOp(ins, outs, body, cfg)
@@ -96,35 +82,34 @@ def tile_op_for(compute: sched.ComputeOp, offset: int) -> tile.TileWorkOp:
     n = 1
     for d in shapes.pop() if shapes else ():
         n *= d
-    cfg = tile.config(items=max(1, _ceil(n, MAP_CHUNK)), offset=offset, chunk=MAP_CHUNK)
+    chunk = target.map_chunk
+    cfg = tile.config(items=max(1, _ceil(n, chunk)), offset=offset, chunk=chunk)
     return tile.MapOp(ins, outs, body, cfg)
 
 
-def copy_op(commit: sched.CommitOp, offset: int) -> tile.MapOp:
+def copy_op(commit: sched.CommitOp, offset: int, target: TargetOptions) -> tile.MapOp:
     t = sched.tensor_type_of(commit.source.type)
     block = Block(arg_types=[t])
     block.add_op(tk.YieldOp(block.args[0]))
     n = 1
     for d in t.get_shape():
         n *= d
-    cfg = tile.config(items=max(1, _ceil(n, MAP_CHUNK)), offset=offset, chunk=MAP_CHUNK)
+    chunk = target.map_chunk
+    cfg = tile.config(items=max(1, _ceil(n, chunk)), offset=offset, chunk=chunk)
     return tile.MapOp([commit.source], [commit.target], Region(block), cfg)
 
 
-# Cost model for sizing the grid (microseconds on an H200; see docs/perf-log.md).
-SYNC_US = {"grid": 1.1, "block": 0.05}  # grid.sync() measured; __syncthreads() ~ tens of ns
-GEMM_RATE_PER_SM = {"mma.bf16": 3.0e6, "mma.f16": 3.0e6, "simt.f32": 0.25e6}  # flop per us per SM
-ITEM_OVERHEAD_US = 0.3
-MAP_CHUNK_US = 0.15
+# Cost model for sizing the grid: the target's GridCosts (microseconds).
 
 
-def item_cost_us(op: tile.TileWorkOp) -> float:
+def item_cost_us(op: tile.TileWorkOp, target: TargetOptions) -> float:
+    costs = target.grid_costs
     if isinstance(op, tile.GemmOp):
         mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
         sa = tk.shape_of(mm.lhs)
         k = sa[0] if mm.transpose_a is not None else sa[1]
         bm, bn, _ = op.tile_shape
-        return ITEM_OVERHEAD_US + 2 * bm * bn * k / GEMM_RATE_PER_SM[op.mma]
+        return costs.item_overhead_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma)
     if isinstance(op, tile.ReduceOp):
         red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp))
         n_in, n_out = 1, 1
@@ -132,21 +117,20 @@ def item_cost_us(op: tile.TileWorkOp) -> float:
             n_in *= d
         for d in tk.shape_of(red.result):
             n_out *= d
-        return ITEM_OVERHEAD_US + (n_in // max(n_out, 1)) * op.rows * 2e-4
-    return MAP_CHUNK_US
+        return costs.item_overhead_us + (n_in // max(n_out, 1)) * op.rows * costs.reduce_us_per_element
+    return costs.map_chunk_us
 
 
-def estimate_us(phases: list[list[tile.TileWorkOp]], grid: int) -> float:
-    scope = "block" if grid == 1 else "grid"
-    total = SYNC_US[scope] * (len(phases) - 1)
+def estimate_us(phases: list[list[tile.TileWorkOp]], grid: int, target: TargetOptions) -> float:
+    total = target.grid_costs.sync_us("block" if grid == 1 else "grid") * (len(phases) - 1)
     for ops in phases:
-        longest = max((-(-op.items // grid)) * item_cost_us(op) for op in ops)
-        spread = sum(op.items * item_cost_us(op) for op in ops) / grid
+        longest = max((-(-op.items // grid)) * item_cost_us(op, target) for op in ops)
+        spread = sum(op.items * item_cost_us(op, target) for op in ops) / grid
         total += max(longest, spread)
     return total
 
 
-def choose_grid(phases: list[list[tile.TileWorkOp]], max_grid: int) -> int:
+def choose_grid(phases: list[list[tile.TileWorkOp]], max_grid: int, target: TargetOptions) -> int:
     """The grid with the smallest estimated step time. One block is often best
     for tiny steps: its syncs are __syncthreads() instead of grid barriers."""
     most = max((sum(op.items for op in ops) for ops in phases if ops), default=1)
@@ -155,10 +139,10 @@ def choose_grid(phases: list[list[tile.TileWorkOp]], max_grid: int) -> int:
     while g < min(most, max_grid):
         candidates.add(g)
         g *= 2
-    return min(sorted(candidates), key=lambda g: estimate_us(phases, g))
+    return min(sorted(candidates), key=lambda g: estimate_us(phases, g, target))
 
 
-def lower_program(program: sched.ProgramOp, max_grid: int, grid: int = 0) -> tile.KernelOp:
+def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOptions) -> tile.KernelOp:
     if program.arena_bytes.data < 0:
         raise DiagnosticException("sched-to-tile: run sched-allocate first (the arena has no size)")
     body = program.detach_region(program.body)
@@ -179,12 +163,12 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int = 0) -> til
             for inner in list(op.body.block.ops):
                 new: Operation
                 if isinstance(inner, sched.CommitOp):
-                    new = copy_op(inner, offset)
+                    new = copy_op(inner, offset, target)
                 else:
                     assert isinstance(inner, sched.ComputeOp)
-                    new = tile_op_for(inner, offset)
+                    new = tile_op_for(inner, offset, target)
                     if isinstance(new, tile.GemmOp):
-                        smem = max(smem, gemm_smem_bytes(new.mma))
+                        smem = max(smem, target.gemm_smem_bytes(new.mma))
                 offset += new.items
                 block.insert_op_before(new, op)
                 phases[-1].append(new)
@@ -192,12 +176,12 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int = 0) -> til
             op.erase()
     phases = [p for p in phases if p]
     if grid <= 0:
-        grid = choose_grid(phases, max_grid) if phases else 1
+        grid = choose_grid(phases, max_grid, target) if phases else 1
     for sync in syncs:
         # One block: a block barrier is enough. Several blocks: only a grid
         # barrier orders phases, whatever scope the schedule asked for.
         sync.properties["scope"] = builtin.StringAttr("block" if grid == 1 else "grid")
-    cfg = tile.config(grid=grid, threads=THREADS, smem=smem)
+    cfg = tile.config(grid=grid, threads=target.threads, smem=smem)
     return tile.KernelOp(
         program.sym_name.data, program.num_inputs.data, program.result_args, body, program.arena_bytes.data, cfg
     )
@@ -209,13 +193,19 @@ class SchedToTilePass(ModulePass):
 
     name = "sched-to-tile"
 
-    max_grid: int = 132 * 4
+    max_grid: int = 0  # 0: the target's (SMs x max_blocks_per_sm)
     grid: int = 0  # 0: chosen by the cost model; otherwise forced
+    target: str = DEFAULT.name  # a name of trainkernel.target.TARGETS
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        try:
+            target = get_target(self.target)
+        except ValueError as e:
+            raise DiagnosticException(f"sched-to-tile: {e}") from None
+        max_grid = self.max_grid or target.max_grid
         for program in list(op.ops):
             if isinstance(program, sched.ProgramOp):
-                kernel = lower_program(program, self.max_grid, self.grid)
+                kernel = lower_program(program, max_grid, self.grid, target)
                 op.body.block.insert_op_before(kernel, program)
                 program.detach()
                 program.erase()

@@ -48,6 +48,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from trainkernel.dialects import sched, tile, tk
+from trainkernel.target import DEFAULT, ResidentCosts, TargetOptions, get_target
 
 Axis = tuple[object, int]
 """A union-find node: (buffer root value or tile op, axis or iteration dimension)."""
@@ -56,28 +57,9 @@ Axis = tuple[object, int]
 # ---------------------------------------------------------------- cost figures
 
 
-@dataclass(frozen=True)
-class ResidentCosts:
-    """Microseconds and bytes per microsecond on an H200 (../shared/GPU.md,
-    docs/perf-log.md). `grid_calibration` scales sched-to-tile's grid estimate
-    by what the harness measured against it (2.4x-6.4x, median ~4)."""
-
-    launch_us: float = 1.3  # a launch that loads and stores a few KB
-    cluster_launch_us: float = 0.2  # extra for a cluster launch
-    sm_bytes_per_us: float = 90e3  # one SM's load/store bandwidth
-    block_sync_us: float = 0.02
-    cluster_sync_us: float = 0.3
-    dsmem_bytes_per_us: float = 200e3
-    op_overhead_us: float = 0.15  # loop set-up and the latency of one op's first loads
-    mma_flop_per_us: float = 1.0e6  # mma.sync from shared memory, one SM
-    simt_flop_per_us: float = 0.1e6
-    elem_ops_per_us: float = 2.0e4  # per-element code of one block
-    smem_budget: int = 220 * 1024
-    grid_calibration: float = 4.0
-
-
-COSTS = ResidentCosts()
-CLUSTERS = (1, 2, 4, 8, 16)
+# The cost figures (ResidentCosts) and the cluster sizes are the target's
+# (trainkernel.target); COSTS is the default target's.
+COSTS = DEFAULT.resident_costs
 
 
 # ---------------------------------------------------------------- axis classes
@@ -536,7 +518,7 @@ def estimate(kernel, plan: Plan, cluster: int, homes, costs: ResidentCosts, last
     return t
 
 
-def grid_estimate_us(kernel: tile.KernelOp, costs: ResidentCosts) -> float:
+def grid_estimate_us(kernel: tile.KernelOp, target: TargetOptions) -> float:
     """sched-to-tile's estimate of the grid kernel, calibrated by measurement."""
     from trainkernel.passes.sched_to_tile import estimate_us
 
@@ -547,14 +529,16 @@ def grid_estimate_us(kernel: tile.KernelOp, costs: ResidentCosts) -> float:
         elif isinstance(op, tile.TileWorkOp):
             phases[-1].append(op)
     phases = [p for p in phases if p]
-    return costs.grid_calibration * (estimate_us(phases, kernel.grid) + 1.2) if phases else 0.0
+    launch = target.grid_costs.launch_us
+    return target.resident_costs.grid_calibration * (estimate_us(phases, kernel.grid, target) + launch) if phases else 0.0
 
 
-def choose(kernel: tile.KernelOp, costs: ResidentCosts, max_cluster: int = 16) -> tuple[Plan, Placement] | None:
+def choose(kernel: tile.KernelOp, target: TargetOptions, max_cluster: int = 0) -> tuple[Plan, Placement] | None:
     an = analyse(kernel)
     found: list[tuple[Plan, Placement]] = []
+    costs, max_cluster = target.resident_costs, max_cluster or target.max_cluster
     for plan in candidate_plans(an):
-        for cluster in CLUSTERS:
+        for cluster in target.clusters:
             # One block: splitting changes nothing, so only the plan that splits nothing.
             if cluster > max_cluster or (cluster > 1) != bool(plan.split):
                 continue
@@ -618,24 +602,9 @@ def make_resident(kernel: tile.KernelOp, plan: Plan, placement: Placement) -> No
     kernel.properties["arena_bytes"] = builtin.IntAttr(0)
 
 
-RESIDENT_MAX_THREADS = 512
-"""One block per SM and ~120 registers a thread (the resident kernels measured):
-65536 registers / 128 leave at most 512 threads."""
-
-
-RESIDENT_THREADS = 256
-"""Threads per block of a resident kernel. Measured (results/h200/
-resident_probe_threads.log, 128/256/512 on six steps): 256 is fastest or
-within 1% on the aligned steps (online 13.99 -> 13.06 us against 128); 512
-wins 6-8% where the gemms take the scalar path (odd widths) and loses 2-3%
-elsewhere. One block per SM, so more warps only hide latency: every
-resident op is latency-bound (ncu: 6.3 cycles per issued instruction at 128
-threads, one warp per scheduler)."""
-
-
-def resident_threads(kernel: tile.KernelOp) -> int:
-    """Threads per block of a resident kernel (RESIDENT_THREADS)."""
-    return RESIDENT_THREADS
+def resident_threads(kernel: tile.KernelOp, target: TargetOptions) -> int:
+    """Threads per block of a resident kernel (the target's resident_threads)."""
+    return target.resident_threads
 
 
 @dataclass(frozen=True)
@@ -649,28 +618,33 @@ class TileResidentPass(ModulePass):
     name = "tile-resident"
 
     mode: str = "auto"
-    max_cluster: int = 16
-    threads: int = 0  # threads per block of a resident kernel; 0: resident_threads decides
+    max_cluster: int = 0  # 0: the target's
+    target: str = DEFAULT.name  # a name of trainkernel.target.TARGETS
+    threads: int = 0  # threads per block of a resident kernel; 0: the target's resident_threads
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         from xdsl.utils.exceptions import DiagnosticException
 
         if self.mode not in ("auto", "force", "off"):
             raise DiagnosticException(f"tile-resident: mode must be auto, force or off, got {self.mode!r}")
-        if self.threads and (self.threads % 32 or not 32 <= self.threads <= RESIDENT_MAX_THREADS):
+        try:
+            target = get_target(self.target)
+        except ValueError as e:
+            raise DiagnosticException(f"tile-resident: {e}") from None
+        if self.threads and (self.threads % 32 or not 32 <= self.threads <= target.resident_max_threads):
             raise DiagnosticException(
                 f"tile-resident: threads must be 0 (the pass decides) or a multiple of 32 in "
-                f"[32, {RESIDENT_MAX_THREADS}], got {self.threads}")
+                f"[32, {target.resident_max_threads}], got {self.threads}")
         if self.mode == "off":
             return
         for kernel in list(op.ops):
             if not isinstance(kernel, tile.KernelOp) or kernel.cluster is not None:
                 continue
-            best = choose(kernel, COSTS, self.max_cluster)
+            best = choose(kernel, target, self.max_cluster)
             if best is None:
                 continue
             plan, placement = best
-            if self.mode == "auto" and placement.estimate_us >= grid_estimate_us(kernel, COSTS):
+            if self.mode == "auto" and placement.estimate_us >= grid_estimate_us(kernel, target):
                 continue
             make_resident(kernel, plan, placement)
-            kernel.properties["threads"] = IntegerAttr(self.threads or resident_threads(kernel), 64)
+            kernel.properties["threads"] = IntegerAttr(self.threads or resident_threads(kernel, target), 64)

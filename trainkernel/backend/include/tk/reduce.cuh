@@ -131,6 +131,65 @@ __device__ __forceinline__ float block_reduce_min(float v, float* smem_scratch) 
 }
 
 // ---------------------------------------------------------------------------
+// argmax: (value, index) pairs, folded the way torch.argmax picks (CPU and CUDA
+// alike): a NaN beats every number and among NaNs the smallest index wins;
+// otherwise the larger value wins and, on equal values (+0 == -0 included), the
+// smaller index. Index -1 is the empty pair and loses to everything. This is a
+// strict total order on the pairs of distinct indices, so any fold order --
+// a thread's strided loop, the XOR butterfly, the per-warp partials -- gives
+// the same index on every thread (the determinism contract above).
+//
+//   float best = -INFINITY; int arg = -1;
+//   for (int r = threadIdx.x; r < n; r += blockDim.x) tk::argmax_step(best, arg, x[r], r);
+//   tk::block_argmax(best, arg, scratch);   // scratch: kArgmaxScratchFloats
+// ---------------------------------------------------------------------------
+constexpr int kArgmaxScratchFloats = 64;  // 32 warp values, then 32 warp indices
+
+__host__ __device__ __forceinline__ bool argmax_better(float a, int ia, float b, int ib) {
+  if (ia < 0) return false;
+  if (ib < 0) return true;
+  const bool a_nan = a != a, b_nan = b != b;
+  if (a_nan || b_nan) return a_nan && (!b_nan || ia < ib);
+  return a > b || (a == b && ia < ib);
+}
+
+__host__ __device__ __forceinline__ void argmax_step(float& best, int& arg, float v, int i) {
+  if (argmax_better(v, i, best, arg)) {
+    best = v;
+    arg = i;
+  }
+}
+
+// All 32 lanes must call; all end with the same (best, arg).
+__device__ __forceinline__ void warp_argmax(float& best, int& arg) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const float v = __shfl_xor_sync(0xffffffffu, best, offset);
+    const int i = __shfl_xor_sync(0xffffffffu, arg, offset);
+    argmax_step(best, arg, v, i);
+  }
+}
+
+// Every thread of the block must call; all end with the same (best, arg).
+// smem_scratch: at least kArgmaxScratchFloats floats; reusable on return.
+__device__ __forceinline__ void block_argmax(float& best, int& arg, float* smem_scratch) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int nwarps = (int)(blockDim.x >> 5);
+  int* scratch_index = reinterpret_cast<int*>(smem_scratch + 32);
+  warp_argmax(best, arg);
+  if (lane == 0) {
+    smem_scratch[warp] = best;
+    scratch_index[warp] = arg;
+  }
+  __syncthreads();
+  best = (lane < nwarps) ? smem_scratch[lane] : -INFINITY;
+  arg = (lane < nwarps) ? scratch_index[lane] : -1;
+  warp_argmax(best, arg);
+  __syncthreads();
+}
+
+// ---------------------------------------------------------------------------
 // Second level of a grid reduction: combine n per-block partials (global
 // memory, written by other blocks before a grid barrier). Thread t folds
 // partials t, t + blockDim.x, t + 2*blockDim.x, ... in increasing index order,

@@ -1,0 +1,165 @@
+"""The target options (`trainkernel.target`, issue 8 item 5): one frozen object
+holds every machine fact the tile passes, the tile verifier and the printer
+use, and the passes take it by name.
+
+- the H200 defaults are the figures the passes used before (the CUDA of every
+  suite kernel is unchanged: `scripts/kernel_fingerprints.py --compare`);
+- a registered variant changes what the passes produce, fact by fact
+  (threads, tile shapes, map chunk, grid limit, grid and resident costs,
+  shared-memory budget, cluster sizes), through `trainkernel-opt`'s pass
+  options and through `pipeline.lower`;
+- `gemm_smem_bytes`, the mirror of tk::gemm_smem_bytes, equals the header's
+  value (nvcc, host only), so `gemm_stages` and the tiles agree with the
+  device library.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import trainkernel
+from trainkernel import target as T
+from trainkernel.dialects import tile
+from trainkernel.ir import parse_module, print_module
+from trainkernel.pipeline import lower, pass_pipeline, run_passes
+from trainkernel.workloads import WORKLOADS
+
+ROOT = Path(__file__).resolve().parents[1]
+NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else None)
+
+
+@pytest.fixture
+def variant():
+    """Register variants of the H200 for one test, and forget them after."""
+    made: list[str] = []
+
+    def make(name, **changes):
+        made.append(name)
+        return T.variant(name, **changes)
+
+    yield make
+    for name in made:
+        T.TARGETS.pop(name, None)
+
+
+def test_h200_defaults_are_the_figures_of_gpu_md():
+    h = T.H200
+    assert T.DEFAULT is h and T.get_target("h200") is h
+    assert (h.arch, h.sms, h.threads, h.max_grid, h.map_chunk) == ("sm_90", 132, 128, 528, 512)
+    assert h.gemm_tile("mma.bf16") == (64, 64, 32) and h.gemm_tile("simt.f32") == (64, 64, 16)
+    assert (h.smem_per_block, h.smem_alignment, h.max_cluster, h.max_portable_cluster) == (227 * 1024, 16, 16, 8)
+    assert h.grid_costs.sync_us("grid") == 1.1 and h.grid_costs.sync_us("block") == 0.05
+    assert h.resident_costs.smem_budget == 220 * 1024 and h.resident_costs.grid_calibration == 4.0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        h.threads = 256  # type: ignore[misc]
+    with pytest.raises(ValueError, match="unknown target 'b200'; targets are h200"):
+        T.get_target("b200")
+    with pytest.raises(ValueError, match="threads 100 must be a multiple of 32"):
+        T.TargetOptions("bad", threads=100)
+    with pytest.raises(ValueError, match="exceed max_cluster"):
+        T.TargetOptions("bad", clusters=(1, 32))
+
+
+def test_the_tile_verifier_reads_the_targets_limits():
+    assert tile.SMEM_ALIGNMENT == T.DEFAULT.smem_alignment and tile.MAX_CLUSTER == T.DEFAULT.max_cluster
+
+
+def _sched(name: str = "tiny", dtype: str = "bf16"):
+    """A workload at the sched stage (the tile passes' input), as text."""
+    w = WORKLOADS[name]
+    captured = trainkernel.capture(w.make_step(dtype), w.example_args("meta"))
+    module = captured.module.clone()
+    run_passes(module, pass_pipeline("sched", True, state=len(w.param_shapes())))
+    return print_module(module)
+
+
+def _tile(text: str, spec: str):
+    module = parse_module(text)
+    run_passes(module, spec)
+    return next(op for op in module.ops if isinstance(op, tile.KernelOp))
+
+
+def test_sched_to_tile_takes_threads_tiles_and_chunks_from_the_target(variant):
+    text = _sched("online")
+    default = _tile(text, "sched-to-tile")
+    variant("wide_blocks", threads=256, map_elems_per_thread=2,
+            gemm_tiles=(("mma.bf16", (128, 64, 32)), ("mma.f16", (64, 64, 32)), ("simt.f32", (64, 64, 16))))
+    wide = _tile(text, "sched-to-tile{target=wide_blocks}")
+    assert default.threads == 128 and wide.threads == 256
+    gemms = lambda k: [op for op in k.block.ops if isinstance(op, tile.GemmOp)]  # noqa: E731
+    assert {op.tile_shape for op in gemms(default)} == {(64, 64, 32)}
+    assert {op.tile_shape for op in gemms(wide)} == {(128, 64, 32)}
+    maps = lambda k: {op.chunk for op in k.block.ops if isinstance(op, tile.MapOp)}  # noqa: E731
+    assert maps(default) == {512} and maps(wide) == {512}  # 128 x 4 and 256 x 2
+    cols = lambda k: {op.rows for op in k.block.ops if isinstance(op, tile.ReduceOp)} - {1}  # noqa: E731
+    assert cols(default) == {128} and cols(wide) == {256}  # a column reduction: one column per thread
+    assert wide.smem == T.get_target("wide_blocks").gemm_smem_bytes("mma.bf16") > default.smem
+
+
+def test_sched_to_tile_sizes_the_grid_with_the_targets_costs_and_limit(variant):
+    small, tiny = _sched("small"), _sched("tiny")
+    assert _tile(small, "sched-to-tile").grid == T.H200.max_grid  # 528: as many blocks as it may
+    assert _tile(tiny, "sched-to-tile").grid == 1  # one block: its barriers are __syncthreads()
+    # grid barriers that cost nothing: tiny spreads over blocks
+    variant("free_sync", grid_costs=T.GridCosts(grid_sync_us=0.0, block_sync_us=0.0))
+    assert _tile(tiny, "sched-to-tile{target=free_sync}").grid > 1
+    # grid barriers a thousand times dearer: small runs in one block
+    variant("dear_sync", grid_costs=T.GridCosts(grid_sync_us=1000.0))
+    assert _tile(small, "sched-to-tile{target=dear_sync}").grid == 1
+    # a smaller machine: the grid limit follows its SM count
+    variant("eight_sms", sms=8)
+    assert _tile(small, "sched-to-tile{target=eight_sms}").grid == 8 * T.H200.max_blocks_per_sm
+
+
+def test_tile_resident_takes_costs_budget_and_clusters_from_the_target(variant):
+    text = _sched("online")
+    default = _tile(text, "sched-to-tile,tile-resident{mode=force}")
+    assert default.cluster is not None and default.cluster > 1
+    variant("one_block_clusters", clusters=(1,))
+    assert _tile(text, "sched-to-tile,tile-resident{mode=force target=one_block_clusters}").cluster in (None, 1)
+    variant("no_smem", resident_costs=T.ResidentCosts(smem_budget=1024))
+    assert _tile(text, "sched-to-tile,tile-resident{mode=force target=no_smem}").cluster is None
+    # auto: a resident kernel is kept only if it beats the calibrated grid estimate
+    auto = _tile(text, "sched-to-tile,tile-resident")
+    assert auto.cluster is not None
+    variant("grid_favoured", resident_costs=T.ResidentCosts(grid_calibration=1e-3))
+    assert _tile(text, "sched-to-tile{target=grid_favoured},tile-resident{target=grid_favoured}").cluster is None
+
+
+def test_lower_names_the_target_in_its_pipeline(variant):
+    w = WORKLOADS["tiny"]
+    captured = trainkernel.capture(w.make_step("bf16"), w.example_args("meta"))
+    default = lower(captured)
+    assert "target=" not in default.pipeline  # the default is not spelled out
+    assert lower(captured, target="h200").cuda_source == default.cuda_source
+    variant("wide_blocks2", threads=256)
+    wide = lower(captured, target="wide_blocks2")
+    assert "sched-to-tile{grid=0 target=wide_blocks2},tile-resident{mode=auto target=wide_blocks2}" in wide.pipeline
+    assert wide.meta.block == 256 and "kThreads = 256" in wide.cuda_source
+    with pytest.raises(ValueError, match="unknown target"):
+        pass_pipeline("tile", target="nope")
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_gemm_smem_bytes_mirrors_the_device_library(tmp_path):
+    types = {"mma.bf16": "__nv_bfloat16", "mma.f16": "__half", "simt.f32": "float"}
+    lines = ['#include <cstdio>', '#include "tk/gemm.cuh"', "int main() {"]
+    for mma, (bm, bn, bk) in T.H200.gemm_tiles:
+        lines.append(f'  printf("{mma} %d\\n", tk::gemm_smem_bytes<{types[mma]}, {bm}, {bn}, {bk}>());')
+    lines += ['  printf("stages %d\\n", tk::kGemmStages);', "  return 0;", "}"]
+    src = tmp_path / "smem.cu"
+    src.write_text("\n".join(lines) + "\n")
+    exe = tmp_path / "smem"
+    include = ROOT / "trainkernel" / "backend" / "include"
+    proc = subprocess.run([NVCC, "-std=c++17", "-arch=sm_90", "-I", str(include), str(src), "-o", str(exe)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines())
+    assert int(got["stages"]) == T.H200.gemm_stages
+    for mma, _ in T.H200.gemm_tiles:
+        assert int(got[mma]) == T.H200.gemm_smem_bytes(mma), mma

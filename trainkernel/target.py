@@ -1,0 +1,172 @@
+"""The machine a kernel is built for: one frozen options object.
+
+Every fact about the GPU that a pass, the tile verifier or the CUDA printer
+needs lives here once: threads per block, GEMM tile shapes and the pipeline
+depth they are sized for, grid limits, shared-memory limits, cluster sizes,
+and the measured costs the two cost models use (`GridCosts` for
+`sched-to-tile`'s grid sizing, `ResidentCosts` for `tile-resident`).
+
+The passes take a target by name (`sched-to-tile{target=h200}`,
+`tile-resident{target=h200}`; the default is `h200`), so the pipeline string
+stays the whole description of a lowering; `TARGETS` holds the named ones and
+`register` adds one (an experiment: a variant with other costs or tiles).
+
+The H200 figures are from `../shared/GPU.md` (measured on the machine:
+barrier costs, launch floors, per-SM bandwidth) and `docs/perf-log.md` (the
+calibrations of the cost models); the limits are sm_90's (CUDA programming
+guide: 227 KiB of dynamic shared memory per block, 1024 threads, clusters of 8
+portable and 16 with the non-portable attribute). The module imports nothing
+of the package (the base layer), so the dialects, passes, printer and
+runtime may all read it.
+
+(`trainkernel/targets.py` is another thing: the registry of output formats,
+`-t cuda`.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class GridCosts:
+    """`sched-to-tile`'s cost model for the grid size of a grid kernel:
+    microseconds on an H200 (docs/perf-log.md). The harness measured steps 2.4x
+    to 6.4x slower than this model predicts; `ResidentCosts.grid_calibration`
+    corrects for that where the two kernels are compared."""
+
+    grid_sync_us: float = 1.1  # cooperative grid.sync(); GPU.md: 0.8-1.2 us by block count
+    block_sync_us: float = 0.05  # __syncthreads(); GPU.md: 0.013 us, rounded up for the phase tail
+    mma_flop_per_us: float = 3.0e6  # per SM, a bf16/f16 mma.sync gemm tile
+    simt_flop_per_us: float = 0.25e6  # per SM, an fp32 SIMT gemm tile
+    item_overhead_us: float = 0.3  # a gemm or reduce work item's set-up and first loads
+    map_chunk_us: float = 0.15  # one map work item (a chunk of elements)
+    reduce_us_per_element: float = 2e-4  # per element a reduce work item folds (per output row)
+    launch_us: float = 1.2  # a cooperative launch replayed in a CUDA graph (GPU.md)
+
+    def sync_us(self, scope: str) -> float:
+        """A barrier of `scope` (grid or block)."""
+        return self.grid_sync_us if scope == "grid" else self.block_sync_us
+
+    def gemm_flop_per_us(self, mma: str) -> float:
+        """Per SM, for a gemm tile of mma kind `mma` (`mma.bf16`, `mma.f16`, `simt.f32`)."""
+        return self.simt_flop_per_us if mma.startswith("simt") else self.mma_flop_per_us
+
+
+@dataclass(frozen=True)
+class ResidentCosts:
+    """Microseconds and bytes per microsecond on an H200 (../shared/GPU.md,
+    docs/perf-log.md). `grid_calibration` scales sched-to-tile's grid estimate
+    by what the harness measured against it (2.4x-6.4x, median ~4)."""
+
+    launch_us: float = 1.3  # a launch that loads and stores a few KB
+    cluster_launch_us: float = 0.2  # extra for a cluster launch
+    sm_bytes_per_us: float = 90e3  # one SM's load/store bandwidth
+    block_sync_us: float = 0.02
+    cluster_sync_us: float = 0.3
+    dsmem_bytes_per_us: float = 200e3
+    op_overhead_us: float = 0.15  # loop set-up and the latency of one op's first loads
+    mma_flop_per_us: float = 1.0e6  # mma.sync from shared memory, one SM
+    simt_flop_per_us: float = 0.1e6
+    elem_ops_per_us: float = 2.0e4  # per-element code of one block
+    smem_budget: int = 220 * 1024
+    grid_calibration: float = 4.0
+
+
+@dataclass(frozen=True)
+class TargetOptions:
+    """One GPU target (see the module docstring). Frozen: a pass reads it, never
+    changes it; `dataclasses.replace` makes a variant."""
+
+    name: str
+    arch: str = "sm_90"  # nvcc's -arch when no GPU is visible to ask
+    sms: int = 132
+    threads: int = 128  # per block: the gemm tiles (tk::gemm_tile) are written for 4 warps (2x2 warp tiles)
+    max_threads: int = 1024  # per block, the hardware's limit
+    # Block tile (BM, BN, BK) per mma kind; tk::gemm_tile keeps gemm_stages of them in flight (cp.async).
+    gemm_tiles: tuple[tuple[str, tuple[int, int, int]], ...] = (
+        ("mma.bf16", (64, 64, 32)),
+        ("mma.f16", (64, 64, 32)),
+        ("simt.f32", (64, 64, 16)),
+    )
+    gemm_stages: int = 3  # must equal tk::kGemmStages (backend/include/tk/gemm.cuh)
+    map_elems_per_thread: int = 4  # a tile.map work item: threads x this many elements
+    max_blocks_per_sm: int = 4  # the grid sched-to-tile may ask for: sms x this (the runtime clamps to co-resident)
+    max_grid_dim: int = 2**31 - 1  # gridDim.x: the most blocks a forced grid may name
+    smem_per_block: int = 227 * 1024  # dynamic shared memory a block may opt into (sm_90)
+    smem_alignment: int = 16  # of every shared-memory home (cp.async moves 16 bytes)
+    max_cluster: int = 16  # blocks of a cluster, with cudaFuncAttributeNonPortableClusterSizeAllowed
+    max_portable_cluster: int = 8  # blocks of a cluster without that attribute
+    clusters: tuple[int, ...] = (1, 2, 4, 8, 16)  # the cluster sizes tile-resident prices
+    # Threads per block of a resident kernel. Measured (results/h200/
+    # resident_probe_threads.log, 128/256/512 on six steps): 256 is fastest or
+    # within 1% on the aligned steps (online 13.99 -> 13.06 us against 128);
+    # 512 wins 6-8% where the gemms take the scalar path (odd widths) and
+    # loses 2-3% elsewhere. One block per SM, so more warps only hide latency:
+    # every resident op is latency-bound (ncu: 6.3 cycles per issued
+    # instruction at 128 threads, one warp per scheduler).
+    resident_threads: int = 256
+    # One resident block per SM at ~120 registers a thread: 65536 / 128.
+    resident_max_threads: int = 512
+    grid_costs: GridCosts = GridCosts()
+    resident_costs: ResidentCosts = ResidentCosts()
+
+    def __post_init__(self) -> None:
+        if self.threads % 32 or not 32 <= self.threads <= self.max_threads:
+            raise ValueError(f"target {self.name}: threads {self.threads} must be a multiple of 32 up to {self.max_threads}")
+        if max(self.clusters) > self.max_cluster:
+            raise ValueError(f"target {self.name}: clusters {self.clusters} exceed max_cluster {self.max_cluster}")
+
+    @property
+    def map_chunk(self) -> int:
+        """Elements of one tile.map work item."""
+        return self.threads * self.map_elems_per_thread
+
+    @property
+    def max_grid(self) -> int:
+        """The largest grid sched-to-tile sizes a kernel to."""
+        return self.sms * self.max_blocks_per_sm
+
+    def gemm_tile(self, mma: str) -> tuple[int, int, int]:
+        """(BM, BN, BK) of the gemm tile of mma kind `mma`."""
+        return dict(self.gemm_tiles)[mma]
+
+    def gemm_smem_bytes(self, mma: str) -> int:
+        """Mirror of tk::gemm_smem_bytes: gemm_stages x (A tile + B tile), rows padded by 16 B."""
+        bm, bn, bk = self.gemm_tile(mma)
+        elem = 4 if mma == "simt.f32" else 2
+        pad = 16 // elem
+        # The larger of the two layouts (k-contiguous or m-contiguous) per operand.
+        a = max(bm * (bk + pad), bk * (bm + pad))
+        b = max(bn * (bk + pad), bk * (bn + pad))
+        return self.gemm_stages * (a + b) * elem
+
+
+H200 = TargetOptions("h200")
+"""NVIDIA H200 (sm_90, 132 SMs), the machine of ../shared/GPU.md."""
+
+DEFAULT = H200
+"""The target of a pass run without `target=` (and of the tile verifier's hardware limits)."""
+
+TARGETS: dict[str, TargetOptions] = {H200.name: H200}
+
+
+def get_target(name: str) -> TargetOptions:
+    """The target called `name` (a pass's `target=` option)."""
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise ValueError(f"unknown target {name!r}; targets are {', '.join(sorted(TARGETS))}") from None
+
+
+def register(options: TargetOptions) -> TargetOptions:
+    """Make `options` available by its name (replacing a target of that name)."""
+    TARGETS[options.name] = options
+    return options
+
+
+def variant(name: str, base: TargetOptions = DEFAULT, **changes) -> TargetOptions:
+    """A registered copy of `base` named `name`, with `changes` (TargetOptions
+    fields; costs as whole `GridCosts` / `ResidentCosts` objects)."""
+    return register(dataclasses.replace(base, name=name, **changes))
