@@ -194,7 +194,8 @@ EXPR: dict[type[Operation], Callable[[Operation, Callable[[int], str]], str]] = 
     tk.ExpOp: lambda op, a: f"expf({a(0)})",
     tk.LogOp: lambda op, a: f"logf({a(0)})",
     tk.SqrtOp: lambda op, a: f"sqrtf({a(0)})",
-    tk.ReluGradOp: lambda op, a: f"(({a(1)}) > 0.0f ? ({a(0)}) : 0.0f)",
+    # aten.threshold_backward: `out <= 0 ? 0 : grad`, so a NaN `out` passes the gradient.
+    tk.ReluGradOp: lambda op, a: f"(({a(1)}) <= 0.0f ? 0.0f : ({a(0)}))",
     tk.PowOp: _pow,
     tk.CastOp: lambda op, a: a(0),  # the rounding to the result type is emit_ops'
     tk.TanhOp: lambda op, a: f"tanhf({a(0)})",
