@@ -293,6 +293,36 @@ SMEM_ALIGNMENT = 16
 MAX_CLUSTER = 16
 """The largest thread block cluster Hopper runs (above 8 needs the non-portable attribute)."""
 
+RESIDENT_MAX_ELEMENTS = 2**30
+"""A resident kernel indexes in 32-bit `int`: every buffer, home and body tensor
+holds at most this many elements, which leaves its loops (an extent plus a few
+blocks of threads) and products (`i * n + j` below m * n) under 2**31 - 1.
+Resident kernels keep their working set in shared memory, so real ones are
+far below it; `tile-resident` never makes a larger kernel resident and the
+kernel verifier rejects one."""
+
+
+def largest_extent(kernel: "KernelOp") -> int:
+    """The most elements of any argument, buffer, home, view or tensor in a tile
+    op's body of `kernel` (the iteration spaces are among the body tensors)."""
+    from trainkernel.dialects.tk import shape_of
+
+    def count(shape) -> int:
+        n = 1
+        for d in shape:
+            n *= d
+        return n
+
+    most = max((count(a.type.get_shape()) for a in kernel.block.args), default=0)
+    for op in kernel.block.ops:
+        for r in op.results:
+            if isinstance(r.type, MemRefType):
+                most = max(most, count(r.type.get_shape()))
+        if isinstance(op, TileWorkOp):
+            for v in list(op.body.block.args) + [r for inner in op.body.block.ops for r in inner.results]:
+                most = max(most, count(shape_of(v)))
+    return most
+
 
 def shard_extent(size: int, parts: int) -> int:
     """Elements of one block's slice when `size` is split over `parts` blocks."""
@@ -357,6 +387,12 @@ class KernelOp(ProgramLikeOp):
                     )
                 if isinstance(op, SyncOp) and op.scope.data != "block":
                     raise VerifyException("tile.kernel: phases of a resident kernel are ordered by `tile.sync block`")
+            most = largest_extent(self)
+            if most > RESIDENT_MAX_ELEMENTS:
+                raise VerifyException(
+                    f"tile.kernel: a resident kernel indexes in 32 bits, but one of its buffers or tensors holds "
+                    f"{most} elements (at most {RESIDENT_MAX_ELEMENTS})"
+                )
         elif self.grid > 1 and any(isinstance(op, SyncOp) and op.scope.data == "block" for op in self.block.ops):
             raise VerifyException("tile.kernel: `tile.sync block` cannot order phases of a kernel of several blocks")
         for op in self.block.ops:
