@@ -323,7 +323,7 @@ def test_empty_program_roundtrips():
 
 def _map_kernel(n: int, items: int, chunk: int) -> str:
     return f"""
-    tile.kernel @k(%a: memref<{n}xf32>, %o: memref<{n}xf32>) inputs 1 results [1] arena -1
+    tile.kernel @k(%a: memref<{n}xf32>, %o: memref<{n}xf32>) inputs 1 results [1] arena 0
         config {{grid = 1 : i64, threads = 128 : i64, smem = 0 : i64}} {{
       tile.map ins(%a : memref<{n}xf32>) outs(%o : memref<{n}xf32>) config {{items = {items} : i64, offset = 0 : i64, chunk = {chunk} : i64}} {{
       ^bb0(%x: tensor<{n}xf32>):
@@ -346,7 +346,7 @@ def test_map_config_must_cover_its_elements(items, chunk):
 
 def test_gemm_tile_extents_must_be_positive():
     text = """
-    tile.kernel @k(%p: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 1 results [1] arena -1
+    tile.kernel @k(%p: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 1 results [1] arena 0
         config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
       tile.gemm ins(%p : memref<4x4xbf16>) outs(%r : memref<4x4xbf16>) config {tile = array<i64: 0, 64, 32>, mma = "mma.bf16", items = 1 : i64, offset = 0 : i64} {
       ^bb0(%x: tensor<4x4xbf16>):
@@ -361,7 +361,7 @@ def test_gemm_tile_extents_must_be_positive():
 
 def test_gemm_mma_kind_must_match_element_type():
     text = """
-    tile.kernel @k(%p: memref<4x4xf32>, %r: memref<4x4xf32>) inputs 1 results [1] arena -1
+    tile.kernel @k(%p: memref<4x4xf32>, %r: memref<4x4xf32>) inputs 1 results [1] arena 0
         config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
       tile.gemm ins(%p : memref<4x4xf32>) outs(%r : memref<4x4xf32>) config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 1 : i64, offset = 0 : i64} {
       ^bb0(%x: tensor<4x4xf32>):

@@ -17,12 +17,13 @@ The activations (tanh, sigmoid, SiLU, GELU erf/tanh, softplus, leaky_relu,
 ELU/SELU/CELU, abs, sign, rsqrt) run with their backward as autodiff makes
 it; comparisons and selects with NaN (compares false) and -0.0 (== 0.0).
 
-The relu-backward case also documents a printer bug (the lead's, in
-cuda_target.py): the CUDA expression `out > 0 ? grad : 0` zeroes the
-gradient where `out` is NaN, while the interpreter and eager
-(`threshold_backward`: `out <= 0 ? 0 : grad`) pass it. A strict xfail greps
-the emitted CUDA (grid and resident kernels) for it and flips when that is
-fixed; a plain test keeps the grep pointed at the right lines.
+The relu-backward case also guards a fixed printer bug (issue 12): the CUDA
+expression was `out > 0 ? grad : 0`, which zeroes the gradient where `out` is
+NaN, while the interpreter and eager (`threshold_backward`: `out <= 0 ? 0 :
+grad`) pass it. A test greps the emitted CUDA (grid and resident kernels):
+every relu-backward line has eager's form and none the NaN-dropping one. The
+GPU half (tests/test_special_values_cuda.py) runs these cases through the
+compiled kernels.
 """
 
 from __future__ import annotations
@@ -240,20 +241,20 @@ def _relu_backward_lines(resident: str) -> list[str]:
 
 
 _NAN_DROPPING = re.compile(r"\(\(tk::to_float\(\w+\[[^\]]*\]\)\) > 0\.0f \? \(tk::to_float\(\w+\[[^\]]*\]\)\) : 0\.0f\)")
+_THRESHOLD_BACKWARD = re.compile(r"\(\(tk::to_float\(\w+\[[^\]]*\]\)\) <= 0\.0f \? 0\.0f : \(tk::to_float\(\w+\[[^\]]*\]\)\)\)")
 
 
 @pytest.mark.parametrize("resident", ["off", "auto"])
 def test_the_relu_backward_kernel_has_a_per_element_line(resident):
-    """Keeps the xfail below honest: it greps these lines, so if the printer's
-    format changes this fails (and the grep must follow) instead of the xfail
-    failing for a reason that has nothing to do with NaN."""
+    """Keeps the test below honest: it greps these lines, so if the printer's
+    format changes this fails (and the grep must follow)."""
     assert _relu_backward_lines(resident)
 
 
-@pytest.mark.xfail(strict=True, reason="printer bug (cuda_target.py, the lead's): relu backward prints "
-                   "`out > 0 ? grad : 0`, which zeroes the gradient where out is NaN; eager and the "
-                   "interpreter (threshold_backward: out <= 0 ? 0 : grad) pass it")
 @pytest.mark.parametrize("resident", ["off", "auto"])
 def test_printed_relu_backward_passes_the_gradient_where_out_is_nan(resident):
-    buggy = [l for l in _relu_backward_lines(resident) if _NAN_DROPPING.search(l)]
+    """threshold_backward's `out <= 0 ? 0 : grad` (NaN out: grad), never `out > 0 ? grad : 0` (NaN out: 0)."""
+    lines = _relu_backward_lines(resident)
+    buggy = [l for l in lines if _NAN_DROPPING.search(l)]
     assert not buggy, f"NaN-dropping relu backward: {buggy[0]}"
+    assert all(_THRESHOLD_BACKWARD.search(l) for l in lines), lines

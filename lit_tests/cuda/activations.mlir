@@ -23,7 +23,9 @@
 // CHECK: const float [[Z:v[0-9]+]] = tk::to_float(tk::from_float<__nv_bfloat16>(0.0f));
 // CHECK-NEXT: const float [[M:v[0-9]+]] = ((tk::to_float(b0_x[(i0)*8 + (i1)])) > ([[Z]]) ? 1.0f : 0.0f);
 // CHECK-NEXT: tk::from_float<__nv_bfloat16>((([[M]]) != 0.0f ? (tk::to_float(b1_g[(i0)*8 + (i1)])) : ([[Z]]))));
-func.func @acts(%x: tensor<4x8xbf16>, %g: tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>) {
+// relu backward is aten.threshold_backward, `out <= 0 ? 0 : grad`: a NaN `out` passes the gradient.
+// CHECK: tk::from_float<__nv_bfloat16>(((tk::to_float(b0_x[(i0)*8 + (i1)])) <= 0.0f ? 0.0f : (tk::to_float(b1_g[(i0)*8 + (i1)]))))
+func.func @acts(%x: tensor<4x8xbf16>, %g: tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>) {
   %t = tk.tanh %x : tensor<4x8xbf16>
   %dt = tk.tanh_grad %g, %t : tensor<4x8xbf16>
   %s = tk.sigmoid %x : tensor<4x8xbf16>
@@ -41,6 +43,7 @@ func.func @acts(%x: tensor<4x8xbf16>, %g: tensor<4x8xbf16>) -> (tensor<4x8xbf16>
   %zero = tk.fill 0.0 : tensor<bf16>
   %m = tk.cmp gt %x, %zero : (tensor<4x8xbf16>, tensor<bf16>) -> tensor<4x8xi1>
   %w = tk.select %m, %g, %zero : (tensor<4x8xi1>, tensor<4x8xbf16>, tensor<bf16>) -> tensor<4x8xbf16>
-  func.return %dt, %s, %ge, %gt, %dge, %sp, %dsp, %lr, %selu, %dselu, %abs, %sign, %r, %w, %t : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>
+  %rg = tk.relu_grad %g, %x : tensor<4x8xbf16>
+  func.return %dt, %s, %ge, %gt, %dge, %sp, %dsp, %lr, %selu, %dselu, %abs, %sign, %r, %w, %t, %rg : tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>
 }
 

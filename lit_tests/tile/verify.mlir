@@ -4,7 +4,7 @@
 
 // tile.kernel launch bounds: at least one block ...
 // CHECK: tile.kernel: grid >= 1 and block a multiple of 32 up to 1024
-tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena -1 config {grid = 0 : i64, threads = 128 : i64, smem = 0 : i64} {
+tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 0 : i64, threads = 128 : i64, smem = 0 : i64} {
   tile.map ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) config {items = 1 : i64, offset = 0 : i64, chunk = 512 : i64} {
   ^bb0(%x: tensor<4xf32>):
     tk.yield %x : tensor<4xf32>
@@ -15,7 +15,7 @@ tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 
 
 // ... at least one warp ...
 // CHECK: tile.kernel: grid >= 1 and block a multiple of 32 up to 1024
-tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena -1 config {grid = 1 : i64, threads = 16 : i64, smem = 0 : i64} {
+tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 16 : i64, smem = 0 : i64} {
   tile.map ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) config {items = 1 : i64, offset = 0 : i64, chunk = 512 : i64} {
   ^bb0(%x: tensor<4xf32>):
     tk.yield %x : tensor<4xf32>
@@ -26,7 +26,7 @@ tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 
 
 // ... whole warps ...
 // CHECK: tile.kernel: grid >= 1 and block a multiple of 32 up to 1024
-tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena -1 config {grid = 1 : i64, threads = 48 : i64, smem = 0 : i64} {
+tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 48 : i64, smem = 0 : i64} {
   tile.map ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) config {items = 1 : i64, offset = 0 : i64, chunk = 512 : i64} {
   ^bb0(%x: tensor<4xf32>):
     tk.yield %x : tensor<4xf32>
@@ -37,7 +37,7 @@ tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 
 
 // ... at most 1024 threads ...
 // CHECK: tile.kernel: grid >= 1 and block a multiple of 32 up to 1024
-tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena -1 config {grid = 1 : i64, threads = 1056 : i64, smem = 0 : i64} {
+tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 1056 : i64, smem = 0 : i64} {
   tile.map ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) config {items = 1 : i64, offset = 0 : i64, chunk = 512 : i64} {
   ^bb0(%x: tensor<4xf32>):
     tk.yield %x : tensor<4xf32>
@@ -48,7 +48,7 @@ tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 
 
 // ... and shared memory within what one Hopper block may use (227 KiB).
 // CHECK: tile.kernel: smem 232449 exceeds the 227 KiB a Hopper block may use
-tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 232449 : i64} {
+tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 232449 : i64} {
   tile.map ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) config {items = 1 : i64, offset = 0 : i64, chunk = 512 : i64} {
   ^bb0(%x: tensor<4xf32>):
     tk.yield %x : tensor<4xf32>
@@ -59,7 +59,7 @@ tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 
 
 // Negative shared memory.
 // CHECK: tile.kernel: smem -1 exceeds the 227 KiB a Hopper block may use
-tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = -1 : i64} {
+tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = -1 : i64} {
   tile.map ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) config {items = 1 : i64, offset = 0 : i64, chunk = 512 : i64} {
   ^bb0(%x: tensor<4xf32>):
     tk.yield %x : tensor<4xf32>
@@ -69,8 +69,8 @@ tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 
 // CHECK: {{^//}} {{-----$}}
 
 // The limits themselves are fine: 1024 threads, 227 KiB exactly.
-// CHECK: tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena -1 config {grid = 1 : i64, threads = 1024 : i64, smem = 232448 : i64}
-tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena -1 config {grid = 1 : i64, threads = 1024 : i64, smem = 232448 : i64} {
+// CHECK: tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 1024 : i64, smem = 232448 : i64}
+tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 1024 : i64, smem = 232448 : i64} {
   tile.map ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) config {items = 1 : i64, offset = 0 : i64, chunk = 512 : i64} {
   ^bb0(%x: tensor<4xf32>):
     tk.yield %x : tensor<4xf32>
@@ -81,7 +81,7 @@ tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 
 
 // The launch shape is required.
 // CHECK: property 'smem' expected
-tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena -1 config {grid = 1 : i64, threads = 128 : i64} {
+tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 128 : i64} {
   tile.map ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) config {items = 1 : i64, offset = 0 : i64, chunk = 512 : i64} {
   ^bb0(%x: tensor<4xf32>):
     tk.yield %x : tensor<4xf32>
@@ -92,7 +92,7 @@ tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 
 
 // Phases are sched-level structure: not allowed in a tile.kernel.
 // CHECK: tile.kernel may hold buffers, views, tile ops and syncs, not sched.phase
-tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
+tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
   sched.phase {
     sched.compute ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) {
     ^bb0(%x: tensor<4xf32>):
@@ -105,7 +105,7 @@ tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 
 
 // Nor a sched.barrier (tile.sync is the tile-level barrier).
 // CHECK: tile.kernel may hold buffers, views, tile ops and syncs, not sched.barrier
-tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
+tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
   sched.barrier grid
 }
 // -----
@@ -113,7 +113,7 @@ tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 
 
 // tile ops inherit the compute rules: the yield must match `outs`.
 // CHECK: tile.map: tk.yield gives tensor<4xf32> but `outs` need tensor<4xf32>, tensor<4xf32>
-tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>, %o2: memref<4xf32>) inputs 1 results [1, 2] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
+tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>, %o2: memref<4xf32>) inputs 1 results [1, 2] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
   tile.map ins(%a : memref<4xf32>) outs(%o, %o2 : memref<4xf32>, memref<4xf32>) config {items = 1 : i64, offset = 0 : i64, chunk = 512 : i64} {
   ^bb0(%x: tensor<4xf32>):
     tk.yield %x : tensor<4xf32>
@@ -124,7 +124,7 @@ tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>, %o2: memref<4xf32>) inputs 
 
 // And the region arguments must match `ins`.
 // CHECK: tile.gemm: region arguments must be the tensor types of `ins`
-tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
+tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
   tile.gemm ins(%p, %q : memref<4x4xbf16>, memref<4x4xbf16>) outs(%r : memref<4x4xbf16>) config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 1 : i64, offset = 0 : i64} {
   ^bb0(%x: tensor<4x4xbf16>, %y: tensor<4x4xf16>):
     %m = tk.matmul %x, %x : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
@@ -136,7 +136,7 @@ tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>)
 
 // tile.gemm holds exactly one tk.matmul: not zero ...
 // CHECK: tile.gemm body must hold exactly one tk.matmul, found 0
-tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
+tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
   tile.gemm ins(%p, %q : memref<4x4xbf16>, memref<4x4xbf16>) outs(%r : memref<4x4xbf16>) config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 1 : i64, offset = 0 : i64} {
   ^bb0(%x: tensor<4x4xbf16>, %y: tensor<4x4xbf16>):
     %m = tk.add %x, %y : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
@@ -148,7 +148,7 @@ tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>)
 
 // ... and not two.
 // CHECK: tile.gemm body must hold exactly one tk.matmul, found 2
-tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
+tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
   tile.gemm ins(%p, %q : memref<4x4xbf16>, memref<4x4xbf16>) outs(%r : memref<4x4xbf16>) config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 1 : i64, offset = 0 : i64} {
   ^bb0(%x: tensor<4x4xbf16>, %y: tensor<4x4xbf16>):
     %m = tk.matmul %x, %y : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
@@ -161,7 +161,7 @@ tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>)
 
 // mma kinds: mma.bf16, mma.f16 or simt.f32.
 // CHECK: tile.gemm mma must be one of mma.bf16, mma.f16, simt.f32
-tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
+tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
   tile.gemm ins(%p, %q : memref<4x4xbf16>, memref<4x4xbf16>) outs(%r : memref<4x4xbf16>) config {tile = array<i64: 64, 64, 32>, mma = "wgmma.bf16", items = 1 : i64, offset = 0 : i64} {
   ^bb0(%x: tensor<4x4xbf16>, %y: tensor<4x4xbf16>):
     %m = tk.matmul %x, %y : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
@@ -173,7 +173,7 @@ tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>)
 
 // The mma kind is a string.
 // CHECK: 3 : i64 should be of base attribute string
-tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
+tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
   tile.gemm ins(%p, %q : memref<4x4xbf16>, memref<4x4xbf16>) outs(%r : memref<4x4xbf16>) config {tile = array<i64: 64, 64, 32>, mma = 3 : i64, items = 1 : i64, offset = 0 : i64} {
   ^bb0(%x: tensor<4x4xbf16>, %y: tensor<4x4xbf16>):
     %m = tk.matmul %x, %y : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
@@ -185,7 +185,7 @@ tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>)
 
 // The tile shape has three extents (BM, BN, BK).
 // CHECK: tile.gemm needs `tile = array<i64: BM, BN, BK>`
-tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
+tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
   tile.gemm ins(%p, %q : memref<4x4xbf16>, memref<4x4xbf16>) outs(%r : memref<4x4xbf16>) config {tile = array<i64: 64, 64>, mma = "mma.bf16", items = 1 : i64, offset = 0 : i64} {
   ^bb0(%x: tensor<4x4xbf16>, %y: tensor<4x4xbf16>):
     %m = tk.matmul %x, %y : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
@@ -197,7 +197,7 @@ tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>)
 
 // At least one work item.
 // CHECK: tile.gemm: items must be >= 1 and offset >= 0
-tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
+tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
   tile.gemm ins(%p, %q : memref<4x4xbf16>, memref<4x4xbf16>) outs(%r : memref<4x4xbf16>) config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 0 : i64, offset = 0 : i64} {
   ^bb0(%x: tensor<4x4xbf16>, %y: tensor<4x4xbf16>):
     %m = tk.matmul %x, %y : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
@@ -209,7 +209,7 @@ tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>)
 
 // A non-negative start offset.
 // CHECK: tile.gemm: items must be >= 1 and offset >= 0
-tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
+tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
   tile.gemm ins(%p, %q : memref<4x4xbf16>, memref<4x4xbf16>) outs(%r : memref<4x4xbf16>) config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 1 : i64, offset = -1 : i64} {
   ^bb0(%x: tensor<4x4xbf16>, %y: tensor<4x4xbf16>):
     %m = tk.matmul %x, %y : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
@@ -221,7 +221,7 @@ tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>)
 
 // items and offset are required.
 // CHECK: property 'offset' expected
-tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
+tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>) inputs 2 results [2] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 30720 : i64} {
   tile.gemm ins(%p, %q : memref<4x4xbf16>, memref<4x4xbf16>) outs(%r : memref<4x4xbf16>) config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 1 : i64} {
   ^bb0(%x: tensor<4x4xbf16>, %y: tensor<4x4xbf16>):
     %m = tk.matmul %x, %y : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
@@ -233,7 +233,7 @@ tile.kernel @k(%p: memref<4x4xbf16>, %q: memref<4x4xbf16>, %r: memref<4x4xbf16>)
 
 // tile.map needs its chunk size.
 // CHECK: property 'chunk' expected
-tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
+tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
   tile.map ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) config {items = 1 : i64, offset = 0 : i64} {
   ^bb0(%x: tensor<4xf32>):
     tk.yield %x : tensor<4xf32>
@@ -244,7 +244,7 @@ tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 
 
 // tile.map items >= 1.
 // CHECK: tile.map: items must be >= 1 and offset >= 0
-tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
+tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
   tile.map ins(%a : memref<4xf32>) outs(%o : memref<4xf32>) config {items = 0 : i64, offset = 0 : i64, chunk = 512 : i64} {
   ^bb0(%x: tensor<4xf32>):
     tk.yield %x : tensor<4xf32>
@@ -255,7 +255,7 @@ tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 
 
 // tile.reduce needs its rows per work item.
 // CHECK: property 'rows' expected
-tile.kernel @k(%a: memref<4xf32>, %o: memref<f32>) inputs 1 results [1] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
+tile.kernel @k(%a: memref<4xf32>, %o: memref<f32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
   tile.reduce ins(%a : memref<4xf32>) outs(%o : memref<f32>) config {items = 1 : i64, offset = 0 : i64} {
   ^bb0(%x: tensor<4xf32>):
     %s = tk.sum %x axes [0] : tensor<4xf32> -> tensor<f32>
@@ -267,7 +267,7 @@ tile.kernel @k(%a: memref<4xf32>, %o: memref<f32>) inputs 1 results [1] arena -1
 
 // tile.reduce offset >= 0.
 // CHECK: tile.reduce: items must be >= 1 and offset >= 0
-tile.kernel @k(%a: memref<4xf32>, %o: memref<f32>) inputs 1 results [1] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
+tile.kernel @k(%a: memref<4xf32>, %o: memref<f32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
   tile.reduce ins(%a : memref<4xf32>) outs(%o : memref<f32>) config {items = 1 : i64, offset = -3 : i64, rows = 1 : i64} {
   ^bb0(%x: tensor<4xf32>):
     %s = tk.sum %x axes [0] : tensor<4xf32> -> tensor<f32>
@@ -279,7 +279,7 @@ tile.kernel @k(%a: memref<4xf32>, %o: memref<f32>) inputs 1 results [1] arena -1
 
 // tile.sync scope: grid or block (generic form reaches the verifier).
 // CHECK: tile.sync scope must be grid or block, got 'cluster'
-tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
+tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
   "tile.sync"() <{scope = "cluster"}> : () -> ()
 }
 // -----

@@ -61,9 +61,50 @@ def _strides(shape: tuple[int, ...]) -> list[int]:
     return list(reversed(out))
 
 
-def _linear(index: list[str], shape: tuple[int, ...]) -> str:
-    terms = [f"({i})*{s}" if s != 1 else f"({i})" for i, s, d in zip(index, _strides(shape), shape) if d != 1]
+def _linear(index: list[str], shape: tuple[int, ...], wide: bool = False) -> str:
+    """Row-major element offset of `index` in a tensor of `shape`. `wide`: each
+    product is taken in 64 bits (`(long long)(i)*stride`), for kernels whose
+    offsets may pass 2**31 - 1 (see `index_bound`)."""
+    cast = "(long long)" if wide else ""
+    terms = [f"{cast}({i})*{s}" if s != 1 else f"({i})" for i, s, d in zip(index, _strides(shape), shape) if d != 1]
     return " + ".join(terms) if terms else "0"
+
+
+INT32_MAX = 2**31 - 1
+
+
+def index_bound(kernel: tile.KernelOp) -> int:
+    """An upper bound on every integer the grid printer's index arithmetic
+    computes in `kernel`: element counts of every buffer and of every tensor in
+    the tile ops' bodies (linear offsets and multi-indices stay below them),
+    and each op's loop ends: `item` runs to items + grid, a map's `e` to
+    items * chunk plus a block of threads, a reduction's `r` to its length
+    plus a block, a column reduction's `c` to items * rows plus a block.
+
+    The grid printer indexes in `int` where this is at most INT32_MAX (every
+    kernel of today's workloads, unchanged) and in `long long` otherwise."""
+    from trainkernel.util import numel
+
+    threads, grid = kernel.threads, kernel.grid
+    bound = grid + threads
+    for arg in kernel.block.args:
+        bound = max(bound, numel(arg.type.get_shape()))
+    for op in kernel.block.ops:
+        for r in op.results:
+            bound = max(bound, numel(r.type.get_shape()))
+        if not isinstance(op, tile.TileWorkOp):
+            continue
+        bound = max(bound, op.items + grid)
+        for inner in op.body.block.ops:
+            for v in inner.results:
+                bound = max(bound, numel(tk.shape_of(v)) + threads)
+        for a in op.body.block.args:
+            bound = max(bound, numel(tk.shape_of(a)) + threads)
+        if isinstance(op, tile.MapOp):
+            bound = max(bound, op.items * op.chunk + threads)
+        elif isinstance(op, tile.ReduceOp):
+            bound = max(bound, op.items * op.rows + threads)
+    return bound
 
 
 def broadcast_index(index: list[str], shape: tuple[int, ...]) -> list[str]:
@@ -195,7 +236,8 @@ EXPR: dict[type[Operation], Callable[[Operation, Callable[[int], str]], str]] = 
     tk.ExpOp: lambda op, a: f"expf({a(0)})",
     tk.LogOp: lambda op, a: f"logf({a(0)})",
     tk.SqrtOp: lambda op, a: f"sqrtf({a(0)})",
-    tk.ReluGradOp: lambda op, a: f"(({a(1)}) > 0.0f ? ({a(0)}) : 0.0f)",
+    # aten.threshold_backward: `out <= 0 ? 0 : grad`, so a NaN `out` passes the gradient.
+    tk.ReluGradOp: lambda op, a: f"(({a(1)}) <= 0.0f ? 0.0f : ({a(0)}))",
     tk.PowOp: _pow,
     tk.CastOp: lambda op, a: a(0),  # the rounding to the result type is emit_ops'
     tk.TanhOp: lambda op, a: f"tanhf({a(0)})",
@@ -242,6 +284,7 @@ class BodyPrinter:
     op: tile.TileWorkOp
     indent: str
     counter: int = 0
+    wide: bool = False  # 64-bit index products (`_linear`)
 
     def fresh(self) -> str:
         self.counter += 1
@@ -254,7 +297,7 @@ class BodyPrinter:
         buf = self.op.ins[arg.index]
         shape = tuple(tk.shape_of(arg))
         ptr = self.names[buf]
-        return f"tk::to_float({ptr}[{_linear(broadcast_index(index, shape), shape)}])"
+        return f"tk::to_float({ptr}[{_linear(broadcast_index(index, shape), shape, self.wide)}])"
 
     def value_at(self, v: SSAValue, index: list[str], env: dict[SSAValue, str]) -> str:
         """C expression of value v at the iteration index (v broadcasts to it)."""
@@ -276,7 +319,8 @@ class BodyPrinter:
             rshape = tuple(tk.shape_of(v))
             r = broadcast_index(index, rshape)
             starts, steps = sched._ints(owner.starts), sched._ints(owner.steps)
-            src = [f"{s} + ({i})*{st}" for i, s, st in zip(r, starts, steps)]
+            cast = "(long long)" if self.wide else ""
+            src = [f"{s} + {cast}({i})*{st}" for i, s, st in zip(r, starts, steps)]
             return self.load(owner.input, src)
         if isinstance(owner, tk.ExpandOp):
             return self.value_at(owner.input, index, env)
@@ -308,7 +352,7 @@ class BodyPrinter:
         for buf, v in zip(self.op.outs, term.values):
             shape = tuple(tk.shape_of(v))
             val = self.value_at(v, index, env)
-            self.line(f"{self.names[buf]}[{_linear(index, shape)}] = {_store(buf.type, val)};")
+            self.line(f"{self.names[buf]}[{_linear(index, shape, self.wide)}] = {_store(buf.type, val)};")
 
 
 def _accumulate(is_sum: bool, value: str) -> str:
@@ -355,7 +399,7 @@ def _store(t: Attribute, value: str) -> str:
     return f"tk::from_float<{ct}>({value})"
 
 
-def _multi_index(linear: str, shape: tuple[int, ...], prefix: str) -> tuple[list[str], list[str]]:
+def _multi_index(linear: str, shape: tuple[int, ...], prefix: str, index_type: str = "int") -> tuple[list[str], list[str]]:
     """Declarations splitting a linear index over `shape`, and the index names."""
     decls, names = [], []
     strides = _strides(shape)
@@ -366,7 +410,7 @@ def _multi_index(linear: str, shape: tuple[int, ...], prefix: str) -> tuple[list
             expr = f"{expr} / {s}"
         if k > 0:
             expr = f"({expr}) % {d}"
-        decls.append(f"const int {name} = {expr};")
+        decls.append(f"const {index_type} {name} = {expr};")
         names.append(name)
     return decls, names
 
@@ -377,6 +421,10 @@ class CudaPrinter:
         self.out = io.StringIO()
         self.names: dict[SSAValue, str] = {}
         self.kname = f"tk_{kernel.sym_name.data}_kernel"
+        # Index arithmetic in int where it provably fits (every kernel of the
+        # suite: the same code as before), in long long where it may not.
+        self.wide = index_bound(kernel) > INT32_MAX
+        self.index_type = "long long" if self.wide else "int"
 
     def w(self, text: str = "") -> None:
         self.out.write(text + "\n")
@@ -386,7 +434,7 @@ class CudaPrinter:
         nbuf = len(k.block.args)
         self.w(HEADER)
         self.w(f"// kernel {k.sym_name.data}: {nbuf} buffers, arena {k.arena_bytes.data} bytes, "
-               f"grid {k.grid}, {k.threads} threads")
+               f"grid {k.grid}, {k.threads} threads" + (", 64-bit indices" if self.wide else ""))
         self.w(f"struct TkParams {{ void* buf[{max(nbuf, 1)}]; char* arena; }};")
         gemm_cfgs = sorted({self._gemm_cfg(op) for op in k.block.ops if isinstance(op, tile.GemmOp)})
         smem_terms = [f"tk::gemm_smem_bytes<{t}, {bm}, {bn}, {bk}>()" for t, bm, bn, bk in gemm_cfgs]
@@ -443,7 +491,7 @@ class CudaPrinter:
 
     def _loop(self, op: tile.TileWorkOp) -> str:
         start = f"(blockIdx.x + G - {op.offset} % G) % G" if op.offset else "blockIdx.x"
-        return f"for (int item = {start}; item < {op.items}; item += G)"
+        return f"for ({self.index_type} item = {start}; item < {op.items}; item += G)"
 
     def map(self, op: tile.MapOp) -> None:
         term = op.body.block.last_op
@@ -454,12 +502,15 @@ class CudaPrinter:
             n *= d
         self.w(f"  {{ // tile.map: {n} elements")
         self.w(f"    {self._loop(op)} {{")
-        self.w(f"      const int end = min((item + 1) * {op.chunk}, {n});")
-        self.w(f"      for (int e = item * {op.chunk} + threadIdx.x; e < end; e += blockDim.x) {{")
-        decls, index = _multi_index("e", shape, "i")
+        if self.wide:
+            self.w(f"      const long long end = min((item + 1) * {op.chunk}LL, {n}LL);")
+        else:
+            self.w(f"      const int end = min((item + 1) * {op.chunk}, {n});")
+        self.w(f"      for ({self.index_type} e = item * {op.chunk} + threadIdx.x; e < end; e += blockDim.x) {{")
+        decls, index = _multi_index("e", shape, "i", self.index_type)
         for d in decls:
             self.w("        " + d)
-        bp = BodyPrinter(self.out, self.names, op, "        ")
+        bp = BodyPrinter(self.out, self.names, op, "        ", wide=self.wide)
         env: dict[SSAValue, str] = {}
         bp.emit_ops(index, env)
         bp.store_outputs(index, env)
@@ -484,10 +535,12 @@ class CudaPrinter:
         self.w(f"    {self._loop(op)} {{")
         self.w(
             f"      tk::gemm_tile_nt<kThreads, {t}, {bm}, {bn}, {bk}, {str(ta).lower()}, {str(tb).lower()}>("
-            f"{a_ptr}, {lda}, {b_ptr}, {ldb}, {m}, {n}, {kdim}, item / {tiles_n}, item % {tiles_n}, smem,"
+            f"{a_ptr}, {lda}, {b_ptr}, {ldb}, {m}, {n}, {kdim}, "
+            + (f"(int)(item / {tiles_n}), (int)(item % {tiles_n})" if self.wide else f"item / {tiles_n}, item % {tiles_n}")
+            + ", smem,"
         )
         self.w("        [&](int i, int j, float acc) {")
-        bp = BodyPrinter(self.out, self.names, op, "          ")
+        bp = BodyPrinter(self.out, self.names, op, "          ", wide=self.wide)
         env: dict[SSAValue, str] = {mm.result: "mmv"}
         self.w(f"          const float mmv = {_round('acc', mm.result.type)};")
         bp.emit_ops(["i", "j"], env, skip=(mm,))
@@ -511,18 +564,18 @@ class CudaPrinter:
             length *= d
         self.w(f"  {{ // tile.reduce {red.name} over {length} elements into {op.items} outputs")
         self.w(f"    {self._loop(op)} {{")
-        kdecls, kidx = _multi_index("item", tuple(kept), "o")
+        kdecls, kidx = _multi_index("item", tuple(kept), "o", self.index_type)
         for d in kdecls:
             self.w("      " + d)
         self.w(f"      {_accum_decl(red)}")
-        self.w(f"      for (int r = threadIdx.x; r < {length}; r += blockDim.x) {{")
-        rdecls, ridx = _multi_index("r", tuple(red_dims), "q")
+        self.w(f"      for ({self.index_type} r = threadIdx.x; r < {length}; r += blockDim.x) {{")
+        rdecls, ridx = _multi_index("r", tuple(red_dims), "q", self.index_type)
         for d in rdecls:
             self.w("        " + d)
         full, ki, ri = [], iter(kidx), iter(ridx)
         for k in range(len(in_shape)):
             full.append(next(ri) if k in axes else next(ki))
-        bp = BodyPrinter(self.out, self.names, op, "        ")
+        bp = BodyPrinter(self.out, self.names, op, "        ", wide=self.wide)
         self.w(f"        {_fold(red, bp.value_at(src, full, {}), 'r')}")
         self.w("      }")
         self.w(f"      {_combine(red, 'block')}")
@@ -544,7 +597,7 @@ class CudaPrinter:
     def reduce_epilogue(self, op: tile.ReduceOp, red: tk.ReductionOp, out_index: list[str]) -> None:
         """Round the accumulator to the reduction's type, run the pointwise
         epilogue at the output index and store every output."""
-        bp = BodyPrinter(self.out, self.names, op, "        ")
+        bp = BodyPrinter(self.out, self.names, op, "        ", wide=self.wide)
         env = {red.result: "rv"}
         self.w(f"        {_result_decl(red)}")
         bp.emit_ops(out_index, env, skip=(red,))
@@ -563,17 +616,17 @@ class CudaPrinter:
             cols *= d
         self.w(f"  {{ // tile.reduce {red.name}: {length} rows into {cols} columns, {op.rows} per item")
         self.w(f"    {self._loop(op)} {{")
-        self.w(f"      const int c = item * {op.rows} + threadIdx.x;")
+        self.w(f"      const {self.index_type} c = item * {op.rows} + threadIdx.x;")
         self.w(f"      if (threadIdx.x < {op.rows} && c < {cols}) {{")
-        kdecls, kidx = _multi_index("c", in_shape[nred:], "o")
+        kdecls, kidx = _multi_index("c", in_shape[nred:], "o", self.index_type)
         for d in kdecls:
             self.w("        " + d)
         self.w(f"        {_accum_decl(red)}")
-        self.w(f"        for (int r = 0; r < {length}; ++r) {{")
-        rdecls, ridx = _multi_index("r", in_shape[:nred], "q")
+        self.w(f"        for ({self.index_type} r = 0; r < {length}; ++r) {{")
+        rdecls, ridx = _multi_index("r", in_shape[:nred], "q", self.index_type)
         for d in rdecls:
             self.w("          " + d)
-        bp = BodyPrinter(self.out, self.names, op, "          ")
+        bp = BodyPrinter(self.out, self.names, op, "          ", wide=self.wide)
         self.w(f"          {_fold(red, bp.value_at(src, ridx + kidx, {}), 'r')}")
         self.w("        }")
         out_index = (["0"] * nred if red.keepdim is not None else []) + kidx
@@ -1234,8 +1287,18 @@ extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
 
 
 def printer_for(kernel: tile.KernelOp) -> CudaPrinter:
-    """The printer of a kernel: resident (one cluster) or grid."""
-    return ResidentPrinter(kernel) if kernel.cluster is not None else CudaPrinter(kernel)
+    """The printer of a kernel: resident (one cluster) or grid. The grid printer
+    picks 32- or 64-bit indices per kernel (`index_bound`); the resident printer
+    indexes in 32 bits, which the kernel verifier guarantees
+    (`tile.RESIDENT_MAX_ELEMENTS`): checked again here, as a diagnostic."""
+    if kernel.cluster is not None:
+        if tile.largest_extent(kernel) > tile.RESIDENT_MAX_ELEMENTS:
+            raise DiagnosticException(
+                f"cuda: a resident kernel indexes in 32 bits; this one has a tensor of {tile.largest_extent(kernel)} "
+                f"elements (at most {tile.RESIDENT_MAX_ELEMENTS})"
+            )
+        return ResidentPrinter(kernel)
+    return CudaPrinter(kernel)
 
 
 def emit_cuda(module: builtin.ModuleOp) -> str:

@@ -24,6 +24,7 @@ tile.kernel @step(%w: memref<32x64xbf16>, ...) inputs 4 results [4, 0] arena 819
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -33,7 +34,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
 )
-from xdsl.ir import Attribute, Dialect
+from xdsl.ir import Attribute, BlockArgument, Dialect, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
@@ -52,11 +53,55 @@ from trainkernel.elements import MMA_KINDS, find_mma
 from trainkernel.target import DEFAULT as TARGET
 
 
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
 def _int(op: IRDLOperation, name: str) -> int:
     attr = op.properties.get(name)
     if not isinstance(attr, IntegerAttr):
         raise VerifyException(f"{op.name} needs an integer `{name}` in its config")
-    return attr.value.data
+    value = attr.value.data
+    if not -INT64_MAX - 1 <= value <= INT64_MAX:
+        raise VerifyException(f"{op.name}: `{name} = {value}` is not a 64-bit integer (the printer pastes it into C++)")
+    return value
+
+
+def _count(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _yield_shapes(op: IRDLOperation) -> list[tuple[int, ...]]:
+    term = op.body.block.last_op
+    return [tuple(v.type.get_shape()) for v in (term.operands if term is not None else ())]
+
+
+def _check_yields(op: IRDLOperation, space: tuple[int, ...], what: str) -> None:
+    """Every yielded value has the shape of the iteration space: the printer
+    stores each output at the iteration index (a smaller output would be
+    written past its end)."""
+    for shape in _yield_shapes(op):
+        if shape != space:
+            raise VerifyException(
+                f"{op.name} yields a tensor of shape {list(shape)}, but every output must have the shape of {what} "
+                f"{list(space)} (it is stored at the iteration index)"
+            )
+
+
+def _check_items(op: "TileWorkOp", need: int, what: str) -> None:
+    """`items` is exactly the number of work items of the iteration space: fewer
+    leave outputs unwritten, more address past them (the interpreter ignores
+    items, so the verifier is the only judge)."""
+    need = max(1, need)
+    if op.items != need:
+        raise VerifyException(f"{op.name}: items = {op.items}, expected {need} ({what})")
 
 
 class TileWorkOp(ComputeLikeOp):
@@ -146,6 +191,12 @@ class GemmOp(TileWorkOp):
         m, n = mm[0].result.type.get_shape()
         if self.items < -(-m // bm) * -(-n // bn):
             raise VerifyException(f"tile.gemm: {self.items} items do not cover the {m}x{n} output in {bm}x{bn} tiles")
+        _check_items(self, _ceil(m, bm) * _ceil(n, bn), f"a {m}x{n} output in {bm}x{bn} tiles")
+        lhs = mm[0].lhs.type.get_shape()
+        k = lhs[0] if mm[0].transpose_a is not None else lhs[1]
+        if max(m, n, k) > INT32_MAX or max(self.tile_shape) > INT32_MAX:
+            raise VerifyException(f"tile.gemm: extents {m}x{n}x{k} exceed the device GEMM's int extents ({INT32_MAX})")
+        _check_yields(self, (m, n), "its matmul")
 
     def iteration_rank(self) -> int:
         return 3  # (m, n, k)
@@ -186,19 +237,17 @@ class MapOp(TileWorkOp):
 
     def verify_(self) -> None:
         super().verify_()
-        if self.chunk < 1:
-            raise VerifyException(f"tile.map chunk must be >= 1, got {self.chunk}")
-        term = self.body.block.last_op
-        n = 0
-        for v in term.operands if term is not None else ():
-            size = 1
-            for d in v.type.get_shape():
-                size *= d
-            n = max(n, size)
+        if self.chunk < 1 or self.chunk > INT32_MAX:
+            raise VerifyException(f"tile.map chunk must be 1 to {INT32_MAX}, got {self.chunk}")
+        shapes = _yield_shapes(self)
+        if shapes:
+            _check_yields(self, shapes[0], "its iteration space (its first output)")
+        n = _count(shapes[0]) if shapes else 0
         if self.items * self.chunk < n:
             raise VerifyException(
                 f"tile.map: {self.items} items of {self.chunk} elements do not cover its {n} elements"
             )
+        _check_items(self, _ceil(n, self.chunk), f"{n} elements in chunks of {self.chunk}")
 
 
 @irdl_op_definition
@@ -225,7 +274,10 @@ class ReduceOp(TileWorkOp):
         return isinstance(self.reduction(), ArgmaxOp)
 
     def iteration_rank(self) -> int:
-        return len(self.reduction().input.type.get_shape())
+        from trainkernel.dialects.tk import ArgmaxOp, MaxOp, SumOp
+
+        reds = [o for o in self.body.block.ops if isinstance(o, SumOp | MaxOp | ArgmaxOp)]
+        return len(reds[0].input.type.get_shape()) if reds else 0
 
     def splits_a_sum(self) -> bool:
         return self.split is not None and self.split in self.reduction().axes_list
@@ -234,6 +286,27 @@ class ReduceOp(TileWorkOp):
         super().verify_()
         if self.rows < 1:
             raise VerifyException(f"tile.reduce rows must be >= 1, got {self.rows}")
+        from trainkernel.dialects.tk import ArgmaxOp, MaxOp, SumOp
+
+        reds = [o for o in self.body.block.ops if isinstance(o, SumOp | MaxOp | ArgmaxOp)]
+        if len(reds) != 1:
+            raise VerifyException(f"tile.reduce body must hold exactly one reduction, found {len(reds)}")
+        red = reds[0]
+        in_shape = tuple(red.input.type.get_shape())
+        axes = list(red.axes_list)
+        n_out = _count(red.result.type.get_shape())
+        _check_yields(self, tuple(red.result.type.get_shape()), "its reduction")
+        if self.rows > 1:
+            # A column reduction: thread t of an item owns output column item * rows + t
+            # and adds the rows (the reduced axes, which must lead) in order.
+            if axes != list(range(len(axes))) or len(axes) in (0, len(in_shape)):
+                raise VerifyException(
+                    f"tile.reduce: rows = {self.rows} (a column reduction) needs reduced axes that lead and kept "
+                    f"axes after them, got axes {axes} of {list(in_shape)}"
+                )
+            _check_items(self, _ceil(n_out, self.rows), f"{n_out} output columns, {self.rows} per item")
+        else:
+            _check_items(self, n_out, f"one item per output element, {n_out} outputs")
 
 
 @irdl_op_definition
@@ -299,6 +372,36 @@ SMEM_ALIGNMENT = TARGET.smem_alignment
 
 MAX_CLUSTER = TARGET.max_cluster
 """The largest thread block cluster Hopper runs (above 8 needs the non-portable attribute)."""
+
+RESIDENT_MAX_ELEMENTS = 2**30
+"""A resident kernel indexes in 32-bit `int`: every buffer, home and body tensor
+holds at most this many elements, which leaves its loops (an extent plus a few
+blocks of threads) and products (`i * n + j` below m * n) under 2**31 - 1.
+Resident kernels keep their working set in shared memory, so real ones are
+far below it; `tile-resident` never makes a larger kernel resident and the
+kernel verifier rejects one."""
+
+
+def largest_extent(kernel: "KernelOp") -> int:
+    """The most elements of any argument, buffer, home, view or tensor in a tile
+    op's body of `kernel` (the iteration spaces are among the body tensors)."""
+    from trainkernel.dialects.tk import shape_of
+
+    def count(shape) -> int:
+        n = 1
+        for d in shape:
+            n *= d
+        return n
+
+    most = max((count(a.type.get_shape()) for a in kernel.block.args), default=0)
+    for op in kernel.block.ops:
+        for r in op.results:
+            if isinstance(r.type, MemRefType):
+                most = max(most, count(r.type.get_shape()))
+        if isinstance(op, TileWorkOp):
+            for v in list(op.body.block.args) + [r for inner in op.body.block.ops for r in inner.results]:
+                most = max(most, count(shape_of(v)))
+    return most
 
 
 def shard_extent(size: int, parts: int) -> int:
@@ -371,11 +474,18 @@ class KernelOp(ProgramLikeOp):
                     )
                 if isinstance(op, SyncOp) and op.scope.data != "block":
                     raise VerifyException("tile.kernel: phases of a resident kernel are ordered by `tile.sync block`")
+            most = largest_extent(self)
+            if most > RESIDENT_MAX_ELEMENTS:
+                raise VerifyException(
+                    f"tile.kernel: a resident kernel indexes in 32 bits, but one of its buffers or tensors holds "
+                    f"{most} elements (at most {RESIDENT_MAX_ELEMENTS})"
+                )
         elif self.grid > 1 and any(isinstance(op, SyncOp) and op.scope.data == "block" for op in self.block.ops):
             raise VerifyException("tile.kernel: `tile.sync block` cannot order phases of a kernel of several blocks")
         for op in self.block.ops:
             if not isinstance(op, BufferOp | ViewOp | SmemOp | TileWorkOp | SyncOp):
                 raise VerifyException(f"tile.kernel may hold buffers, views, tile ops and syncs, not {op.name}")
+        verify_kernel_contract(self)
 
     @property
     def cluster(self) -> int | None:
@@ -394,6 +504,430 @@ class KernelOp(ProgramLikeOp):
     @property
     def smem(self) -> int:
         return _int(self, "smem")
+
+
+# ------------------------------------------------------------------ kernel contract
+#
+# What the CUDA printer relies on at this level and does not check itself,
+# run by `KernelOp.verify_` after the op-level rules (one function per rule):
+# the arena and launch bounds, names, and the phase rules on byte ranges:
+# no two ops of a phase (between two `tile.sync`s) touch bytes one of them
+# writes; no two arena buffers or shared-memory homes whose bytes overlap are
+# live in a common phase; every value read was written before; an op that
+# updates a buffer in place reads it at the very elements it writes; and, in
+# a resident kernel of several blocks, every access stays in the slice of a
+# split home that its block holds (so block barriers order its phases).
+
+
+def verify_kernel_contract(kernel: "KernelOp") -> None:
+    from trainkernel.dialects import sched
+
+    verify_kernel_bounds(kernel)
+    verify_home_names(kernel)
+    if kernel.cluster is None:
+        sched.verify_arena_liveness(kernel)
+    accesses = {op: op_accesses(kernel, op) for op in kernel.block.ops if isinstance(op, TileWorkOp)}
+    if kernel.cluster is not None:
+        verify_resident_reads(kernel, accesses)
+    verify_phase_hazards(kernel, accesses)
+    verify_home_liveness(kernel, accesses)
+    verify_tile_reads_after_writes(kernel, accesses)
+    verify_in_place_updates(kernel, accesses)
+    if (kernel.cluster or 1) > 1:
+        verify_partition(kernel, accesses)
+
+
+def verify_kernel_bounds(kernel: "KernelOp") -> None:
+    """A kernel's arena is allocated (0 to INT64_MAX bytes; a resident kernel has
+    none, and no arena buffers); `grid` fits the launch (CUDA's gridDim.x and the
+    launcher's int); a column reduction's `rows` columns are one thread each."""
+    arena = kernel.arena_bytes.data
+    if arena < 0:
+        raise VerifyException(
+            f"tile.kernel: arena {arena}: a kernel's arena is allocated, 0 to {INT64_MAX} bytes "
+            "(run sched-allocate before sched-to-tile)"
+        )
+    if kernel.grid > INT32_MAX:
+        raise VerifyException(f"tile.kernel: grid {kernel.grid} exceeds the {INT32_MAX} blocks a launch may have")
+    if kernel.cluster is not None:
+        if arena != 0:
+            raise VerifyException(f"tile.kernel: a resident kernel has no global arena (arena 0), got arena {arena}")
+        for op in kernel.block.ops:
+            if isinstance(op, BufferOp):
+                raise VerifyException("tile.kernel: a resident kernel keeps its temporaries in tile.smem, not sched.buffer")
+    for op in kernel.block.ops:
+        if isinstance(op, ReduceOp) and op.rows > 1 and kernel.cluster is None and op.rows > kernel.threads:
+            raise VerifyException(
+                f"tile.reduce: rows {op.rows} exceeds the kernel's {kernel.threads} threads (one thread per column)"
+            )
+
+
+def verify_resident_reads(kernel: "KernelOp", accesses) -> None:
+    """A resident kernel's ops read shared memory only (`tile.smem` homes and
+    their views): its phases are ordered by block barriers, which order no
+    global memory another block wrote."""
+    for op, accs in accesses.items():
+        for a in accs:
+            if not a.write and not isinstance(a.root.owner, SmemOp):
+                what = f"argument {a.root.index}" if isinstance(a.root, BlockArgument) else "a buffer"
+                raise VerifyException(
+                    f"tile.kernel: {op.name} of a resident kernel reads {what} from global memory; it must read "
+                    "its shared-memory home (tile.smem stage)"
+                )
+
+
+def verify_home_names(kernel: "KernelOp") -> None:
+    """SSA names of homes are printed into the CUDA (`s7_<name>`), as buffers' are."""
+    from trainkernel.dialects.base import check_c_identifier
+
+    staged: dict[SSAValue, SmemOp] = {}
+    for op in kernel.block.ops:
+        if isinstance(op, SmemOp):
+            if op.result.name_hint is not None:
+                check_c_identifier("tile.kernel: home name", op.result.name_hint)
+            if op.source is not None:
+                if op.source in staged:
+                    raise VerifyException(
+                        f"tile.kernel: argument {op.source.index} has two shared-memory homes (it is written through to one)"
+                    )
+                staged[op.source] = op
+
+
+# ---- accesses
+
+
+@dataclass(frozen=True)
+class Access:
+    """One buffer an op reads or writes. `dims[a]`: the iteration dimension that
+    indexes axis `a` of `value` (None: a size-1 axis, read at 0); `dims` is None
+    when the op reads it in a way that follows no iteration dimension (a slice,
+    a reshape). `kind`: "pointwise" (read at the iteration index, broadcast),
+    "transpose", "matmul" (a GEMM operand, read across k), "reduction" (the
+    reduction's input, read across the reduced axes), "gather", "store"."""
+
+    value: SSAValue
+    root: SSAValue
+    write: bool
+    kind: str
+    dims: tuple[int | None, ...] | None
+
+
+def iteration_space(op: TileWorkOp) -> tuple[int, ...]:
+    """gemm: (m, n, k); reduce: the reduction's input shape; map: its first output's shape."""
+    from trainkernel.dialects.tk import MatmulOp
+
+    if isinstance(op, GemmOp):
+        mm = next(o for o in op.body.block.ops if isinstance(o, MatmulOp))
+        m, n = mm.result.type.get_shape()
+        lhs = mm.lhs.type.get_shape()
+        return (m, n, lhs[0] if mm.transpose_a is not None else lhs[1])
+    if isinstance(op, ReduceOp):
+        return tuple(op.reduction().input.type.get_shape())
+    shapes = _yield_shapes(op)
+    return shapes[0] if shapes else ()
+
+
+def _broadcast(shape: tuple[int, ...], ctx: list[int]) -> tuple[int | None, ...] | None:
+    lead = len(ctx) - len(shape)
+    if lead < 0:
+        return None
+    return tuple(None if d == 1 else ctx[lead + a] for a, d in enumerate(shape))
+
+
+def op_accesses(kernel: "KernelOp", op: TileWorkOp) -> list[Access]:
+    """Every buffer `op` reads or writes, with the iteration dimensions that index
+    it, as the printer indexes it (value_at / load / store_outputs)."""
+    from trainkernel.dialects import sched
+    from trainkernel.dialects.tk import ExpandOp, MatmulOp, ReductionOp, ReshapeOp, SliceOp, TransposeOp
+
+    space = iteration_space(op)
+    full = list(range(len(space)))
+    out_ctx = full
+    chain: set = set()  # ops of a reduction's input chain (read at the full index)
+    if isinstance(op, GemmOp):
+        out_ctx = [0, 1]
+    elif isinstance(op, ReduceOp):
+        red = op.reduction()
+        kept = [d for d in full if d not in red.axes_list]
+        out_ctx = full if red.keepdim is not None else kept
+        chain.add(red)
+        v = red.input
+        while not isinstance(v, BlockArgument) and isinstance(v.owner, TransposeOp | SliceOp | ExpandOp):
+            chain.add(v.owner)
+            v = v.owner.input
+    out: list[Access] = []
+    for arg in op.body.block.args:
+        buf = op.ins[arg.index]
+        root = sched.root_buffer(buf)
+        shape = tuple(buf.type.get_shape())
+        for use in arg.uses:
+            user = use.operation
+            in_chain = user in chain
+            ctx = full if (in_chain or isinstance(op, MapOp)) else out_ctx
+            if isinstance(op, GemmOp) and isinstance(user, MatmulOp):
+                ta, tb = user.transpose_a is not None, user.transpose_b is not None
+                dims = ((2, 0) if ta else (0, 2)) if use.index == 0 else ((1, 2) if tb else (2, 1))
+                out.append(Access(buf, root, False, "matmul", dims))
+            elif isinstance(user, TransposeOp):
+                rshape = tuple(user.result.type.get_shape())
+                lead = len(ctx) - len(rshape)
+                if lead < 0:
+                    out.append(Access(buf, root, False, "gather", None))
+                    continue
+                dims_t: list[int | None] = [None] * len(shape)
+                for k, p in enumerate(user.perm_list):
+                    dims_t[p] = None if rshape[k] == 1 else ctx[lead + k]
+                out.append(Access(buf, root, False, "reduction" if in_chain else "transpose", tuple(dims_t)))
+            elif isinstance(user, SliceOp | ReshapeOp | MatmulOp) or (isinstance(user, ReductionOp) and not in_chain):
+                out.append(Access(buf, root, False, "gather", None))
+            else:  # a pointwise op, an expand, the yield (a copy), or the reduction itself
+                dims_b = _broadcast(shape, ctx)
+                kind = "reduction" if in_chain else "pointwise"
+                out.append(Access(buf, root, False, kind if dims_b is not None else "gather", dims_b))
+    for buf in op.outs:
+        out.append(Access(buf, sched.root_buffer(buf), True, "store", _broadcast(tuple(buf.type.get_shape()), out_ctx)))
+    return out
+
+
+def _homes_of(kernel: "KernelOp") -> dict[SSAValue, SmemOp]:
+    return {op.source: op for op in kernel.block.ops if isinstance(op, SmemOp) and op.source is not None}
+
+
+def _scratch_bytes(op: TileWorkOp) -> int:
+    if isinstance(op, GemmOp):
+        m, n, _ = iteration_space(op)
+        return 4 * m * n
+    return 4 * _count(op.reduction().result.type.get_shape())
+
+
+def _ranges(kernel: "KernelOp", root: SSAValue, write: bool, homes) -> list[tuple[object, int, int, str]]:
+    """(memory, first byte, end byte, label) of what an access of `root` touches:
+    an argument (its own memory), arena bytes, or shared-memory bytes; a write
+    of an argument with a home also writes the home (write-through)."""
+    from trainkernel.elements import nbytes
+
+    if isinstance(root, BlockArgument):
+        label = f"argument %{root.name_hint}" if root.name_hint else f"argument {root.index}"
+        out = [(("arg", root.index), 0, nbytes(root.type), label)]
+        home = homes.get(root)
+        if write and home is not None:
+            out += _ranges(kernel, home.result, False, homes)
+        return out
+    owner = root.owner
+    name = f" %{root.name_hint}" if root.name_hint else ""
+    if isinstance(owner, BufferOp):
+        off = owner.offset_value or 0
+        end = off + nbytes(root.type)
+        return [("arena", off, end, f"arena buffer{name} (bytes {off}..{end})")]
+    if isinstance(owner, SmemOp):
+        off = owner.offset_value
+        end = off + local_bytes(root.type, owner.split_axis, kernel.cluster or 1)
+        return [("smem", off, end, f"shared-memory home{name} (bytes {off}..{end})")]
+    return []
+
+
+def _phases(kernel: "KernelOp") -> list[list[TileWorkOp]]:
+    groups: list[list[TileWorkOp]] = [[]]
+    for op in kernel.block.ops:
+        if isinstance(op, SyncOp):
+            groups.append([])
+        elif isinstance(op, TileWorkOp):
+            groups[-1].append(op)
+    return groups
+
+
+def verify_phase_hazards(kernel: "KernelOp", accesses) -> None:
+    """The ops of a phase run concurrently (over the grid, or over a block's
+    threads with no barrier between them): none may touch bytes another one
+    writes. On byte ranges (arena offsets, shared-memory offsets), so two
+    buffers that share bytes conflict whatever their SSA roots."""
+    homes = _homes_of(kernel)
+    for i, ops in enumerate(_phases(kernel)):
+        touched = []
+        for op in ops:
+            mine = []
+            for a in accesses[op]:
+                for mem, lo, hi, label in _ranges(kernel, a.root, a.write, homes):
+                    mine.append((mem, lo, hi, label, a.write))
+            if op.scratch is not None:
+                lo = op.scratch
+                mine.append(("smem", lo, lo + _scratch_bytes(op), f"its partials (shared-memory bytes {lo}..{lo + _scratch_bytes(op)})", True))
+            for other, theirs in touched:
+                for mem, lo, hi, label, w in mine:
+                    for mem2, lo2, hi2, label2, w2 in theirs:
+                        if mem == mem2 and lo < hi2 and lo2 < hi and (w or w2) and hi > lo and hi2 > lo2:
+                            writer, reader = (op, other) if w else (other, op)
+                            wl, rl = (label, label2) if w else (label2, label)
+                            how = "writes" if (w and w2) else "reads"
+                            raise VerifyException(
+                                f"tile.kernel: phase {i}: {writer.name} writes {wl} and {reader.name} {how} "
+                                f"{rl} in the same phase (a tile.sync must separate them)"
+                            )
+            touched.append((op, mine))
+
+
+def verify_home_liveness(kernel: "KernelOp", accesses) -> None:
+    """No two shared-memory homes (or an op's partials) whose bytes overlap are
+    live in a common phase. A home is live from the first to the last phase
+    that touches it, a staged input's home from the kernel's start (the
+    prologue loads it), an argument's home also wherever the argument is
+    written (written through)."""
+    if kernel.cluster is None:
+        return
+    homes = _homes_of(kernel)
+    n_in = kernel.num_inputs.data
+    live: dict[SSAValue, list[int]] = {}
+    for op in kernel.block.ops:
+        if isinstance(op, SmemOp) and op.source is not None and op.source.index < n_in:
+            live[op.result] = [0, 0]
+    spans: list[tuple[int, int, int, int, str]] = []
+    for i, ops in enumerate(_phases(kernel)):
+        for op in ops:
+            for a in accesses[op]:
+                roots = [a.root] + ([homes[a.root].result] if a.write and a.root in homes else [])
+                for r in roots:
+                    if isinstance(r.owner, SmemOp):
+                        span = live.setdefault(r, [i, i])
+                        span[0], span[1] = min(span[0], i), max(span[1], i)
+            if op.scratch is not None:
+                spans.append((op.scratch, op.scratch + _scratch_bytes(op), i, i, f"the partials of {op.name} in phase {i}"))
+    for op in kernel.block.ops:
+        if isinstance(op, SmemOp) and op.result in live:
+            (_, lo, hi, label), = _ranges(kernel, op.result, False, homes)
+            spans.append((lo, hi, live[op.result][0], live[op.result][1], label))
+    for k, a in enumerate(spans):
+        for b in spans[:k]:
+            if a[0] < b[1] and b[0] < a[1] and a[2] <= b[3] and b[2] <= a[3] and a[1] > a[0] and b[1] > b[0]:
+                raise VerifyException(
+                    f"tile.kernel: {b[4]}, live in phases {b[2]}..{b[3]}, and {a[4]}, live in phases "
+                    f"{a[2]}..{a[3]}, overlap while both are live"
+                )
+
+
+def verify_tile_reads_after_writes(kernel: "KernelOp", accesses) -> None:
+    """Every buffer a phase reads holds a value: a step input, a staged input's
+    home (the prologue loads it), or what an earlier phase wrote (writing an
+    argument writes its home)."""
+    homes = _homes_of(kernel)
+    n_in = kernel.num_inputs.data
+    defined: set[SSAValue] = set(kernel.block.args[:n_in])
+    defined |= {h.result for a, h in homes.items() if a.index < n_in}
+    for i, ops in enumerate(_phases(kernel)):
+        for op in ops:
+            for a in accesses[op]:
+                if not a.write and a.root not in defined:
+                    (_, _, _, label), *_ = _ranges(kernel, a.root, False, homes)
+                    raise VerifyException(
+                        f"tile.kernel: phase {i} ({op.name}) reads {label} before any earlier phase writes it"
+                    )
+        for op in ops:
+            for a in accesses[op]:
+                if a.write:
+                    defined.add(a.root)
+                    if a.root in homes:
+                        defined.add(homes[a.root].result)
+
+
+def verify_in_place_updates(kernel: "KernelOp", accesses) -> None:
+    """An op that writes a buffer it also reads (an in-place update) reads it only
+    at the elements it writes: pointwise, with the written value's shape. Read
+    across a GEMM's k, a reduction, a transpose or a slice, other blocks (or
+    threads) would see elements already overwritten."""
+    homes = _homes_of(kernel)
+
+    def bytes_of(a: Access):
+        roots = [a.root] + ([homes[a.root].result] if a.write and a.root in homes else [])
+        return {r for r in roots}
+
+    for op, accs in accesses.items():
+        writes = [a for a in accs if a.write]
+        for r in (a for a in accs if not a.write):
+            for w in writes:
+                if not (bytes_of(r) & bytes_of(w)):
+                    continue
+                same = r.kind == "pointwise" and r.value.type == w.value.type and r.dims == w.dims
+                if not same:
+                    (_, _, _, label), *_ = _ranges(kernel, r.root, False, homes)
+                    how = _HOW.get(r.kind, r.kind) if r.kind != "pointwise" else f"as {r.value.type}, broadcast"
+                    raise VerifyException(
+                        f"tile.kernel: {op.name} updates {label} in place but reads it {how}, not at the elements of its "
+                        f"{w.value.type} output: elements not read yet may already be overwritten"
+                    )
+
+
+_HOW = {
+    "transpose": "transposed",
+    "matmul": "as a GEMM operand (across k)",
+    "reduction": "as the reduction's input",
+    "gather": "through a slice or reshape",
+}
+
+
+def squeeze_map(src: tuple[int, ...], dst: tuple[int, ...]) -> dict[int, int] | None:
+    """dst axis -> src axis when the shapes differ only by size-1 axes (None otherwise)."""
+    s = [k for k, d in enumerate(src) if d != 1]
+    t = [k for k, d in enumerate(dst) if d != 1]
+    if [src[k] for k in s] != [dst[k] for k in t]:
+        return None
+    return dict(zip(t, s))
+
+
+def split_axes(kernel: "KernelOp") -> dict[SSAValue, int]:
+    """The split axis of every home, argument with a home, and view of one (-1:
+    every block holds all of it); a view that moves a split axis is an error."""
+    out: dict[SSAValue, int] = {}
+    for op in kernel.block.ops:
+        if isinstance(op, SmemOp):
+            out[op.result] = op.split_axis
+            if op.source is not None:
+                out[op.source] = op.split_axis
+        elif isinstance(op, ViewOp) and op.source in out:
+            src = out[op.source]
+            if src < 0:
+                out[op.result] = -1
+                continue
+            m = squeeze_map(tuple(op.source.type.get_shape()), tuple(op.result.type.get_shape()))
+            inverse = {v: k for k, v in (m or {}).items()}
+            if src not in inverse:
+                raise VerifyException(
+                    f"tile.kernel: a view {op.source.type} to {op.result.type} moves the split axis {src} of a home"
+                )
+            out[op.result] = inverse[src]
+    return out
+
+
+def verify_partition(kernel: "KernelOp", accesses) -> None:
+    """In a resident kernel of several blocks, block r holds slice r of a split
+    home's split axis and does slice r of its op's split dimension; block
+    barriers order phases only because every access stays in what the block
+    holds. So: a split home is accessed only by an op split on the iteration
+    dimension that indexes its split axis (same extent); a home every block
+    holds is written whole on every block (by an op that splits nothing, or a
+    split contraction, whose epilogue runs on the whole result)."""
+    splits = split_axes(kernel)
+    for op, accs in accesses.items():
+        split = op.split if op.split is not None else -1
+        space = iteration_space(op)
+        partial = op.splits_a_sum()
+        for a in accs:
+            axis = splits.get(a.value)
+            if axis is None:
+                continue  # global memory without a home: written (stores), never read
+            if axis >= 0:
+                dim = a.dims[axis] if a.dims is not None else None
+                if split < 0 or dim != split or space[split] != a.value.type.get_shape()[axis]:
+                    raise VerifyException(
+                        f"tile.kernel: {op.name} (split {split}) {'writes' if a.write else 'reads'} {a.value.type} "
+                        f"split on axis {axis} over the cluster, but "
+                        + (f"its axis {axis} is indexed by iteration dimension {dim}" if dim is not None else
+                           f"it reads it {a.kind}")
+                        + ": a block would address slices it does not hold"
+                    )
+            elif a.write and split >= 0 and not partial:
+                raise VerifyException(
+                    f"tile.kernel: {op.name} (split {split}) writes {a.value.type}, which every block holds whole, "
+                    "but each block makes only its slice of it"
+                )
 
 
 def config(**values: int | str | tuple[int, ...]) -> dict[str, Attribute]:

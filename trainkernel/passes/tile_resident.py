@@ -640,6 +640,8 @@ class TileResidentPass(ModulePass):
         for kernel in list(op.ops):
             if not isinstance(kernel, tile.KernelOp) or kernel.cluster is not None:
                 continue
+            if tile.largest_extent(kernel) > tile.RESIDENT_MAX_ELEMENTS:
+                continue  # resident kernels index in 32 bits (and such a step never fits on chip)
             best = choose(kernel, target, self.max_cluster)
             if best is None:
                 continue
