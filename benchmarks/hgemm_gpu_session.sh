@@ -1,0 +1,43 @@
+#!/bin/bash
+# One device call for the Hopper GEMM tile: smoke (one process per layout),
+# the GPU tests, one compute-sanitizer memcheck pass, the benchmark.
+# Expects the prebuilt libraries in build/hgemm (hgemm_lib.build() reuses
+# them by digest; it rebuilds there if the sources changed) and $OUT.
+# STAGES: which of smoke,tests,sanitize,bench to run (default all; the later
+# ones run only if the smoke passed).
+set -u
+OUT=${OUT:-/tmp/hgemm_out}; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 TK_HGEMM_BUILD_DIR=$PWD/build/hgemm
+STAGES=${STAGES:-smoke,tests,sanitize,bench}
+BENCH_ARGS=${BENCH_ARGS:---sweep}
+log() { echo "[$(date +%T)] $*"; }
+{
+  log "tree: $PWD stamp: $(cat build/hgemm/STAMP 2>/dev/null)"
+  ls build/hgemm/*.so
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
+  python3 -c "import torch;print('torch', torch.__version__, torch.cuda.get_device_name())"
+} 2>&1 | tee "$OUT/env.log"
+smoke_ok=1
+if [[ $STAGES == *smoke* ]]; then
+  log "smoke"
+  timeout 200 python3 -m benchmarks.hgemm_smoke 2>&1 | tee "$OUT/smoke.log"
+  [[ ${PIPESTATUS[0]} == 0 ]] || smoke_ok=0
+  log "smoke ok=$smoke_ok"
+fi
+if [[ $smoke_ok == 1 && $STAGES == *tests* ]]; then
+  log "tests"
+  timeout 240 python3 -m pytest -q -m cuda tests/test_hopper_gemm.py -p no:cacheprovider 2>&1 | tail -40 | tee "$OUT/tests.log"
+fi
+if [[ $smoke_ok == 1 && $STAGES == *sanitize* ]]; then
+  log "sanitize"
+  HGEMM_SMOKE_QUICK=1 timeout 150 compute-sanitizer --tool memcheck --print-limit 5 \
+    python3 -m benchmarks.hgemm_smoke --one TN 2>&1 | tail -25 | tee "$OUT/sanitize.log"
+fi
+if [[ $smoke_ok == 1 && $STAGES == *bench* ]]; then
+  log "bench"
+  timeout 300 python3 -m benchmarks.gemm --out "$OUT/gemm.json" $BENCH_ARGS 2>&1 | tee "$OUT/bench.log"
+fi
+if [[ $STAGES == *sass* ]]; then
+  cuobjdump --dump-sass build/hgemm/libtk_hgemm-*.so 2>/dev/null | grep -oE "HGMMA[.A-Z0-9x]*|UTMALDG[.A-Z0-9]*|SYNCS[.A-Z0-9]*" | sort | uniq -c | head -20 | tee "$OUT/sass.log"
+fi
+log "done"
