@@ -196,7 +196,7 @@ def bench_shape(lib, g, dtype, args, gen) -> dict:
                 ent = {"tile": tile, "splits": splits, "plan": chk["plan"], "ok": chk["ok"],
                        "err_over_bound": chk["err_over_bound"]}
                 if chk["ok"]:
-                    ts = time_graph(tk_fns(**kw), args.calls, args.sweep_samples)
+                    ts = time_graph(tk_fns(**kw)[: args.sweep_calls], args.sweep_calls, args.sweep_samples)
                     ent.update(summarize(ts))
                     ent["tflops"] = flop / ent["median_us"] / 1e6
                 sweep.append(ent)
@@ -218,6 +218,11 @@ def _git(*cmd) -> str:
         return ""
 
 
+def _stamp() -> str:
+    p = REPO / "build" / "hgemm" / "STAMP"
+    return p.read_text().strip() if p.is_file() else ""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(REPO / "results" / "h200" / "gemm.json"))
@@ -225,7 +230,8 @@ def main(argv=None) -> int:
     ap.add_argument("--samples", type=int, default=30, help="timed replays per variant")
     ap.add_argument("--sweep", action="store_true", help="also time every (tile, splits) of the table")
     ap.add_argument("--sweep-splits", type=int, nargs="+", default=[1, 2, 4, 8])
-    ap.add_argument("--sweep-samples", type=int, default=10)
+    ap.add_argument("--sweep-samples", type=int, default=5)
+    ap.add_argument("--sweep-calls", type=int, default=10)
     ap.add_argument("--only", nargs="*", help="substrings of shape names to run")
     ap.add_argument("--lib", help="prebuilt libtk_hgemm .so (default: build / reuse build/hgemm)")
     args = ap.parse_args(argv)
@@ -243,34 +249,42 @@ def main(argv=None) -> int:
         gemms = [g for g in gemms if any(s in g["name"] for s in args.only)]
     rows = []
     t0 = time.time()
+    props = torch.cuda.get_device_properties(0)
+
+    def document() -> dict:
+        return {
+            "benchmark": "gemm",
+            "description": "tk/hopper_gemm.cuh vs torch.matmul (cuBLAS), bf16 in / bf16 out, fp32 accumulate",
+            "device": props.name,
+            "sms": props.multi_processor_count,
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "commit": _git("rev-parse", "HEAD") or _stamp(),
+            "dirty": bool(_git("status", "--porcelain")),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "host": platform.node(),
+            "library": str(lib.path.name),
+            "method": {"calls_per_graph": args.calls, "samples": args.samples,
+                       "timer": "cuda events around graph replay",
+                       "l2_rotation": "input sets >= 3 x 60 MB / bytes per set (capped at calls)",
+                       "correctness": "err <= 2 K eps32 |A||B| + eps_bf16 |ref| vs fp32 product, before timing",
+                       "sweep": {"splits": args.sweep_splits, "calls": args.sweep_calls,
+                                 "samples": args.sweep_samples} if args.sweep else None},
+            "wall_s": time.time() - t0,
+            "complete": len(rows) == len(gemms),
+            "shapes": rows,
+        }
+
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     for g in gemms:
         row = bench_shape(lib, g, torch.bfloat16, args, gen)
         rows.append(row)
+        Path(args.out).write_text(json.dumps(document(), indent=1))  # after every shape
         tk = f"{row['tk_tflops']:.0f}" if row["tk_tflops"] else "FAIL"
         print(f"{g['name']:<16} {g['m']:>5}x{g['n']:>5}x{g['k']:>5} {g['layout']}  tk {tk:>5} TF/s  "
               f"torch {row['torch_tflops']:.0f} TF/s  plan bn={row['plan']['bn']} s={row['plan']['splits']}",
               flush=True)
-    props = torch.cuda.get_device_properties(0)
-    doc = {
-        "benchmark": "gemm",
-        "description": "tk/hopper_gemm.cuh vs torch.matmul (cuBLAS), bf16 in / bf16 out, fp32 accumulate",
-        "device": props.name,
-        "sms": props.multi_processor_count,
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "commit": _git("rev-parse", "HEAD"),
-        "dirty": bool(_git("status", "--porcelain")),
-        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "host": platform.node(),
-        "library": str(lib.path.name),
-        "method": {"calls_per_graph": args.calls, "samples": args.samples, "timer": "cuda events around graph replay",
-                   "l2_rotation": "input sets >= 3 x 60 MB / bytes per set (capped at calls)",
-                   "correctness": "err <= 2 K eps32 |A||B| + eps_bf16 |ref| vs fp32 product, before timing"},
-        "wall_s": time.time() - t0,
-        "shapes": rows,
-    }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(doc, indent=1))
+    Path(args.out).write_text(json.dumps(document(), indent=1))
     print("\n| shape | m x n x k | layout | tk TF/s | torch TF/s | tk/torch | plan (bn, splits) | sweep best |")
     print("| --- | --- | --- | ---: | ---: | ---: | --- | --- |")
     for r in rows:

@@ -1,6 +1,6 @@
 #!/bin/bash
 # One device call for the Hopper GEMM tile: smoke (one process per layout),
-# the GPU tests, one compute-sanitizer memcheck pass, the benchmark.
+# the benchmark, the GPU tests, one compute-sanitizer memcheck pass.
 # Expects the prebuilt libraries in build/hgemm (hgemm_lib.build() reuses
 # them by digest; it rebuilds there if the sources changed) and $OUT.
 # STAGES: which of smoke,tests,sanitize,bench to run (default all; the later
@@ -8,7 +8,7 @@
 set -u
 OUT=${OUT:-/tmp/hgemm_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TK_HGEMM_BUILD_DIR=$PWD/build/hgemm
-STAGES=${STAGES:-smoke,tests,sanitize,bench}
+STAGES=${STAGES:-smoke,bench,tests,sanitize,sass}
 BENCH_ARGS=${BENCH_ARGS:---sweep}
 log() { echo "[$(date +%T)] $*"; }
 {
@@ -20,22 +20,22 @@ log() { echo "[$(date +%T)] $*"; }
 smoke_ok=1
 if [[ $STAGES == *smoke* ]]; then
   log "smoke"
-  timeout 200 python3 -m benchmarks.hgemm_smoke 2>&1 | tee "$OUT/smoke.log"
+  timeout ${T_SMOKE:-50} python3 -m benchmarks.hgemm_smoke 2>&1 | tee "$OUT/smoke.log"
   [[ ${PIPESTATUS[0]} == 0 ]] || smoke_ok=0
   log "smoke ok=$smoke_ok"
 fi
+if [[ $smoke_ok == 1 && $STAGES == *bench* ]]; then
+  log "bench"
+  timeout ${T_BENCH:-80} python3 -m benchmarks.gemm --out "$OUT/gemm.json" $BENCH_ARGS 2>&1 | tee "$OUT/bench.log"
+fi
 if [[ $smoke_ok == 1 && $STAGES == *tests* ]]; then
   log "tests"
-  timeout 240 python3 -m pytest -q -m cuda tests/test_hopper_gemm.py -p no:cacheprovider 2>&1 | tail -40 | tee "$OUT/tests.log"
+  timeout ${T_TESTS:-70} python3 -m pytest -q -m cuda tests/test_hopper_gemm.py -p no:cacheprovider 2>&1 | tee "$OUT/tests.log" | tail -30
 fi
 if [[ $smoke_ok == 1 && $STAGES == *sanitize* ]]; then
   log "sanitize"
-  HGEMM_SMOKE_QUICK=1 timeout 150 compute-sanitizer --tool memcheck --print-limit 5 \
+  HGEMM_SMOKE_QUICK=1 timeout ${T_SAN:-35} compute-sanitizer --tool memcheck --print-limit 5 \
     python3 -m benchmarks.hgemm_smoke --one TN 2>&1 | tail -25 | tee "$OUT/sanitize.log"
-fi
-if [[ $smoke_ok == 1 && $STAGES == *bench* ]]; then
-  log "bench"
-  timeout 300 python3 -m benchmarks.gemm --out "$OUT/gemm.json" $BENCH_ARGS 2>&1 | tee "$OUT/bench.log"
 fi
 if [[ $STAGES == *sass* ]]; then
   cuobjdump --dump-sass build/hgemm/libtk_hgemm-*.so 2>/dev/null | grep -oE "HGMMA[.A-Z0-9x]*|UTMALDG[.A-Z0-9]*|SYNCS[.A-Z0-9]*" | sort | uniq -c | head -20 | tee "$OUT/sass.log"
