@@ -3,8 +3,23 @@
 # the benchmark, the GPU tests, one compute-sanitizer memcheck pass.
 # Expects the prebuilt libraries in build/hgemm (hgemm_lib.build() reuses
 # them by digest; it rebuilds there if the sources changed) and $OUT.
-# STAGES: which of smoke,tests,sanitize,bench to run (default all; the later
-# ones run only if the smoke passed).
+# STAGES: which of smoke,bench,tests,sanitize,sass to run (default all; the
+# later ones run only if the smoke passed); T_SMOKE, T_BENCH, T_TESTS, T_SAN:
+# their timeouts in seconds; BENCH_ARGS: benchmarks/gemm.py's arguments.
+#
+# The device tool sends the SESSION's checkout (not a helper's worktree; seen
+# 2026-12-01: a call from /work/wt-gemm found neither these files nor the
+# carried build/hgemm). From a worktree, stage a copy into an ignored folder
+# of the session's checkout and carry that:
+#   W=/work/wt-gemm; S=/work/main; mkdir -p $S/.hgemm
+#   grep -qx '/.hgemm/' $S/.git/info/exclude || echo /.hgemm/ >> $S/.git/info/exclude
+#   (cd $W && git archive HEAD | tar -x -C $S/.hgemm && mkdir -p $S/.hgemm/build &&
+#    cp -r build/hgemm $S/.hgemm/build/ && git rev-parse HEAD > $S/.hgemm/build/hgemm/STAMP)
+#   run(carry=[".whl", ".hgemm"], command="python3 -m pip install -q --no-index
+#     --no-deps --no-compile --target /tmp/site .whl/*.whl || exit 1; cd .hgemm &&
+#     export PYTHONPATH=/tmp/site:$PWD && bash benchmarks/hgemm_gpu_session.sh")
+# (build/hgemm holds libtk_hgemm-<digest>.so for the sources' digest, with and
+# without the watchdog; without them the scripts rebuild there, ~1 minute.)
 set -u
 OUT=${OUT:-/tmp/hgemm_out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TK_HGEMM_BUILD_DIR=$PWD/build/hgemm

@@ -24,9 +24,12 @@
 //
 //  0. PTX wrappers: mbarriers, TMA (cp.async.bulk.tensor), wgmma fences,
 //     setmaxnreg, named barriers.  Thin, one instruction each.
-//  1. Shared-memory matrix descriptors and wgmma m64nNk16 (N = 64/128/256).
-//  2. Tile shapes (the table below), the shared-memory plan, the work-unit
-//     schedule (persistent tiles x split-K slices).
+//  1. wgmma m64nNk16 (N = 64/128/256), bf16 and f16.
+//  2. Tile shapes (the table below), the work-unit schedule (persistent
+//     tiles x split-K slices), the stage layout: where each TMA box lands
+//     and the shared-memory matrix descriptors wgmma reads it through
+//     (host+device, so tests/device/hopper_gemm_emu.cu replays them on the
+//     CPU against the PTX ISA's canonical layouts).
 //  3. The accumulator fragment's (row, col) map and the epilogue hook.
 //  4. The kernel: one producer warpgroup (one thread issues TMA), two
 //     consumer warpgroups (64 rows of the tile each) issuing wgmma; split-K
@@ -344,27 +347,8 @@ __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"
 }  // namespace ptx
 
 // =============================================================================
-// Layer 1: shared-memory matrix descriptors, wgmma m64nNk16
+// Layer 1: wgmma m64nNk16
 // =============================================================================
-
-// PTX ISA "Matrix Descriptor": start address, leading and stride byte offsets
-// (all >> 4, 14 bits each), base offset 0 (atoms 1024-aligned), bits 62-63 =
-// 1: 128-byte swizzle.
-__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return (uint64_t)((addr & 0x3FFFFu) >> 4) | ((uint64_t)((lbo & 0x3FFFFu) >> 4) << 16) |
-         ((uint64_t)((sbo & 0x3FFFFu) >> 4) << 32) | (1ull << 62);
-}
-
-// Descriptor of the k-th 16-wide K slice (k = 0..3) of an operand stage at
-// `base` (see "Layouts" above).
-template <bool MN_MAJOR>
-__device__ __forceinline__ uint64_t operand_desc(uint32_t base, int k) {
-  if constexpr (MN_MAJOR) {
-    return smem_desc(base + 2048u * (uint32_t)k, 8192u, 1024u);
-  } else {
-    return smem_desc(base + 32u * (uint32_t)k, 16u, 1024u);
-  }
-}
 
 #define TK_HG_D8(o)                                                                          \
   "+f"(d[(o) + 0]), "+f"(d[(o) + 1]), "+f"(d[(o) + 2]), "+f"(d[(o) + 3]), "+f"(d[(o) + 4]), \
@@ -570,6 +554,74 @@ __host__ __device__ __forceinline__ WorkUnit work_unit(const GemmParams& p, int 
   const int end = w.kb0 + p.kb_per_split;
   w.kb1 = end < p.kb_total ? end : p.kb_total;
   return w;
+}
+
+// The stage layout, shared by the kernel, the host launch and the host
+// emulation test (tests/device/hopper_gemm_emu.cu), so that they cannot drift.
+//
+// PTX ISA "Matrix Descriptor": start address, leading and stride byte offsets
+// (all >> 4, 14 bits each), base offset 0 (atoms 1024-aligned), bits 62-63 =
+// 1: 128-byte swizzle.
+__host__ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return (uint64_t)((addr & 0x3FFFFu) >> 4) | ((uint64_t)((lbo & 0x3FFFFu) >> 4) << 16) |
+         ((uint64_t)((sbo & 0x3FFFFu) >> 4) << 32) | (1ull << 62);
+}
+
+// Descriptor of the k-th 16-wide K slice (k = 0..3) of an operand stage at
+// `base` (see "Layouts" above).
+template <bool MN_MAJOR>
+__host__ __device__ __forceinline__ uint64_t operand_desc(uint32_t base, int k) {
+  if constexpr (MN_MAJOR) {
+    return smem_desc(base + 2048u * (uint32_t)k, 8192u, 1024u);
+  } else {
+    return smem_desc(base + 32u * (uint32_t)k, 16u, 1024u);
+  }
+}
+
+// The TMA boxes of K step kb of unit w: f(operand, offset, c0, c1) for each
+// box, operand 0 = A / 1 = B, offset = where in the stage it lands, (c0, c1) =
+// tensor coordinates of its first element (c0 along the contiguous dimension).
+// (nv_exec_check_disable: f is a device lambda in the kernel and a host one
+// in the emulation test; each instantiation is only called from its side.)
+#pragma nv_exec_check_disable
+template <class Shape, bool TA, bool TB, class F>
+__host__ __device__ __forceinline__ void for_each_box(const WorkUnit& w, int kb, F&& f) {
+  const int k0 = kb * kBK;
+  if constexpr (!TA) {
+    f(0, 0u, k0, w.m0);  // box 64 (K) x BM
+  } else {
+#pragma unroll
+    for (int j = 0; j < Shape::BM / 64; ++j) f(0, 8192u * j, w.m0 + 64 * j, k0);  // 64 (M) x 64 (K)
+  }
+  if constexpr (TB) {
+    f(1, (uint32_t)Shape::A_BYTES, k0, w.n0);  // box 64 (K) x BN
+  } else {
+#pragma unroll
+    for (int j = 0; j < Shape::BN / 64; ++j)  // boxes 64 (N) x 64 (K)
+      f(1, (uint32_t)Shape::A_BYTES + 8192u * j, w.n0 + 64 * j, k0);
+  }
+}
+
+// Tensor-map geometry of each operand: the tensor is `outer` rows of `inner`
+// contiguous elements, read in boxes of box_inner x box_outer.
+template <class Shape, bool TA, bool TB>
+struct OperandMaps {
+  static constexpr uint32_t a_box_inner = 64, a_box_outer = TA ? 64 : Shape::BM;
+  static constexpr uint32_t b_box_inner = 64, b_box_outer = TB ? Shape::BN : 64;
+  // A: TA -> K rows of M, else M rows of K.  B: TB -> N rows of K, else K rows of N.
+  static __host__ __device__ uint64_t a_inner(int M, int K) { return TA ? (uint64_t)M : (uint64_t)K; }
+  static __host__ __device__ uint64_t a_outer(int M, int K) { return TA ? (uint64_t)K : (uint64_t)M; }
+  static __host__ __device__ uint64_t b_inner(int N, int K) { return TB ? (uint64_t)K : (uint64_t)N; }
+  static __host__ __device__ uint64_t b_outer(int N, int K) { return TB ? (uint64_t)N : (uint64_t)K; }
+};
+
+// wgmma descriptors of consumer c's k-th 16-wide K slice of the stage at
+// `stage` (an absolute shared-memory address, 1024-aligned).
+template <class Shape, bool TA, bool TB>
+__host__ __device__ __forceinline__ void slab_descs(uint32_t stage, int c, int k, uint64_t& desc_a,
+                                                    uint64_t& desc_b) {
+  desc_a = operand_desc<TA>(stage + 8192u * (uint32_t)c, k);    // 64 rows of A per consumer
+  desc_b = operand_desc<!TB>(stage + (uint32_t)Shape::A_BYTES, k);  // all of B
 }
 
 // =============================================================================
@@ -792,22 +844,9 @@ __global__ void __launch_bounds__(kThreads, 1)
           const uint32_t full = bars + 8 * stage;
           ptx::mbar_arrive_expect_tx(full, Shape::STAGE_BYTES);
           const uint32_t sa = base + stage * Shape::STAGE_BYTES;
-          const uint32_t sb = sa + Shape::A_BYTES;
-          const int k0 = kb * kBK;
-          if constexpr (!TA) {
-            ptx::tma_load_2d(sa, &tma_a, full, k0, w.m0);  // box 64 (K) x BM
-          } else {
-#pragma unroll
-            for (int j = 0; j < BM / 64; ++j)  // boxes 64 (M) x 64 (K)
-              ptx::tma_load_2d(sa + 8192u * j, &tma_a, full, w.m0 + 64 * j, k0);
-          }
-          if constexpr (TB) {
-            ptx::tma_load_2d(sb, &tma_b, full, k0, w.n0);  // box 64 (K) x BN
-          } else {
-#pragma unroll
-            for (int j = 0; j < BN / 64; ++j)  // boxes 64 (N) x 64 (K)
-              ptx::tma_load_2d(sb + 8192u * j, &tma_b, full, w.n0 + 64 * j, k0);
-          }
+          for_each_box<Shape, TA, TB>(w, kb, [&](int op, uint32_t off, int c0, int c1) {
+            ptx::tma_load_2d(sa + off, op == 0 ? &tma_a : &tma_b, full, c0, c1);
+          });
           if (++stage == STAGES) {
             stage = 0;
             phase ^= 1u;
@@ -832,14 +871,16 @@ __global__ void __launch_bounds__(kThreads, 1)
       int prev = -1;
       for (int kb = w.kb0; kb < w.kb1; ++kb) {
         ptx::mbar_wait(bars + 8 * stage, phase);
-        const uint32_t sa = base + stage * Shape::STAGE_BYTES + 8192u * c;
-        const uint32_t sb = base + stage * Shape::STAGE_BYTES + Shape::A_BYTES;
+        const uint32_t st = base + stage * Shape::STAGE_BYTES;
 #pragma unroll
         for (int r = 0; r < BN / 2; ++r) ptx::fence_operand(acc[r]);
         ptx::wgmma_fence();
 #pragma unroll
-        for (int k = 0; k < kBK / 16; ++k)
-          wgmma_k16<T, BN, TA, !TB>(acc, operand_desc<TA>(sa, k), operand_desc<!TB>(sb, k));
+        for (int k = 0; k < kBK / 16; ++k) {
+          uint64_t da, db;
+          slab_descs<Shape, TA, TB>(st, c, k, da, db);
+          wgmma_k16<T, BN, TA, !TB>(acc, da, db);
+        }
         ptx::wgmma_commit();
 #pragma unroll
         for (int r = 0; r < BN / 2; ++r) ptx::fence_operand(acc[r]);
@@ -1078,13 +1119,12 @@ inline cudaError_t launch_tma(const Plan& plan, const T* A, long long lda, const
   constexpr int dt = dtype_of<T>::value;
   CUtensorMap ma, mb;
   cudaError_t e;
-  // A: !TA -> M rows of K (box 64 x BM); TA -> K rows of M (box 64 x 64).
-  e = TA ? make_tma_2d(&ma, A, dt, (uint64_t)M, (uint64_t)K, lda, 64, 64)
-         : make_tma_2d(&ma, A, dt, (uint64_t)K, (uint64_t)M, lda, 64, Shape::BM);
+  using Maps = OperandMaps<Shape, TA, TB>;
+  e = make_tma_2d(&ma, A, dt, Maps::a_inner(M, K), Maps::a_outer(M, K), lda, Maps::a_box_inner,
+                  Maps::a_box_outer);
   if (e != cudaSuccess) return e;
-  // B: TB -> N rows of K (box 64 x BN); !TB -> K rows of N (box 64 x 64).
-  e = TB ? make_tma_2d(&mb, B, dt, (uint64_t)K, (uint64_t)N, ldb, 64, Shape::BN)
-         : make_tma_2d(&mb, B, dt, (uint64_t)N, (uint64_t)K, ldb, 64, 64);
+  e = make_tma_2d(&mb, B, dt, Maps::b_inner(N, K), Maps::b_outer(N, K), ldb, Maps::b_box_inner,
+                  Maps::b_box_outer);
   if (e != cudaSuccess) return e;
   GemmParams p;
   p.M = M;
