@@ -1,5 +1,11 @@
 // tk/hopper_gemm.cuh -- Hopper (sm_90a) GEMM tile: TMA, an mbarrier pipeline, wgmma.
 //
+// Status (2026-12-01): compiles for sm_90a without warnings or spills, and its
+// data path (boxes, descriptors, schedule, split-K coverage, fragment map)
+// passes the CPU emulation in tests/device/hopper_gemm_emu.cu. It has NOT run
+// on a GPU yet: tests/test_hopper_gemm.py's cuda tests and benchmarks/gemm.py
+// are the first things to run there. Not yet used by the CUDA printer.
+//
 // =============================================================================
 // What it computes
 // =============================================================================
@@ -121,15 +127,15 @@
 //
 // Split-K (splits > 1, for outputs with too few tiles to fill the SMs): the
 // K steps are cut into `splits` slices of kb_per_split steps. Each unit
-// writes its fp32 partial tile to the workspace in fragment order (each
+// writes its fp32 partial tile to the partials buffer in fragment order (each
 // thread's four consecutive registers are one float4: coalesced, no index
 // math), fences, and bumps the tile's counter; the unit that brings the
 // counter to `splits` sums the partials of slices 0, 1, ..., splits-1 in that
 // order (reading its own back too), so the result does not depend on which
 // slice finished last: deterministic. It resets the counter to 0 (counters
 // must be zero before the first launch and are zero after every launch) and
-// runs the epilogue on the sum. Concurrent launches must not share a
-// workspace.
+// runs the epilogue on the sum. Concurrent launches must not share
+// partials or counters.
 //
 // =============================================================================
 // Epilogues
@@ -169,7 +175,7 @@
 // this; then (and for K == 0) the host launches fallback_kernel, a
 // persistent loop over gemm.cuh's mma.sync tile (128 x 128 x 32, 256
 // threads), with the same epilogue. It is correct for any layout and
-// alignment, several times slower.
+// alignment (expected several times slower; not measured yet).
 //
 // =============================================================================
 // Host API (see layer 6)
