@@ -1,0 +1,271 @@
+// Host-only emulation of tk/hopper_gemm.cuh's data path (no GPU needed).
+//
+// It replays, on the CPU, what the kernel asks the hardware to do, using the
+// header's own helpers (work_unit, for_each_box, OperandMaps, slab_descs,
+// frag_row / frag_col, choose_plan), and models the hardware from the PTX
+// ISA / CUDA documentation, independently of those helpers:
+//   * TMA (cp.async.bulk.tensor.2d, SWIZZLE_128B): box row o, element i goes
+//     to  dst + 128*o + 2*i, then the 16-byte chunk index (address bits 4-6)
+//     is XORed with bits 7-9; out-of-bounds elements are zero.
+//   * wgmma's shared-memory operand, decoded from the 64-bit descriptor
+//     (start, LBO, SBO fields; 128B swizzle) by the canonical layouts:
+//       K-major  (row r, k):  start + 128*(r%8) + SBO*(r/8) + 2*k
+//       MN-major (x, k):      start + 2*(x%64) + LBO*(x/64) + 128*(k%8) + SBO*(k/8)
+//     then the same swizzle (ISA "Shared Memory Matrix Layout", cute's
+//     GmmaDescriptor comments).
+//   * the m64nNk16 D fragment:  register r of thread t -> row
+//     16*(t/32) + (t%32)/4 + 8*((r/2)%2), column 8*(r/4) + 2*(t%4) + r%2.
+// With these it multiplies small matrices through the kernel's exact sequence
+// of boxes, stages, descriptors, K steps, split-K slices and fragment stores,
+// and compares with a plain triple loop. It checks the plumbing (offsets,
+// LBO/SBO, coordinates, transposes, tails, the schedule, split-K coverage);
+// the hardware model itself is only checked on the GPU.
+//
+// Protocol: "PASS name" / "FAIL name why" lines, exit 1 on any failure.
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "tk/hopper_gemm.cuh"
+#include "tk_test.cuh"
+
+namespace hg = tk::hopper;
+
+namespace {
+
+uint32_t swizzle128(uint32_t addr) { return addr ^ ((addr >> 3) & 0x70u); }
+
+struct Desc {
+  uint32_t start, lbo, sbo, mode;
+};
+Desc decode(uint64_t d) {
+  Desc r;
+  r.start = (uint32_t)(d & 0x3FFFu) << 4;
+  r.lbo = (uint32_t)((d >> 16) & 0x3FFFu) << 4;
+  r.sbo = (uint32_t)((d >> 32) & 0x3FFFu) << 4;
+  r.mode = (uint32_t)(d >> 62);
+  return r;
+}
+
+// Byte address of element (row/x, k) of a wgmma operand.
+uint32_t operand_addr(const Desc& d, bool mn_major, int x, int k) {
+  uint32_t a;
+  if (!mn_major) {
+    a = d.start + 128u * (x % 8) + d.sbo * (x / 8) + 2u * k;
+  } else {
+    a = d.start + 2u * (x % 64) + d.lbo * (x / 64) + 128u * (k % 8) + d.sbo * (k / 8);
+  }
+  return swizzle128(a);
+}
+
+// A row-major matrix stored as floats (values are small integers: exact).
+struct Mat {
+  int rows, cols;
+  std::vector<float> v;
+  Mat(int r, int c) : rows(r), cols(c), v((size_t)r * c) {}
+  float at(long long r, long long c) const {
+    return (r >= 0 && c >= 0 && r < rows && c < cols) ? v[(size_t)r * cols + c] : 0.0f;
+  }
+};
+
+template <class Shape, bool TA, bool TB>
+bool emulate(int M, int N, int K, int splits_req, tktest::Rng& rng, char* why) {
+  constexpr int BM = Shape::BM, BN = Shape::BN, STAGES = Shape::STAGES;
+  using Maps = hg::OperandMaps<Shape, TA, TB>;
+  // Stored operands: A is M x K (K x M if TA), B is K x N (N x K if TB).
+  Mat A(TA ? K : M, TA ? M : K), B(TB ? N : K, TB ? K : N);
+  for (auto& x : A.v) x = (float)((int)(rng.next() % 7) - 3);
+  for (auto& x : B.v) x = (float)((int)(rng.next() % 7) - 3);
+  auto opA = [&](int i, int k) { return TA ? A.at(k, i) : A.at(i, k); };
+  auto opB = [&](int k, int j) { return TB ? B.at(j, k) : B.at(k, j); };
+  // The tensor maps' view: tensor `outer` rows of `inner` elements.
+  if (Maps::a_inner(M, K) != (uint64_t)A.cols || Maps::a_outer(M, K) != (uint64_t)A.rows ||
+      Maps::b_inner(N, K) != (uint64_t)B.cols || Maps::b_outer(N, K) != (uint64_t)B.rows) {
+    snprintf(why, 200, "OperandMaps dims disagree with the storage convention");
+    return false;
+  }
+  hg::Plan plan;
+  {
+    int tile = BN == 256 ? 0 : BN == 128 ? 1 : 2;
+    plan = hg::choose_plan(M, N, K, 132, tile, splits_req);
+  }
+  hg::GemmParams p{};
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.tiles_m = plan.tiles_m;
+  p.tiles_n = plan.tiles_n;
+  p.splits = plan.splits;
+  p.kb_total = (K + hg::kBK - 1) / hg::kBK;
+  p.kb_per_split = plan.kb_per_split;
+  const int tiles = p.tiles_m * p.tiles_n;
+  const int units = tiles * p.splits;
+
+  std::vector<float> smem((size_t)STAGES * Shape::STAGE_BYTES / 2, NAN);
+  std::vector<double> C((size_t)M * N, 0.0);
+  std::vector<int> written((size_t)M * N, 0);
+  std::vector<int> kcover((size_t)tiles * p.kb_total, 0);
+  std::vector<int> tile_seen(tiles, 0);
+  int stage = 0;
+  // One block walks all units (grid-stride order does not matter here).
+  for (int u = 0; u < units; ++u) {
+    const hg::WorkUnit w = hg::work_unit(p, u, BM, BN);
+    if (w.split == 0) tile_seen[w.tile]++;
+    if (w.kb0 >= w.kb1) {
+      snprintf(why, 200, "unit %d has an empty K slice", u);
+      return false;
+    }
+    std::vector<double> acc((size_t)BM * BN, 0.0);
+    for (int kb = w.kb0; kb < w.kb1; ++kb) {
+      kcover[(size_t)w.tile * p.kb_total + kb]++;
+      const uint32_t sbase = (uint32_t)stage * Shape::STAGE_BYTES;
+      uint32_t bytes = 0;
+      // --- TMA: place every box the producer issues
+      hg::for_each_box<Shape, TA, TB>(w, kb, [&](int op, uint32_t off, int c0, int c1) {
+        const Mat& T = op == 0 ? A : B;
+        const uint32_t bi = op == 0 ? Maps::a_box_inner : Maps::b_box_inner;
+        const uint32_t bo = op == 0 ? Maps::a_box_outer : Maps::b_box_outer;
+        for (uint32_t o = 0; o < bo; ++o)
+          for (uint32_t i = 0; i < bi; ++i) {
+            const uint32_t addr = swizzle128(sbase + off + 128u * o + 2u * i);
+            smem[addr / 2] = T.at((long long)c1 + o, (long long)c0 + i);
+          }
+        bytes += bi * bo * 2;
+      });
+      if (bytes != (uint32_t)Shape::STAGE_BYTES) {
+        snprintf(why, 200, "boxes of one stage carry %u bytes, expect_tx says %d", bytes,
+                 Shape::STAGE_BYTES);
+        return false;
+      }
+      // --- wgmma: each consumer, four K=16 slices, read through descriptors
+      for (int c = 0; c < hg::kConsumers; ++c)
+        for (int k = 0; k < hg::kBK / 16; ++k) {
+          uint64_t da, db;
+          hg::slab_descs<Shape, TA, TB>(sbase, c, k, da, db);
+          const Desc a = decode(da), b = decode(db);
+          if (a.mode != 1 || b.mode != 1) {
+            snprintf(why, 200, "descriptor swizzle mode %u/%u, want 1 (128B)", a.mode, b.mode);
+            return false;
+          }
+          for (int r = 0; r < 64; ++r)
+            for (int n = 0; n < BN; ++n) {
+              double s = 0;
+              for (int kk = 0; kk < 16; ++kk) {
+                const float av = smem[operand_addr(a, TA, r, kk) / 2];
+                const float bv = smem[operand_addr(b, !TB, n, kk) / 2];
+                s += (double)av * bv;
+              }
+              acc[(size_t)(64 * c + r) * BN + n] += s;
+            }
+        }
+      if (++stage == STAGES) stage = 0;
+    }
+    // --- split-K: the partial joins the tile's sum (order is the kernel's
+    // business; here only coverage matters); epilogue through the fragment map
+    for (int c = 0; c < hg::kConsumers; ++c)
+      for (int t = 0; t < 128; ++t)
+        for (int r = 0; r < BN / 2; ++r) {
+          const int i = w.m0 + 64 * c + hg::frag_row(t, r);
+          const int j = w.n0 + hg::frag_col(t, r);
+          const double v = acc[(size_t)(64 * c + hg::frag_row(t, r)) * BN + hg::frag_col(t, r)];
+          if (i < M && j < N) {
+            C[(size_t)i * N + j] += v;
+            if (w.split == 0) written[(size_t)i * N + j]++;
+          }
+        }
+  }
+  for (int t = 0; t < tiles; ++t)
+    if (tile_seen[t] != 1) {
+      snprintf(why, 200, "tile %d scheduled %d times", t, tile_seen[t]);
+      return false;
+    }
+  for (size_t x = 0; x < kcover.size(); ++x)
+    if (kcover[x] != 1) {
+      snprintf(why, 200, "tile %zu K step %zu covered %d times", x / p.kb_total, x % p.kb_total,
+               kcover[x]);
+      return false;
+    }
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double ref = 0;
+      for (int k = 0; k < K; ++k) ref += (double)opA(i, k) * opB(k, j);
+      if (written[(size_t)i * N + j] != 1) {
+        snprintf(why, 200, "C[%d,%d] written %d times", i, j, written[(size_t)i * N + j]);
+        return false;
+      }
+      if (C[(size_t)i * N + j] != ref) {
+        snprintf(why, 200, "C[%d,%d] = %g, want %g (M N K = %d %d %d, splits %d)", i, j,
+                 C[(size_t)i * N + j], ref, M, N, K, p.splits);
+        return false;
+      }
+    }
+  return true;
+}
+
+// Every (thread, register) of a warpgroup maps to a distinct element of the
+// 64 x BN slab, and all are covered.
+template <int BN>
+bool fragment_is_bijection(char* why) {
+  std::vector<int> hit(64 * BN, 0);
+  for (int t = 0; t < 128; ++t)
+    for (int r = 0; r < BN / 2; ++r) {
+      const int i = hg::frag_row(t, r), j = hg::frag_col(t, r);
+      if (i < 0 || i >= 64 || j < 0 || j >= BN) {
+        snprintf(why, 200, "t %d r %d -> (%d, %d) out of the slab", t, r, i, j);
+        return false;
+      }
+      hit[i * BN + j]++;
+      if (r % 2 == 1 && (hg::frag_col(t, r) != hg::frag_col(t, r - 1) + 1 ||
+                         hg::frag_row(t, r) != hg::frag_row(t, r - 1))) {
+        snprintf(why, 200, "registers %d, %d of t %d are not a column pair", r - 1, r, t);
+        return false;
+      }
+    }
+  for (int x = 0; x < 64 * BN; ++x)
+    if (hit[x] != 1) {
+      snprintf(why, 200, "slab element %d hit %d times", x, hit[x]);
+      return false;
+    }
+  return true;
+}
+
+template <class Shape, bool TA, bool TB>
+void run_layout(const char* tile_name, tktest::Rng& rng) {
+  struct Case {
+    int m, n, k, splits;
+  };
+  // tails in every dimension, K of one step, several steps, split-K
+  const Case cases[] = {{1, 1, 1, 1},     {130, 70, 136, 1},  {128, 256, 64, 1},
+                        {257, 300, 200, 1}, {200, 264, 640, 3}, {129, 65, 1000, 4}};
+  for (const Case& c : cases) {
+    char why[256] = "";
+    char name[160];
+    snprintf(name, sizeof(name), "emulate_%s_%s%s_%dx%dx%d_s%d", tile_name, TA ? "T" : "N",
+             TB ? "T" : "N", c.m, c.n, c.k, c.splits);
+    const bool ok = emulate<Shape, TA, TB>(c.m, c.n, c.k, c.splits, rng, why);
+    tktest::report(ok, name, ok ? nullptr : "%s", why);
+  }
+}
+
+template <class Shape>
+void run_tile(const char* name, tktest::Rng& rng) {
+  run_layout<Shape, false, false>(name, rng);
+  run_layout<Shape, false, true>(name, rng);
+  run_layout<Shape, true, false>(name, rng);
+  run_layout<Shape, true, true>(name, rng);
+}
+
+}  // namespace
+
+int main() {
+  tktest::Rng rng(12345);
+  char why[256] = "";
+  tktest::report(fragment_is_bijection<64>(why), "fragment_bijection_n64", "%s", why);
+  tktest::report(fragment_is_bijection<128>(why), "fragment_bijection_n128", "%s", why);
+  tktest::report(fragment_is_bijection<256>(why), "fragment_bijection_n256", "%s", why);
+  run_tile<hg::TileById<0>::type>("128x256", rng);
+  run_tile<hg::TileById<1>::type>("128x128", rng);
+  run_tile<hg::TileById<2>::type>("128x64", rng);
+  return tktest::finish();
+}

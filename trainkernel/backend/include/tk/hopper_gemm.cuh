@@ -1,0 +1,1214 @@
+// tk/hopper_gemm.cuh -- Hopper (sm_90a) GEMM tile: TMA, an mbarrier pipeline, wgmma.
+//
+// Status (2026-12-01): compiles for sm_90a without warnings or spills, and its
+// data path (boxes, descriptors, schedule, split-K coverage, fragment map)
+// passes the CPU emulation in tests/device/hopper_gemm_emu.cu. It has NOT run
+// on a GPU yet: tests/test_hopper_gemm.py's cuda tests and benchmarks/gemm.py
+// are the first things to run there. Not yet used by the CUDA printer.
+//
+// =============================================================================
+// What it computes
+// =============================================================================
+//
+//   C[M,N] = epilogue( op(A)[M,K] @ op(B)[K,N] )      fp32 accumulation
+//
+// with T = __nv_bfloat16 or __half inputs and the storage conventions of
+// gemm.cuh (row-major, leading dimensions in elements):
+//   !TA: A is M x K, op(A)[i][k] = A[i*lda + k]     TA: A is K x M, A[k*lda + i]
+//   !TB: B is K x N, op(B)[k][j] = B[k*ldb + j]     TB: B is N x K, B[j*ldb + k]
+// The training step's three products are  x @ W  (!TA, !TB),  dY @ W^T
+// (!TA, TB) and  X^T @ dY  (TA, !TB).  Any M, N, K >= 0.
+//
+// The epilogue is a functor that receives every in-bounds element of the fp32
+// accumulator with its GLOBAL (row, col), exactly once (see "Epilogues").
+// StoreEpilogue<Out> is the plain one: C = acc (+ beta * C), Out = float,
+// __nv_bfloat16 or __half.
+//
+// =============================================================================
+// Layers (each builds only on the ones above it)
+// =============================================================================
+//
+//  0. PTX wrappers: mbarriers, TMA (cp.async.bulk.tensor), wgmma fences,
+//     setmaxnreg, named barriers.  Thin, one instruction each.
+//  1. wgmma m64nNk16 (N = 64/128/256), bf16 and f16.
+//  2. Tile shapes (the table below), the work-unit schedule (persistent
+//     tiles x split-K slices), the stage layout: where each TMA box lands
+//     and the shared-memory matrix descriptors wgmma reads it through
+//     (host+device, so tests/device/hopper_gemm_emu.cu replays them on the
+//     CPU against the PTX ISA's canonical layouts).
+//  3. The accumulator fragment's (row, col) map and the epilogue hook.
+//  4. The kernel: one producer warpgroup (one thread issues TMA), two
+//     consumer warpgroups (64 rows of the tile each) issuing wgmma; split-K
+//     fix-up; the epilogue.
+//  5. The fallback kernel (gemm.cuh's mma.sync tile) for operands TMA cannot
+//     address, and for K == 0.
+//  6. Host side: tensor maps (cuTensorMapEncodeTiled through
+//     cudaGetDriverEntryPointByVersion: no -lcuda), the plan (tile shape,
+//     split count, grid) and the launch.
+//
+// Build: -std=c++17 -gencode=arch=compute_90a,code=sm_90a. wgmma and
+// setmaxnreg exist only in the "a" target; under any other target the
+// kernel body is compiled out and traps (the header still compiles with
+// plain -arch=sm_90, so tk/*.cuh stay includable everywhere).
+//
+// =============================================================================
+// The pipeline (why it is shaped like this)
+// =============================================================================
+//
+// A block is 384 threads = 3 warpgroups, one block per SM (about 197 KB of
+// shared memory). Warpgroup 0 is the producer: it gives registers back
+// (setmaxnreg.dec to 40) and one of its threads walks the block's work units
+// issuing, per 64-wide K step, the TMA copies of an A tile (BM x 64) and a B
+// tile (64 x BN) into one of STAGES shared-memory stages. Warpgroups 1 and 2
+// are consumers (setmaxnreg.inc to 232, so a 64 x 256 fp32 accumulator, 128
+// registers a thread, fits with room): each multiplies its 64 rows of the
+// stage's A by the whole B with four wgmma m64nBNk16 (K = 16 each).
+//
+// Two mbarriers per stage:
+//   full[s]   count 1: the producer's arrive.expect_tx(stage bytes); the TMA
+//             engine completes the transaction bytes as the data lands.
+//   empty[s]  count 8: lane 0 of each of the 8 consumer warps arrives once its
+//             wgmma reading the stage has retired (wgmma.wait_group).
+// Stage s is used for the n-th time in phase n, parity n & 1. The producer
+// waits on empty with the opposite parity, which a fresh barrier satisfies at
+// once, so the first STAGES loads go out without any handshake.
+// A consumer keeps one wgmma group in flight: after committing K step i it
+// waits for group i-1 (wait_group 1) and frees that stage, so the tensor cores
+// never drain between K steps.
+//
+// Shared memory is written only by TMA and read only by wgmma (both the
+// async proxy), so no fence.proxy.async is needed per stage; the mbarrier
+// inits are published with fence.mbarrier_init before the block barrier.
+//
+// Layouts, 128-byte swizzle (the TMA box and the wgmma descriptor agree on
+// it; the stage bases are 1024-byte aligned as the swizzle atom requires):
+//   K-major operand (A with !TA, B with TB): one box of 64 (K) x ROWS, every
+//     row 128 bytes; 8-row atoms of 1024 bytes: descriptor SBO = 1024, LBO
+//     unused; the k-th 16-wide K slice starts 32*k bytes in (the swizzle is a
+//     function of the address bits, so offsetting the start is exact).
+//   MN-major operand (A with TA, B with !TB): ROWS/64 boxes of 64 (M or N,
+//     contiguous) x 64 (K), each 8 KB, placed one after another: descriptor
+//     LBO = 8192 (the next 64 columns), SBO = 1024 (the next 8 K rows), the
+//     k-th K slice starts 2048*k bytes in; wgmma's transpose bit is set.
+// A consumer's 64 rows of A are at +8192 bytes per consumer in both layouts.
+//
+// =============================================================================
+// Tile table (kHopperTiles; choose_plan picks one per shape)
+// =============================================================================
+//
+//   id  BM x BN   stages  shared memory  wgmma         use
+//   0   128x256   4       4 x 48 KB      m64n256k16    large outputs: the most
+//                                                      flops per byte loaded
+//                                                      (85 per byte of A+B)
+//   1   128x128   6       6 x 32 KB      m64n128k16    when 128x256 leaves
+//                                                      SMs idle (64 flop/B)
+//   2   128x64    8       8 x 24 KB      m64n64k16     narrow outputs, and
+//                                                      more tiles for short M*N
+//                                                      (43 flop/B)
+//
+// Every shape keeps BM = 128 (two consumer warpgroups, 64 rows each) and
+// about 192 KB of stages, so the deeper pipelines go to the smaller tiles
+// whose K steps are shorter. choose_plan scores each (tile, split count)
+// with a small cost model: waves of work units over the SMs times the
+// unit's MMA time at the tile's relative efficiency, plus the epilogue and
+// split-K traffic (constants in kHopperTiles / choose_plan, to be refit
+// from benchmarks/gemm.py's measurements).
+//
+// =============================================================================
+// Scheduling: persistent blocks, split-K
+// =============================================================================
+//
+// A work unit is (output tile, K slice). grid = min(units, SMs); block b
+// takes units b, b + grid, ... (the producer and the consumers walk the same
+// sequence, the pipeline's stage/phase carry over from unit to unit, so the
+// producer prefetches the next unit while the consumers finish this one).
+// Tiles are numbered in groups of 16 tile-rows (column-major inside a
+// group), so the blocks running together share A rows and B columns in L2.
+//
+// Split-K (splits > 1, for outputs with too few tiles to fill the SMs): the
+// K steps are cut into `splits` slices of kb_per_split steps. Each unit
+// writes its fp32 partial tile to the partials buffer in fragment order (each
+// thread's four consecutive registers are one float4: coalesced, no index
+// math), fences, and bumps the tile's counter; the unit that brings the
+// counter to `splits` sums the partials of slices 0, 1, ..., splits-1 in that
+// order (reading its own back too), so the result does not depend on which
+// slice finished last: deterministic. It resets the counter to 0 (counters
+// must be zero before the first launch and are zero after every launch) and
+// runs the epilogue on the sum. Concurrent launches must not share
+// partials or counters.
+//
+// =============================================================================
+// Epilogues
+// =============================================================================
+//
+// Accumulator fragment of a consumer thread (PTX ISA, wgmma D fragment for
+// m64nNk16 with .f32): thread t of the warpgroup (warp w = t/32, lane l)
+// holds acc[0 .. BN/2) with
+//   acc[4j + 2h + e]  ->  row 16w + l/4 + 8h,  col 8j + 2(l%4) + e
+//   (j < BN/8, h, e in {0, 1}), relative to the consumer's 64 x BN slab;
+// frag_row / frag_col give these, and the kernel adds the slab's origin.
+//
+// An epilogue functor Epi is called with global indices, only for in-bounds
+// elements, once per element:
+//   epi(int i, int j, float v)                    required
+//   epi.pair(int i, int j, float v0, float v1)    optional: elements (i, j)
+//       and (i, j+1), both in bounds, j even (vector stores); detected at
+//       compile time, else the scalar call is used twice.
+//   kFragmentEpilogue = true + template <int BN> epi.fragment(acc, t, row0,
+//       col0, M, N)                            optional: the kernel hands over
+//       the whole fragment instead (t: thread in the warpgroup, (row0, col0):
+//       the slab's global origin; frag_row / frag_col locate each register);
+//       the hook must apply the bounds itself (apply_epilogue does); such a
+//       functor also provides visit(f) (f(per-element functor)) for the
+//       fallback path.
+// The fallback path calls the same epi(i, j, v), so one functor serves both.
+// Fused epilogues of generated code (bias, relu, casts, SGD updates) are
+// written as such functors; with split-K they see the final sum only.
+//
+// =============================================================================
+// When TMA cannot be used (fallback)
+// =============================================================================
+//
+// TMA needs a 16-byte aligned base address and row strides that are
+// multiples of 16 bytes (lda, ldb multiples of 8 elements): K odd with
+// !TA, say, cannot be described by a tensor map. tma_compatible() checks
+// this; then (and for K == 0) the host launches fallback_kernel, a
+// persistent loop over gemm.cuh's mma.sync tile (128 x 128 x 32, 256
+// threads), with the same epilogue. It is correct for any layout and
+// alignment (expected several times slower; not measured yet).
+//
+// =============================================================================
+// Host API (see layer 6)
+// =============================================================================
+//
+//   tk::hopper::Plan plan = tk::hopper::choose_plan(M, N, K, num_sms);
+//   // (or fallback_plan(M, N, sms) when !tma_compatible(A, lda) or (B, ldb))
+//   // split-K: plan.partial_bytes of fp32 scratch, plan.counters zeroed ints
+//   tk::hopper::gemm<T, TA, TB>(plan, A, lda, B, ldb, M, N, K, epi,
+//                               partials, counters, stream);
+// The first call of each instantiation raises the kernels' dynamic shared
+// memory limit (cudaFuncSetAttribute): make it once before capturing a graph.
+#pragma once
+
+#include <cuda.h>  // CUtensorMap and the cuTensorMapEncodeTiled types only (no -lcuda)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gemm.cuh"
+#include "types.cuh"
+
+// wgmma / setmaxnreg are compiled only for the sm_90a feature set.
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define TK_HOPPER_DEVICE 1
+#else
+#define TK_HOPPER_DEVICE 0
+#endif
+
+// Define TK_HOPPER_WATCHDOG=<nanoseconds> to make every mbarrier wait trap
+// (after a printf naming the barrier) once it has spun that long: a broken
+// pipeline then fails fast instead of hanging the GPU. Off by default.
+
+namespace tk {
+namespace hopper {
+
+constexpr int kBK = 64;  // K elements per stage: one 128-byte swizzle row of bf16 / f16
+constexpr int kConsumers = 2;  // consumer warpgroups (BM = 64 * kConsumers)
+constexpr int kThreads = 128 * (1 + kConsumers);
+constexpr int kProducerRegs = 40;   // 128 * (40 + 2 * 232) = 64512 <= 65536
+constexpr int kConsumerRegs = 232;
+constexpr int kGroupM = 16;  // tile-rows per raster group (L2 reuse)
+
+enum DType : int { kF32 = 0, kBF16 = 1, kF16 = 2 };
+
+template <typename T>
+struct dtype_of;
+template <>
+struct dtype_of<__nv_bfloat16> {
+  static constexpr int value = kBF16;
+};
+template <>
+struct dtype_of<__half> {
+  static constexpr int value = kF16;
+};
+
+#if defined(__CUDACC__)
+// =============================================================================
+// Layer 0: PTX wrappers
+// =============================================================================
+namespace ptx {
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+// Make the inits visible to the other threads and to the async proxy (TMA).
+__device__ __forceinline__ void mbar_fence_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
+__device__ __forceinline__ uint64_t globaltimer() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
+}
+
+// Wait until the phase of parity `parity` of the barrier has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+#if defined(TK_HOPPER_WATCHDOG)
+  uint32_t spins = 0;
+  uint64_t t0 = 0;
+  while (!mbar_try_wait(bar, parity)) {
+    if ((++spins & 1023u) == 0) {
+      const uint64_t t = globaltimer();
+      if (t0 == 0) {
+        t0 = t;
+      } else if (t - t0 > (uint64_t)(TK_HOPPER_WATCHDOG)) {
+        printf("tk::hopper watchdog: block %d thread %d stuck on mbarrier smem+%u parity %u\n",
+               (int)blockIdx.x, (int)threadIdx.x, bar, parity);
+        __trap();
+      }
+    }
+  }
+#else
+  while (!mbar_try_wait(bar, parity)) {
+  }
+#endif
+}
+
+// 2-D tiled TMA load global -> shared, completing on an mbarrier. c0 is the
+// coordinate (in elements) along the contiguous dimension. Out-of-bounds
+// parts of the box are zero-filled, and still count as transaction bytes.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, uint32_t bar,
+                                            int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
+      : "memory");
+}
+
+__device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// Named barrier over `threads` threads (id 0 is __syncthreads').
+__device__ __forceinline__ void named_barrier(uint32_t id, uint32_t threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+#if TK_HOPPER_DEVICE
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+#endif
+
+// Tell the compiler a register may change here (keeps accumulator reads and
+// writes from being moved across wgmma fences / waits).
+__device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+
+}  // namespace ptx
+
+// =============================================================================
+// Layer 1: wgmma m64nNk16
+// =============================================================================
+
+#define TK_HG_D8(o)                                                                          \
+  "+f"(d[(o) + 0]), "+f"(d[(o) + 1]), "+f"(d[(o) + 2]), "+f"(d[(o) + 3]), "+f"(d[(o) + 4]), \
+      "+f"(d[(o) + 5]), "+f"(d[(o) + 6]), "+f"(d[(o) + 7])
+
+#if TK_HOPPER_DEVICE
+// D (64 x N fp32, in registers) += A (64 x 16, smem) * B (16 x N, smem).
+// TA / TB are wgmma's transpose bits (1: the operand is MN-major in smem).
+// Generated text (one asm per shape and type; the register lists are long).
+template <bool TA, bool TB>
+__device__ __forceinline__ void wgmma_m64n64k16_bf16(float (&d)[32], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1, %35, %36;\n}\n"
+      : TK_HG_D8(0), TK_HG_D8(8), TK_HG_D8(16), TK_HG_D8(24)
+      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TA ? 1 : 0), "n"(TB ? 1 : 0));
+}
+
+template <bool TA, bool TB>
+__device__ __forceinline__ void wgmma_m64n64k16_f16(float (&d)[32], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1, %35, %36;\n}\n"
+      : TK_HG_D8(0), TK_HG_D8(8), TK_HG_D8(16), TK_HG_D8(24)
+      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TA ? 1 : 0), "n"(TB ? 1 : 0));
+}
+
+template <bool TA, bool TB>
+__device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1, %67, %68;\n}\n"
+      : TK_HG_D8(0), TK_HG_D8(8), TK_HG_D8(16), TK_HG_D8(24), TK_HG_D8(32), TK_HG_D8(40), TK_HG_D8(48), TK_HG_D8(56)
+      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TA ? 1 : 0), "n"(TB ? 1 : 0));
+}
+
+template <bool TA, bool TB>
+__device__ __forceinline__ void wgmma_m64n128k16_f16(float (&d)[64], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+      "%64, %65, p, 1, 1, %67, %68;\n}\n"
+      : TK_HG_D8(0), TK_HG_D8(8), TK_HG_D8(16), TK_HG_D8(24), TK_HG_D8(32), TK_HG_D8(40), TK_HG_D8(48), TK_HG_D8(56)
+      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TA ? 1 : 0), "n"(TB ? 1 : 0));
+}
+
+template <bool TA, bool TB>
+__device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "%128, %129, p, 1, 1, %131, %132;\n}\n"
+      : TK_HG_D8(0), TK_HG_D8(8), TK_HG_D8(16), TK_HG_D8(24), TK_HG_D8(32), TK_HG_D8(40), TK_HG_D8(48), TK_HG_D8(56), TK_HG_D8(64), TK_HG_D8(72), TK_HG_D8(80), TK_HG_D8(88), TK_HG_D8(96), TK_HG_D8(104), TK_HG_D8(112), TK_HG_D8(120)
+      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TA ? 1 : 0), "n"(TB ? 1 : 0));
+}
+
+template <bool TA, bool TB>
+__device__ __forceinline__ void wgmma_m64n256k16_f16(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, "
+      "%128, %129, p, 1, 1, %131, %132;\n}\n"
+      : TK_HG_D8(0), TK_HG_D8(8), TK_HG_D8(16), TK_HG_D8(24), TK_HG_D8(32), TK_HG_D8(40), TK_HG_D8(48), TK_HG_D8(56), TK_HG_D8(64), TK_HG_D8(72), TK_HG_D8(80), TK_HG_D8(88), TK_HG_D8(96), TK_HG_D8(104), TK_HG_D8(112), TK_HG_D8(120)
+      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TA ? 1 : 0), "n"(TB ? 1 : 0));
+}
+
+#endif  // TK_HOPPER_DEVICE
+
+// One K=16 step for a 64 x BN slab: picks the instruction by BN and type.
+template <typename T, int BN, bool TA, bool TB>
+__device__ __forceinline__ void wgmma_k16(float (&d)[BN / 2], uint64_t desc_a, uint64_t desc_b) {
+#if TK_HOPPER_DEVICE
+  constexpr bool kF16Type = dtype_of<T>::value == kF16;
+  if constexpr (BN == 256) {
+    if constexpr (kF16Type) wgmma_m64n256k16_f16<TA, TB>(d, desc_a, desc_b);
+    else wgmma_m64n256k16_bf16<TA, TB>(d, desc_a, desc_b);
+  } else if constexpr (BN == 128) {
+    if constexpr (kF16Type) wgmma_m64n128k16_f16<TA, TB>(d, desc_a, desc_b);
+    else wgmma_m64n128k16_bf16<TA, TB>(d, desc_a, desc_b);
+  } else {
+    static_assert(BN == 64, "wgmma_k16: BN must be 64, 128 or 256");
+    if constexpr (kF16Type) wgmma_m64n64k16_f16<TA, TB>(d, desc_a, desc_b);
+    else wgmma_m64n64k16_bf16<TA, TB>(d, desc_a, desc_b);
+  }
+#else
+  (void)d;
+  (void)desc_a;
+  (void)desc_b;
+  __trap();
+#endif
+}
+#undef TK_HG_D8
+#endif  // __CUDACC__
+
+// =============================================================================
+// Layer 2: tile shapes, shared-memory plan, schedule
+// =============================================================================
+
+template <int BN_, int STAGES_>
+struct TileShape {
+  static constexpr int BM = 64 * kConsumers, BN = BN_, STAGES = STAGES_;
+  static constexpr int A_BYTES = BM * kBK * 2;  // 2 = sizeof(bf16) = sizeof(f16)
+  static constexpr int B_BYTES = BN * kBK * 2;
+  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+  // 1024 bytes of slack to align the stages to the swizzle atom, the stages,
+  // then full[STAGES] and empty[STAGES] (8 bytes each).
+  static constexpr int SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + 16 * STAGES;
+  static_assert(BN == 64 || BN == 128 || BN == 256, "BN must be 64, 128 or 256");
+  static_assert(SMEM_BYTES <= 227 * 1024, "tile does not fit in shared memory");
+};
+
+// The tile table (see the header comment). `eff` is the cost model's relative
+// MMA throughput of the shape (128x256 = 1).
+struct TileInfo {
+  int bm, bn, stages;
+  float eff;
+};
+constexpr int kNumTiles = 3;
+constexpr TileInfo kHopperTiles[kNumTiles] = {
+    {128, 256, 4, 1.00f},
+    {128, 128, 6, 0.88f},
+    {128, 64, 8, 0.70f},
+};
+template <int ID>
+struct TileById;
+template <>
+struct TileById<0> {
+  using type = TileShape<256, 4>;
+};
+template <>
+struct TileById<1> {
+  using type = TileShape<128, 6>;
+};
+template <>
+struct TileById<2> {
+  using type = TileShape<64, 8>;
+};
+
+// Everything the kernel needs besides the tensor maps and the epilogue.
+struct GemmParams {
+  int M, N, K;
+  int tiles_m, tiles_n;
+  int splits;        // K slices per tile (1: no split-K)
+  int kb_total;      // ceil(K / 64)
+  int kb_per_split;  // K steps per slice; every slice has at least one
+  float* workspace;  // splits > 1: tiles * splits * BM * BN floats
+  int* counters;     // splits > 1: tiles ints, zero between launches
+};
+
+struct WorkUnit {
+  int tile, split;  // tile index in raster order, K slice
+  int m0, n0;       // first row / column of the tile
+  int kb0, kb1;     // K steps [kb0, kb1)
+};
+
+// Unit u = tile * splits + split; tiles rastered in groups of kGroupM
+// tile-rows, column-major within a group.
+__host__ __device__ __forceinline__ WorkUnit work_unit(const GemmParams& p, int u, int bm, int bn) {
+  WorkUnit w;
+  w.tile = u / p.splits;
+  w.split = u - w.tile * p.splits;
+  const int per_group = kGroupM * p.tiles_n;
+  const int g = w.tile / per_group;
+  const int first_m = g * kGroupM;
+  const int rows = (p.tiles_m - first_m) < kGroupM ? (p.tiles_m - first_m) : kGroupM;
+  const int in_group = w.tile - g * per_group;
+  const int tm = first_m + in_group % rows;
+  const int tn = in_group / rows;
+  w.m0 = tm * bm;
+  w.n0 = tn * bn;
+  w.kb0 = w.split * p.kb_per_split;
+  const int end = w.kb0 + p.kb_per_split;
+  w.kb1 = end < p.kb_total ? end : p.kb_total;
+  return w;
+}
+
+// The stage layout, shared by the kernel, the host launch and the host
+// emulation test (tests/device/hopper_gemm_emu.cu), so that they cannot drift.
+//
+// PTX ISA "Matrix Descriptor": start address, leading and stride byte offsets
+// (all >> 4, 14 bits each), base offset 0 (atoms 1024-aligned), bits 62-63 =
+// 1: 128-byte swizzle.
+__host__ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return (uint64_t)((addr & 0x3FFFFu) >> 4) | ((uint64_t)((lbo & 0x3FFFFu) >> 4) << 16) |
+         ((uint64_t)((sbo & 0x3FFFFu) >> 4) << 32) | (1ull << 62);
+}
+
+// Descriptor of the k-th 16-wide K slice (k = 0..3) of an operand stage at
+// `base` (see "Layouts" above).
+template <bool MN_MAJOR>
+__host__ __device__ __forceinline__ uint64_t operand_desc(uint32_t base, int k) {
+  if constexpr (MN_MAJOR) {
+    return smem_desc(base + 2048u * (uint32_t)k, 8192u, 1024u);
+  } else {
+    return smem_desc(base + 32u * (uint32_t)k, 16u, 1024u);
+  }
+}
+
+// The TMA boxes of K step kb of unit w: f(operand, offset, c0, c1) for each
+// box, operand 0 = A / 1 = B, offset = where in the stage it lands, (c0, c1) =
+// tensor coordinates of its first element (c0 along the contiguous dimension).
+// (nv_exec_check_disable: f is a device lambda in the kernel and a host one
+// in the emulation test; each instantiation is only called from its side.)
+#pragma nv_exec_check_disable
+template <class Shape, bool TA, bool TB, class F>
+__host__ __device__ __forceinline__ void for_each_box(const WorkUnit& w, int kb, F&& f) {
+  const int k0 = kb * kBK;
+  if constexpr (!TA) {
+    f(0, 0u, k0, w.m0);  // box 64 (K) x BM
+  } else {
+#pragma unroll
+    for (int j = 0; j < Shape::BM / 64; ++j) f(0, 8192u * j, w.m0 + 64 * j, k0);  // 64 (M) x 64 (K)
+  }
+  if constexpr (TB) {
+    f(1, (uint32_t)Shape::A_BYTES, k0, w.n0);  // box 64 (K) x BN
+  } else {
+#pragma unroll
+    for (int j = 0; j < Shape::BN / 64; ++j)  // boxes 64 (N) x 64 (K)
+      f(1, (uint32_t)Shape::A_BYTES + 8192u * j, w.n0 + 64 * j, k0);
+  }
+}
+
+// Tensor-map geometry of each operand: the tensor is `outer` rows of `inner`
+// contiguous elements, read in boxes of box_inner x box_outer.
+template <class Shape, bool TA, bool TB>
+struct OperandMaps {
+  static constexpr uint32_t a_box_inner = 64, a_box_outer = TA ? 64 : Shape::BM;
+  static constexpr uint32_t b_box_inner = 64, b_box_outer = TB ? Shape::BN : 64;
+  // A: TA -> K rows of M, else M rows of K.  B: TB -> N rows of K, else K rows of N.
+  static __host__ __device__ uint64_t a_inner(int M, int K) { return TA ? (uint64_t)M : (uint64_t)K; }
+  static __host__ __device__ uint64_t a_outer(int M, int K) { return TA ? (uint64_t)K : (uint64_t)M; }
+  static __host__ __device__ uint64_t b_inner(int N, int K) { return TB ? (uint64_t)K : (uint64_t)N; }
+  static __host__ __device__ uint64_t b_outer(int N, int K) { return TB ? (uint64_t)N : (uint64_t)K; }
+};
+
+// wgmma descriptors of consumer c's k-th 16-wide K slice of the stage at
+// `stage` (an absolute shared-memory address, 1024-aligned).
+template <class Shape, bool TA, bool TB>
+__host__ __device__ __forceinline__ void slab_descs(uint32_t stage, int c, int k, uint64_t& desc_a,
+                                                    uint64_t& desc_b) {
+  desc_a = operand_desc<TA>(stage + 8192u * (uint32_t)c, k);    // 64 rows of A per consumer
+  desc_b = operand_desc<!TB>(stage + (uint32_t)Shape::A_BYTES, k);  // all of B
+}
+
+// =============================================================================
+// Layer 3: accumulator fragment map, epilogues
+// =============================================================================
+
+// (row, col) of accumulator register r of warpgroup thread t (0..127), within
+// the 64 x BN slab of its consumer warpgroup.
+__host__ __device__ __forceinline__ int frag_row(int t, int r) {
+  return 16 * (t >> 5) + ((t & 31) >> 2) + 8 * ((r >> 1) & 1);
+}
+__host__ __device__ __forceinline__ int frag_col(int t, int r) {
+  return 8 * (r >> 2) + 2 * (t & 3) + (r & 1);
+}
+
+namespace detail {
+template <class E, class = void>
+struct has_pair {
+  static constexpr bool value = false;
+};
+template <class E>
+struct has_pair<E, decltype((void)(static_cast<const E*>(nullptr)->pair(0, 0, 0.0f, 0.0f)))> {
+  static constexpr bool value = true;
+};
+template <class E, class = void>
+struct has_fragment_hook {
+  static constexpr bool value = false;
+};
+template <class E>
+struct has_fragment_hook<E, decltype((void)E::kFragmentEpilogue)> {
+  static constexpr bool value = E::kFragmentEpilogue;
+};
+}  // namespace detail
+
+// Hand the fragment (global slab origin row0, col0) to the epilogue, element
+// by element (or pair by pair), in-bounds elements only.
+template <int BN, class Epi>
+__device__ __forceinline__ void apply_epilogue(const Epi& epi, const float (&acc)[BN / 2], int t,
+                                               int row0, int col0, int M, int N) {
+#pragma unroll
+  for (int r = 0; r < BN / 2; r += 2) {
+    const int i = row0 + frag_row(t, r);
+    const int j = col0 + frag_col(t, r);
+    if (i < M) {
+      if (j + 1 < N) {
+        if constexpr (detail::has_pair<Epi>::value) {
+          epi.pair(i, j, acc[r], acc[r + 1]);
+        } else {
+          epi(i, j, acc[r]);
+          epi(i, j + 1, acc[r + 1]);
+        }
+      } else if (j < N) {
+        epi(i, j, acc[r]);
+      }
+    }
+  }
+}
+
+// C[i, j] = acc (+ beta * C[i, j]); C is read only when beta != 0 (so NaN or
+// garbage in an output buffer never leaks in, as in BLAS). Out = float,
+// __nv_bfloat16 or __half; RNE casts as PyTorch.
+template <typename Out>
+struct StoreEpilogue {
+  Out* C;
+  long long ldc;
+  float beta;
+  bool vec2;  // C and ldc allow 2-element vector stores at even columns
+
+  __host__ __device__ StoreEpilogue(Out* c, long long ld, float b = 0.0f)
+      : C(c), ldc(ld), beta(b), vec2(is_aligned(c, 2 * sizeof(Out)) && (ld % 2) == 0) {}
+
+  __device__ __forceinline__ void operator()(int i, int j, float v) const {
+    Out* p = C + (long long)i * ldc + j;
+    if (beta != 0.0f) v += beta * to_float(*p);
+    *p = from_float<Out>(v);
+  }
+  __device__ __forceinline__ void pair(int i, int j, float v0, float v1) const {
+    Out* p = C + (long long)i * ldc + j;
+    if (vec2) {
+      if (beta != 0.0f) {
+        const Vec<Out, 2> old = load_vec<2>(p);
+        v0 += beta * to_float(old.v[0]);
+        v1 += beta * to_float(old.v[1]);
+      }
+      Vec<Out, 2> o;
+      o.v[0] = from_float<Out>(v0);
+      o.v[1] = from_float<Out>(v1);
+      store_vec<2>(p, o);
+    } else {
+      (*this)(i, j, v0);
+      (*this)(i, j + 1, v1);
+    }
+  }
+};
+
+// The same with the output type chosen at run time: one kernel serves all
+// three output types. It uses the fragment hook (kFragmentEpilogue): the
+// kernel hands it the whole fragment, and it branches once per tile, not per
+// element (per-element branching also made cicc take minutes per kernel).
+struct AnyStoreEpilogue {
+  static constexpr bool kFragmentEpilogue = true;
+  void* C;
+  long long ldc;
+  float beta;
+  int out_dtype;  // kF32, kBF16, kF16
+  bool vec2;
+
+  __host__ __device__ AnyStoreEpilogue(void* c, long long ld, int out, float b = 0.0f)
+      : C(c), ldc(ld), beta(b), out_dtype(out),
+        vec2(is_aligned(c, out == kF32 ? 8u : 4u) && (ld % 2) == 0) {}
+
+  template <typename Out>
+  __device__ __forceinline__ StoreEpilogue<Out> as() const {
+    StoreEpilogue<Out> e(static_cast<Out*>(C), ldc, beta);
+    e.vec2 = vec2;
+    return e;
+  }
+  __device__ __forceinline__ void operator()(int i, int j, float v) const {
+    if (out_dtype == kF32) as<float>()(i, j, v);
+    else if (out_dtype == kBF16) as<__nv_bfloat16>()(i, j, v);
+    else as<__half>()(i, j, v);
+  }
+  // f(StoreEpilogue<Out>) for the run-time output type.
+  template <class F>
+  __device__ __forceinline__ void visit(F&& f) const {
+    if (out_dtype == kF32) f(as<float>());
+    else if (out_dtype == kBF16) f(as<__nv_bfloat16>());
+    else f(as<__half>());
+  }
+  template <int BN>
+  __device__ __forceinline__ void fragment(const float (&acc)[BN / 2], int t, int row0, int col0,
+                                           int M, int N) const {
+    if (out_dtype == kF32) apply_epilogue<BN>(as<float>(), acc, t, row0, col0, M, N);
+    else if (out_dtype == kBF16) apply_epilogue<BN>(as<__nv_bfloat16>(), acc, t, row0, col0, M, N);
+    else apply_epilogue<BN>(as<__half>(), acc, t, row0, col0, M, N);
+  }
+};
+
+#if defined(__CUDACC__)
+// =============================================================================
+// Layer 4: the kernel
+// =============================================================================
+
+// Sums the split-K partials of this thread's fragment in slice order, after
+// publishing its own. Returns false (for the whole consumer group) when
+// another unit of the tile is still missing: only the last one continues.
+template <int BM, int BN>
+__device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit& w,
+                                             float (&acc)[BN / 2], int ctid, int* flag) {
+  constexpr int kConsumerThreads = 128 * kConsumers;
+  constexpr int kTile = BM * BN;
+  float4* tile_ws = reinterpret_cast<float4*>(p.workspace + (size_t)w.tile * p.splits * kTile);
+  float4* mine = tile_ws + (size_t)w.split * (kTile / 4);
+#pragma unroll
+  for (int q = 0; q < BN / 8; ++q)
+    mine[q * kConsumerThreads + ctid] =
+        make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
+  __threadfence();
+  ptx::named_barrier(1, kConsumerThreads);
+  if (ctid == 0) {
+    const int old = atomicAdd(p.counters + w.tile, 1);
+    const bool last = old == p.splits - 1;
+    if (last) p.counters[w.tile] = 0;  // every slice has arrived: ready for the next launch
+    *flag = last ? 1 : 0;
+  }
+  ptx::named_barrier(1, kConsumerThreads);
+  if (*flag == 0) return false;
+  __threadfence();
+#pragma unroll
+  for (int r = 0; r < BN / 2; ++r) acc[r] = 0.0f;
+  for (int s = 0; s < p.splits; ++s) {
+    const float4* part = tile_ws + (size_t)s * (kTile / 4);
+#pragma unroll
+    for (int q = 0; q < BN / 8; ++q) {
+      const float4 v = __ldcg(part + q * kConsumerThreads + ctid);
+      acc[4 * q] += v.x;
+      acc[4 * q + 1] += v.y;
+      acc[4 * q + 2] += v.z;
+      acc[4 * q + 3] += v.w;
+    }
+  }
+  return true;
+}
+
+template <typename T, class Shape, bool TA, bool TB, class Epi>
+__global__ void __launch_bounds__(kThreads, 1)
+    gemm_kernel(const __grid_constant__ CUtensorMap tma_a,
+                const __grid_constant__ CUtensorMap tma_b, const GemmParams p, const Epi epi) {
+#if TK_HOPPER_DEVICE
+  constexpr int BM = Shape::BM, BN = Shape::BN, STAGES = Shape::STAGES;
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ int splitk_flag;
+  const uint32_t base = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;
+  const uint32_t bars = base + STAGES * Shape::STAGE_BYTES;  // full[s] = bars + 8s
+  const uint32_t empties = bars + 8 * STAGES;               // empty[s] = empties + 8s
+  const int wg = threadIdx.x / 128;
+  const int units = p.tiles_m * p.tiles_n * p.splits;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      ptx::mbar_init(bars + 8 * s, 1);
+      ptx::mbar_init(empties + 8 * s, 4 * kConsumers);
+    }
+    ptx::mbar_fence_init();
+    ptx::prefetch_tensormap(&tma_a);
+    ptx::prefetch_tensormap(&tma_b);
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    // ------------------------------------------------------------ producer
+    ptx::setmaxnreg_dec<kProducerRegs>();
+    if (threadIdx.x == 0) {
+      int stage = 0;
+      uint32_t phase = 0;
+      for (int u = blockIdx.x; u < units; u += gridDim.x) {
+        const WorkUnit w = work_unit(p, u, BM, BN);
+        for (int kb = w.kb0; kb < w.kb1; ++kb) {
+          ptx::mbar_wait(empties + 8 * stage, phase ^ 1u);
+          const uint32_t full = bars + 8 * stage;
+          ptx::mbar_arrive_expect_tx(full, Shape::STAGE_BYTES);
+          const uint32_t sa = base + stage * Shape::STAGE_BYTES;
+          for_each_box<Shape, TA, TB>(w, kb, [&](int op, uint32_t off, int c0, int c1) {
+            ptx::tma_load_2d(sa + off, op == 0 ? &tma_a : &tma_b, full, c0, c1);
+          });
+          if (++stage == STAGES) {
+            stage = 0;
+            phase ^= 1u;
+          }
+        }
+      }
+    }
+  } else {
+    // ------------------------------------------------------------ consumers
+    ptx::setmaxnreg_inc<kConsumerRegs>();
+    const int c = wg - 1;                  // which 64-row slab of the tile
+    const int t = threadIdx.x & 127;       // thread within the warpgroup
+    const int ctid = threadIdx.x - 128;    // thread among all consumers
+    const bool warp_leader = (threadIdx.x & 31) == 0;
+    int stage = 0;
+    uint32_t phase = 0;
+    float acc[BN / 2];
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+      const WorkUnit w = work_unit(p, u, BM, BN);
+#pragma unroll
+      for (int r = 0; r < BN / 2; ++r) acc[r] = 0.0f;
+      int prev = -1;
+      for (int kb = w.kb0; kb < w.kb1; ++kb) {
+        ptx::mbar_wait(bars + 8 * stage, phase);
+        const uint32_t st = base + stage * Shape::STAGE_BYTES;
+#pragma unroll
+        for (int r = 0; r < BN / 2; ++r) ptx::fence_operand(acc[r]);
+        ptx::wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < kBK / 16; ++k) {
+          uint64_t da, db;
+          slab_descs<Shape, TA, TB>(st, c, k, da, db);
+          wgmma_k16<T, BN, TA, !TB>(acc, da, db);
+        }
+        ptx::wgmma_commit();
+#pragma unroll
+        for (int r = 0; r < BN / 2; ++r) ptx::fence_operand(acc[r]);
+        if (prev >= 0) {
+          ptx::wgmma_wait<1>();  // the previous K step's group has retired
+          if (warp_leader) ptx::mbar_arrive(empties + 8 * prev);
+        }
+        prev = stage;
+        if (++stage == STAGES) {
+          stage = 0;
+          phase ^= 1u;
+        }
+      }
+      ptx::wgmma_wait<0>();
+#pragma unroll
+      for (int r = 0; r < BN / 2; ++r) ptx::fence_operand(acc[r]);
+      if (prev >= 0 && warp_leader) ptx::mbar_arrive(empties + 8 * prev);
+
+      if (p.splits > 1 && !splitk_fixup<BM, BN>(p, w, acc, ctid, &splitk_flag)) continue;
+      if constexpr (detail::has_fragment_hook<Epi>::value)
+        epi.template fragment<BN>(acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
+      else
+        apply_epilogue<BN>(epi, acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
+    }
+  }
+#else
+  (void)tma_a;
+  (void)tma_b;
+  (void)p;
+  (void)epi;
+  __trap();  // built without sm_90a: see the header comment
+#endif
+}
+
+// =============================================================================
+// Layer 5: fallback (any alignment, K == 0): gemm.cuh's mma.sync tile
+// =============================================================================
+constexpr int kFallbackBM = 128, kFallbackBN = 128, kFallbackBK = 32, kFallbackThreads = 256;
+
+template <typename T, bool TA, bool TB, class Epi>
+__device__ __forceinline__ void fallback_tiles(const T* A, int lda, const T* B, int ldb, int M,
+                                               int N, int K, const Epi& epi, char* smem) {
+  const int tiles_n = gemm_tiles_n(N, kFallbackBN);
+  const int tiles = gemm_num_tiles(M, N, kFallbackBM, kFallbackBN);
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    gemm_tile_nt<kFallbackThreads, T, kFallbackBM, kFallbackBN, kFallbackBK, TA, TB>(
+        A, lda, B, ldb, M, N, K, tile / tiles_n, tile % tiles_n, smem,
+        [&](int i, int j, float v) { epi(i, j, v); });
+  }
+}
+
+template <typename T, bool TA, bool TB, class Epi>
+__global__ void __launch_bounds__(kFallbackThreads, 1)
+    fallback_kernel(const T* A, int lda, const T* B, int ldb, int M, int N, int K, const Epi epi) {
+  extern __shared__ __align__(16) char fallback_smem[];
+  if constexpr (detail::has_fragment_hook<Epi>::value) {
+    // A fragment epilogue (AnyStoreEpilogue) offers visit(f): f(typed epilogue),
+    // so the per-element calls are not branched on the output type.
+    epi.visit([&](const auto& typed) {
+      fallback_tiles<T, TA, TB>(A, lda, B, ldb, M, N, K, typed, fallback_smem);
+    });
+  } else {
+    fallback_tiles<T, TA, TB>(A, lda, B, ldb, M, N, K, epi, fallback_smem);
+  }
+}
+#endif  // __CUDACC__
+
+constexpr int fallback_smem_bytes() {
+  return gemm_smem_bytes<__nv_bfloat16, kFallbackBM, kFallbackBN, kFallbackBK>();
+}
+
+// =============================================================================
+// Layer 6: host side
+// =============================================================================
+
+// Can TMA describe this operand? (16-byte aligned base, row stride a
+// multiple of 16 bytes; bf16 / f16: ld % 8 == 0.)
+inline bool tma_compatible(const void* ptr, long long ld_elems, int elem_bytes = 2) {
+  return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0 && ((ld_elems * elem_bytes) & 15) == 0 &&
+         ld_elems > 0;
+}
+
+enum Path : int { kPathTma = 0, kPathFallback = 1, kPathEmpty = 2 };
+
+struct Plan {
+  int path;          // Path
+  int tile;          // kHopperTiles index (kPathTma)
+  int bm, bn;
+  int splits;        // K slices (1: none)
+  int kb_per_split;  // 64-wide K steps per slice
+  int tiles_m, tiles_n;
+  int units, grid;   // work units, blocks launched
+  size_t partial_bytes;  // split-K: fp32 partial tiles (0 without split-K)
+  int counters;          // split-K: tile counters needed (0 without split-K)
+  float model_us;    // the cost model's estimate (diagnostic)
+};
+
+// Cost model constants (microseconds, bytes/us, flop/us per SM). Rough leads
+// for the H200 (GPU.md: ~790 TFLOP/s bf16 through cuBLAS over 132 SMs); the
+// benchmark records the measured best (tile, splits) per shape to refit them.
+constexpr float kModelSmFlopPerUs = 5.6e6f;       // ~740 TFLOP/s / 132 SMs
+constexpr float kModelSmStoreBytesPerUs = 1.5e5f;  // one SM's epilogue stores
+constexpr float kModelSmL2BytesPerUs = 2.0e5f;    // one SM's L2 reads (split-K sum)
+constexpr float kModelUnitFixedUs = 0.6f;         // per unit: pipeline ramp, epilogue start
+constexpr float kModelSplitFixedUs = 1.0f;        // per split-K unit: fences, counter
+
+inline float model_time_us(int tile, int splits, int kb_per_split, int tiles, int sms, int out_bytes) {
+  const TileInfo& ti = kHopperTiles[tile];
+  const int units = tiles * splits;
+  const int waves = (units + sms - 1) / sms;
+  const float mma = 2.0f * ti.bm * ti.bn * (float)kb_per_split * kBK / (kModelSmFlopPerUs * ti.eff);
+  float per_unit = mma + kModelUnitFixedUs;
+  float last = (float)ti.bm * ti.bn * out_bytes / kModelSmStoreBytesPerUs;
+  if (splits > 1) {
+    per_unit += (float)ti.bm * ti.bn * 4 / kModelSmStoreBytesPerUs + kModelSplitFixedUs;
+    last += (float)splits * ti.bm * ti.bn * 4 / kModelSmL2BytesPerUs;
+  }
+  // Non-last units' epilogues are partly hidden by the producer running
+  // ahead; the unit that stores the result pays its epilogue in full.
+  return waves * per_unit + last;
+}
+
+// Choose tile shape and split count for an M x N x K product on `sms` SMs.
+// tile_req >= 0 / splits_req > 0 force a choice (benchmarks, tests).
+// out_bytes: bytes per output element (for the epilogue term).
+inline Plan choose_plan(int M, int N, int K, int sms, int tile_req = -1, int splits_req = 0,
+                        int out_bytes = 2) {
+  Plan best{};
+  best.path = kPathTma;
+  best.model_us = 3.4e38f;
+  if (M <= 0 || N <= 0) {
+    best.path = kPathEmpty;
+    return best;
+  }
+  if (K <= 0) {
+    best.path = kPathFallback;
+    return best;
+  }
+  if (sms <= 0) sms = 1;
+  const int kb_total = (K + kBK - 1) / kBK;
+  static const int kSplits[] = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16};
+  for (int tile = 0; tile < kNumTiles; ++tile) {
+    if (tile_req >= 0 && tile != tile_req) continue;
+    const TileInfo& ti = kHopperTiles[tile];
+    const int tiles_m = (M + ti.bm - 1) / ti.bm, tiles_n = (N + ti.bn - 1) / ti.bn;
+    const int tiles = tiles_m * tiles_n;
+    for (int si = 0; si < (int)(sizeof(kSplits) / sizeof(kSplits[0])); ++si) {
+      int s = splits_req > 0 ? splits_req : kSplits[si];
+      if (splits_req <= 0 && s > 1 && (tiles >= sms || kb_total / s < 4)) break;
+      if (s > kb_total) s = kb_total;
+      const int kbps = (kb_total + s - 1) / s;
+      s = (kb_total + kbps - 1) / kbps;  // no empty slice
+      const float t = model_time_us(tile, s, kbps, tiles, sms, out_bytes);
+      if (t < best.model_us) {
+        best.model_us = t;
+        best.tile = tile;
+        best.bm = ti.bm;
+        best.bn = ti.bn;
+        best.splits = s;
+        best.kb_per_split = kbps;
+        best.tiles_m = tiles_m;
+        best.tiles_n = tiles_n;
+      }
+      if (splits_req > 0) break;
+    }
+  }
+  const int tiles = best.tiles_m * best.tiles_n;
+  best.units = tiles * best.splits;
+  best.grid = best.units < sms ? best.units : sms;
+  best.partial_bytes =
+      best.splits > 1 ? (size_t)tiles * best.splits * best.bm * best.bn * sizeof(float) : 0;
+  best.counters = best.splits > 1 ? tiles : 0;
+  return best;
+}
+
+// A plan for the fallback path (any alignment, K == 0).
+inline Plan fallback_plan(int M, int N, int sms) {
+  Plan p{};
+  p.path = (M <= 0 || N <= 0) ? kPathEmpty : kPathFallback;
+  p.bm = kFallbackBM;
+  p.bn = kFallbackBN;
+  p.splits = 1;
+  p.tiles_m = M > 0 ? (M + kFallbackBM - 1) / kFallbackBM : 0;
+  p.tiles_n = N > 0 ? (N + kFallbackBN - 1) / kFallbackBN : 0;
+  p.units = p.tiles_m * p.tiles_n;
+  p.grid = p.units < sms ? p.units : sms;
+  return p;
+}
+
+#if defined(__CUDACC__)
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// cuTensorMapEncodeTiled from the driver the runtime already loaded (no -lcuda).
+inline EncodeTiledFn encode_tiled_fn() {
+  static EncodeTiledFn fn = []() -> EncodeTiledFn {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      return nullptr;
+    return reinterpret_cast<EncodeTiledFn>(f);
+  }();
+  return fn;
+}
+
+// A 2-D tensor map over a row-major (outer x inner) bf16/f16 matrix with row
+// stride ld (elements), box box_inner x box_outer, 128-byte swizzle,
+// out-of-bounds reads zero-filled.
+inline cudaError_t make_tma_2d(CUtensorMap* map, const void* ptr, int dtype, uint64_t inner,
+                               uint64_t outer, uint64_t ld, uint32_t box_inner,
+                               uint32_t box_outer) {
+  EncodeTiledFn fn = encode_tiled_fn();
+  if (fn == nullptr) return cudaErrorNotSupported;
+  const cuuint64_t dims[2] = {inner, outer};
+  const cuuint64_t strides[1] = {ld * 2};
+  const cuuint32_t box[2] = {box_inner, box_outer};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = fn(map,
+                        dtype == kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                      : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+                        2, const_cast<void*>(ptr), dims, strides, box, elem_strides,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+namespace detail {
+template <typename T, class Shape, bool TA, bool TB, class Epi>
+inline cudaError_t launch_tma(const Plan& plan, const T* A, long long lda, const T* B,
+                              long long ldb, int M, int N, int K, const Epi& epi, float* partials,
+                              int* counters, cudaStream_t stream) {
+  constexpr int dt = dtype_of<T>::value;
+  CUtensorMap ma, mb;
+  cudaError_t e;
+  using Maps = OperandMaps<Shape, TA, TB>;
+  e = make_tma_2d(&ma, A, dt, Maps::a_inner(M, K), Maps::a_outer(M, K), lda, Maps::a_box_inner,
+                  Maps::a_box_outer);
+  if (e != cudaSuccess) return e;
+  e = make_tma_2d(&mb, B, dt, Maps::b_inner(N, K), Maps::b_outer(N, K), ldb, Maps::b_box_inner,
+                  Maps::b_box_outer);
+  if (e != cudaSuccess) return e;
+  GemmParams p;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.tiles_m = plan.tiles_m;
+  p.tiles_n = plan.tiles_n;
+  p.splits = plan.splits;
+  p.kb_total = (K + kBK - 1) / kBK;
+  p.kb_per_split = plan.kb_per_split;
+  p.workspace = partials;
+  p.counters = counters;
+  if (plan.splits > 1 && (partials == nullptr || counters == nullptr)) return cudaErrorInvalidValue;
+  auto kernel = gemm_kernel<T, Shape, TA, TB, Epi>;
+  static bool attr_done = false;  // once per instantiation (not during graph capture)
+  if (!attr_done) {
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             Shape::SMEM_BYTES);
+    if (e != cudaSuccess) return e;
+    attr_done = true;
+  }
+  kernel<<<plan.grid, kThreads, Shape::SMEM_BYTES, stream>>>(ma, mb, p, epi);
+  return cudaGetLastError();
+}
+}  // namespace detail
+
+// Launch the fallback kernel (any alignment, any K >= 0).
+template <typename T, bool TA, bool TB, class Epi>
+inline cudaError_t gemm_fallback(const Plan& plan, const T* A, long long lda, const T* B,
+                                 long long ldb, int M, int N, int K, const Epi& epi,
+                                 cudaStream_t stream) {
+  if (plan.grid <= 0) return cudaSuccess;
+  auto kernel = fallback_kernel<T, TA, TB, Epi>;
+  static bool attr_done = false;
+  if (!attr_done) {
+    const cudaError_t e = cudaFuncSetAttribute(
+        kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, fallback_smem_bytes());
+    if (e != cudaSuccess) return e;
+    attr_done = true;
+  }
+  kernel<<<plan.grid, kFallbackThreads, fallback_smem_bytes(), stream>>>(
+      A, (int)lda, B, (int)ldb, M, N, K, epi);
+  return cudaGetLastError();
+}
+
+// Launch a plan from choose_plan (kPathTma) or fallback_plan. The caller has
+// checked tma_compatible(A, lda) and tma_compatible(B, ldb) for kPathTma.
+// Split-K (plan.splits > 1) needs plan.partial_bytes of scratch in `partials`
+// and plan.counters ints in `counters` that are zero (a cudaMemset once, at
+// allocation: every launch leaves them zero). Keep the counters in a buffer
+// of their own: partials of another plan would overwrite them.
+template <typename T, bool TA, bool TB, class Epi>
+inline cudaError_t gemm(const Plan& plan, const T* A, long long lda, const T* B, long long ldb,
+                        int M, int N, int K, const Epi& epi, float* partials, int* counters,
+                        cudaStream_t stream) {
+  switch (plan.path) {
+    case kPathEmpty:
+      return cudaSuccess;
+    case kPathFallback:
+      return gemm_fallback<T, TA, TB>(plan, A, lda, B, ldb, M, N, K, epi, stream);
+    default:
+      break;
+  }
+  switch (plan.tile) {
+    case 0:
+      return detail::launch_tma<T, TileById<0>::type, TA, TB>(plan, A, lda, B, ldb, M, N, K, epi,
+                                                              partials, counters, stream);
+    case 1:
+      return detail::launch_tma<T, TileById<1>::type, TA, TB>(plan, A, lda, B, ldb, M, N, K, epi,
+                                                              partials, counters, stream);
+    case 2:
+      return detail::launch_tma<T, TileById<2>::type, TA, TB>(plan, A, lda, B, ldb, M, N, K, epi,
+                                                              partials, counters, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+#endif  // __CUDACC__
+
+}  // namespace hopper
+}  // namespace tk
