@@ -44,15 +44,13 @@ if str(REPO) not in sys.path:
 from benchmarks import hgemm_lib  # noqa: E402
 from benchmarks.stats import summarize  # noqa: E402
 
-LARGE = ("large", 2048, (2048, 8192, 2048))
 L2_BYTES = 60 * 2**20
 
 
 def step_workloads() -> list[tuple[str, int, tuple[int, ...]]]:
-    from trainkernel.workloads import WORKLOADS
+    from trainkernel.workloads import LARGE, WORKLOADS
 
-    med = WORKLOADS["medium"]
-    return [("medium", med.batch, tuple(med.widths)), LARGE]
+    return [(w.name, w.batch, tuple(w.widths)) for w in (WORKLOADS["medium"], LARGE)]
 
 
 def step_gemms() -> list[dict]:

@@ -61,8 +61,8 @@ def _harness(w: Workload) -> Workload:
     return dataclasses.replace(w, lr=SGD_LR) if w.recipe.optimizer == "sgd" else w
 
 
-WORKLOADS = {name: _harness(w) for name, w in {**package.WORKLOADS, **package.TWINS}.items()}
-"""The package's six workloads, then their twins."""
+WORKLOADS = {name: _harness(w) for name, w in {**package.WORKLOADS, "large": package.LARGE, **package.TWINS}.items()}
+"""The package's six workloads, the GEMM-bound `large`, then the twins."""
 
 
 def twins_of(name: str) -> List[str]:

@@ -180,8 +180,6 @@ class _Partition:
     """Block-by-block execution of a resident kernel (cluster of P blocks)."""
 
     def __init__(self, kernel: tile.KernelOp):
-        from trainkernel.passes.tile_resident import _squeeze_map
-
         self.P = kernel.cluster or 1
         self.split_of: dict[SSAValue, int] = {}
         for op in kernel.block.ops:
@@ -189,7 +187,7 @@ class _Partition:
                 self.split_of[op.result] = op.split_axis
             elif isinstance(op, sched.ViewOp) and op.source in self.split_of:
                 src = self.split_of[op.source]
-                m = _squeeze_map(tuple(op.source.type.get_shape()), tuple(op.result.type.get_shape()))
+                m = tile.squeeze_map(tuple(op.source.type.get_shape()), tuple(op.result.type.get_shape()))
                 inverse = {v: k for k, v in (m or {}).items()}
                 self.split_of[op.result] = inverse.get(src, -1) if src >= 0 else -1
 

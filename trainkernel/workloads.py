@@ -470,6 +470,11 @@ WORKLOADS: dict[str, Workload] = {
     )
 }
 
+LARGE = Workload("large", 2048, (2048, 8192, 2048),
+                 description="2-layer MLP (B, I, H, O) = (2048, 2048, 8192, 2048): the GEMMs dominate completely")
+"""The harness's GEMM-bound step (issue 10), not one of WORKLOADS: the CPU
+tests that walk every workload would interpret ~0.4 TFLOP for it."""
+
 ADAMW = Recipe("cross_entropy", "adamw", weight_decay=1e-2)
 ADAM = Recipe("mse", "adam")
 

@@ -399,6 +399,18 @@ def _store(t: Attribute, value: str) -> str:
     return f"tk::from_float<{ct}>({value})"
 
 
+def _output_index(red: tk.ReductionOp, rank: int, axes, kept: list[str]) -> list[str]:
+    """The reduction's output index: the kept axes' names in order, with 0 where
+    keepdim keeps a reduced axis (as size 1)."""
+    names, out = iter(kept), []
+    for k in range(rank):
+        if k not in axes:
+            out.append(next(names))
+        elif red.keepdim is not None:
+            out.append("0")
+    return out
+
+
 def _multi_index(linear: str, shape: tuple[int, ...], prefix: str, index_type: str = "int") -> tuple[list[str], list[str]]:
     """Declarations splitting a linear index over `shape`, and the index names."""
     decls, names = [], []
@@ -441,17 +453,7 @@ class CudaPrinter:
         self.w(f"static constexpr int kSmem = {self._cmax(smem_terms)};")
         self.w(f"static constexpr int kThreads = {k.threads};")
         self.w()
-        self.w(f"extern \"C\" __global__ void __launch_bounds__({k.threads}) {self.kname}(TkParams p) {{")
-        self.w("  extern __shared__ __align__(16) char smem[];")
-        self.w("  __shared__ float scratch[64];")
-        self.w("  const int G = gridDim.x;")
-        self.w("  (void)smem; (void)scratch; (void)G;")
-        for i, arg in enumerate(k.block.args):
-            name = f"b{i}" if not arg.name_hint else f"b{i}_{arg.name_hint}"
-            self.names[arg] = name
-            # No __restrict__: buffers alias (in-place state, views, arena reuse) and a
-            # restrict-qualified pointer may be read through the non-coherent cache.
-            self.w(f"  {c_type(arg.type)}* {name} = ({c_type(arg.type)}*)p.buf[{i}];")
+        self.open_kernel(str(k.threads), 16, "const int G = gridDim.x;", "G")
         phase = 0
         self.w(f"  // ---- phase {phase}")
         for op in k.block.ops:
@@ -483,6 +485,21 @@ class CudaPrinter:
         for t in terms:
             expr = f"({t} > {expr} ? {t} : {expr})"
         return expr
+
+    def open_kernel(self, launch_bounds: str, smem_align: int, index_decl: str, index_name: str) -> None:
+        """The kernel's signature, its shared memory, the block's index (`index_decl`
+        declares `index_name`) and one pointer per buffer argument."""
+        self.w(f"extern \"C\" __global__ void __launch_bounds__({launch_bounds}) {self.kname}(TkParams p) {{")
+        self.w(f"  extern __shared__ __align__({smem_align}) char smem[];")
+        self.w("  __shared__ float scratch[64];")
+        self.w(f"  {index_decl}")
+        self.w(f"  (void)smem; (void)scratch; (void){index_name};")
+        for i, arg in enumerate(self.kernel.block.args):
+            name = f"b{i}" if not arg.name_hint else f"b{i}_{arg.name_hint}"
+            self.names[arg] = name
+            # No __restrict__: buffers alias (in-place state, views, arena reuse) and a
+            # restrict-qualified pointer may be read through the non-coherent cache.
+            self.w(f"  {c_type(arg.type)}* {name} = ({c_type(arg.type)}*)p.buf[{i}];")
 
     def _gemm_cfg(self, op: tile.GemmOp) -> tuple[str, int, int, int]:
         mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
@@ -580,15 +597,7 @@ class CudaPrinter:
         self.w("      }")
         self.w(f"      {_combine(red, 'block')}")
         self.w("      if (threadIdx.x == 0) {")
-        # The output index: kept axes, with 1s where keepdim keeps reduced axes.
-        out_index, ki = [], iter(kidx)
-        for k in range(len(in_shape)):
-            if k in axes:
-                if red.keepdim is not None:
-                    out_index.append("0")
-            else:
-                out_index.append(next(ki))
-        self.reduce_epilogue(op, red, out_index)
+        self.reduce_epilogue(op, red, _output_index(red, len(in_shape), axes, kidx))
         self.w("      }")
         self.w("      __syncthreads();")
         self.w("    }")
@@ -787,9 +796,7 @@ class ResidentPrinter(CudaPrinter):
         shape = tuple(view.result.type.get_shape())
         if src.split is None or src.split < 0:
             return Place(src.ptr, shape, src.split, self.cluster)
-        from trainkernel.passes.tile_resident import _squeeze_map
-
-        m = _squeeze_map(src.shape, shape)
+        m = tile.squeeze_map(src.shape, shape)
         inverse = {v: k for k, v in (m or {}).items()}
         if m is None or src.split not in inverse:
             raise DiagnosticException("cuda: a split home is viewed under a shape that moves its split axis")
@@ -806,16 +813,9 @@ class ResidentPrinter(CudaPrinter):
         self.w(f"static constexpr int kThreads = {k.threads};")
         self.w(f"static constexpr int kCluster = {self.cluster};")
         self.w()
-        self.w(f"extern \"C\" __global__ void __launch_bounds__({k.threads}, 1) {self.kname}(TkParams p) {{")
-        self.w("  extern __shared__ __align__(128) char smem[];")
-        self.w("  __shared__ float scratch[64];")
-        self.w("  const int rank = blockIdx.x;  // the grid is one cluster")
-        self.w("  (void)smem; (void)scratch; (void)rank;")
-        for i, arg in enumerate(k.block.args):
-            name = f"b{i}" if not arg.name_hint else f"b{i}_{arg.name_hint}"
-            self.names[arg] = name
-            self.places[arg] = Place(name, tuple(arg.type.get_shape()), None, self.cluster)
-            self.w(f"  {c_type(arg.type)}* {name} = ({c_type(arg.type)}*)p.buf[{i}];")
+        self.open_kernel(f"{k.threads}, 1", 128, "const int rank = blockIdx.x;  // the grid is one cluster", "rank")
+        for arg in k.block.args:
+            self.places[arg] = Place(self.names[arg], tuple(arg.type.get_shape()), None, self.cluster)
         stages: list[tuple[tile.SmemOp, str]] = []
         for op in k.block.ops:
             if isinstance(op, tile.SmemOp):
@@ -1202,13 +1202,7 @@ class ResidentPrinter(CudaPrinter):
         return out
 
     def _reduce_tail(self, op, red, idx_o: list[str], in_shape, axes, indent: str, broadcast: bool = False) -> None:
-        out_index, ko = [], iter(idx_o)
-        for k in range(len(in_shape)):
-            if k in axes:
-                if red.keepdim is not None:
-                    out_index.append("0")
-            else:
-                out_index.append(next(ko))
+        out_index = _output_index(red, len(in_shape), axes, idx_o)
         bp = self.body_printer(op, indent, broadcast=broadcast)
         env = {red.result: "rv"}
         self.w(f"{indent}{_result_decl(red)}")

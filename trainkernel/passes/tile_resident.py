@@ -86,15 +86,6 @@ def _shape(v: SSAValue) -> tuple[int, ...]:
     return tuple(v.type.get_shape())
 
 
-def _squeeze_map(src: tuple[int, ...], dst: tuple[int, ...]) -> dict[int, int] | None:
-    """dst axis -> src axis when the shapes differ only by size-1 axes."""
-    s = [k for k, d in enumerate(src) if d != 1]
-    t = [k for k, d in enumerate(dst) if d != 1]
-    if [src[k] for k in s] != [dst[k] for k in t]:
-        return None
-    return dict(zip(t, s))
-
-
 @dataclass
 class Analysis:
     """Axis classes of one tile.kernel."""
@@ -114,7 +105,7 @@ class Analysis:
         if _shape(v)[axis] == 1:
             return None
         if isinstance(v.owner, sched.ViewOp):
-            m = _squeeze_map(_shape(v.owner.source), _shape(v))
+            m = tile.squeeze_map(_shape(v.owner.source), _shape(v))
             if m is None:
                 self.poison_buffer(v.owner.source)
                 node = (v, axis)
