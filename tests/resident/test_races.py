@@ -3,7 +3,7 @@
 Every block stages a replicated input home from global memory in its
 prologue; rank 0 alone stores a replicated op's result to global memory. When
 that result is an in-place update of a replicated, staged argument and no
-cluster barrier (tk::cluster_reduce) lies between the prologue and the store,
+cluster barrier (the first of a tk::exchange) lies between the prologue and the store,
 nothing orders rank 0's store after the other blocks' cp.async loads: a block
 that starts late stages the *updated* value and computes its slices from it.
 The partitioned interpreter aliases every staged home to its argument, so it
@@ -40,7 +40,7 @@ def unordered_inplace_stores(kernel):
             home = staged.get(r)
             if home is None or r.index >= n_in or home.split_axis >= 0:
                 continue
-            # a partial op stores after the first barrier of its cluster_reduce
+            # a partial op stores after the first barrier of its exchange
             if not (barrier_seen or partial):
                 out.append((op.name, r.name_hint or str(r.index)))
         barrier_seen |= partial
