@@ -6,6 +6,7 @@
 #   bash scripts/h200.sh tests-train     # tests/test_train_cuda.py: new ops, compile_module trajectories
 #   bash scripts/h200.sh bench           # the training-loop harness, every workload (set WORKLOADS=a,b to pick)
 #   bash scripts/h200.sh bench-twins     # the harness's AdamW/CE/Adam twins with their SGD partners
+#   bash scripts/h200.sh probe           # resident kernels alone (suite + unseen shapes) and the per-op cycle timer
 # Each writes its log under $OUT (gpu_tests_<part>.log, train_loop*.log; the harness's JSON under $OUT/h200/).
 # Copy what comes back under results/h200/ and regenerate the README table:
 #   python -m benchmarks.report --json results/h200/train_loop.json --embed README.md
@@ -40,8 +41,12 @@ case "${1:-}" in
     timeout 570 python3 -m benchmarks.train_loop --workloads "${WORKLOADS:-online,classification,mlp4}" --twins \
       --out "$out/h200/train_loop_twins.json" 2>&1 | tee "$out/train_loop_twins.log" | tail -40
     ;;
+  probe)
+    timeout 400 python3 -m benchmarks.resident_probe --auto 2>&1 | tee "$out/resident_probe.log" | tail -15
+    timeout 150 python3 -m benchmarks.resident_probe --timer tiny online classification 2>&1 | tee "$out/resident_timer.log" | tail -6
+    ;;
   *)
-    echo "usage: bash scripts/h200.sh tests-kernels|tests-runtime|tests-train|bench|bench-twins" >&2
+    echo "usage: bash scripts/h200.sh tests-kernels|tests-runtime|tests-train|bench|bench-twins|probe" >&2
     exit 2
     ;;
 esac
