@@ -858,18 +858,17 @@ class ResidentPrinter(CudaPrinter):
             n_marks = 2 + sum(1 for op in k.block.ops if isinstance(op, tile.TileWorkOp))
             self.w(f"  long long tk_t[{n_marks}];")
             self.w("  tk_t[0] = clock64();")
-        self.pending_wait = False
-        if self._prologue_needs_cluster_barrier():
-            self.w("  tk::stage_wait();")
+        # DSMEM needs every block of the cluster running: without a full cluster
+        # barrier in the prologue, arrive now and wait before the first push.
+        prologue_sync = self._prologue_needs_cluster_barrier()
+        exchanges = [op for op in k.block.ops if isinstance(op, tile.TileWorkOp) and self._partial(op)]
+        self.first_push = exchanges[0] if exchanges and not prologue_sync else None
+        if self.first_push is not None:
+            self.w("  tk::cluster_arrive();")
+        self.w("  tk::stage_wait();")
+        if prologue_sync:
             # Rank 0 stores an argument other blocks stage before any exchange orders them.
             self.w("  cooperative_groups::this_cluster().sync();")
-        elif any(self._partial(op) for op in k.block.ops if isinstance(op, tile.TileWorkOp)):
-            # DSMEM needs every block of the cluster running: arrive now, wait before the first push.
-            self.w("  tk::cluster_arrive();")
-            self.w("  tk::stage_wait();")
-            self.pending_wait = True
-        else:
-            self.w("  tk::stage_wait();")
         if timer:
             self.w("  tk_t[1] = clock64();")
         phase = 0
@@ -945,9 +944,8 @@ class ResidentPrinter(CudaPrinter):
 
     def exchange_start(self, op: tile.TileWorkOp) -> None:
         """Before the first push: every block of the cluster has started."""
-        if self.pending_wait:
+        if op is self.first_push:
             self.w("    tk::cluster_wait();  // every block started (arrived at kernel start)")
-            self.pending_wait = False
 
     def _partial(self, op: tile.TileWorkOp) -> bool:
         from trainkernel.passes.tile_resident import is_partial
