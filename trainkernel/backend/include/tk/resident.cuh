@@ -114,11 +114,12 @@ template <typename T>
 __device__ __forceinline__ int ldsm_mode(const T* p, int sr, int sc) {
 #ifdef TK_RESIDENT_SCALAR_GEMM
   return -1;
-#endif
+#else
   if (!is_aligned(p, 16)) return -1;
   if (sc == 1 && sr % 8 == 0) return 0;
   if (sr == 1 && sc % 8 == 0) return 1;
   return -1;
+#endif
 }
 
 namespace resident_detail {
@@ -149,6 +150,35 @@ __device__ __forceinline__ void ldsm_frags(const T* A, int sam, int sak, int amo
         gemm_detail::ldmatrix_x4<true>(b[p], B + r * sbk + c * sbn);
       }
     }
+  }
+}
+
+// fp32 C = A @ B by FMA, U outputs per thread at a time (U independent chains;
+// a short last round clamps onto the last output and skips its store).
+template <int U, int NT, int NV, class Compute, class Store>
+__device__ __forceinline__ void simt_gemm(int M, int N, int K, const float* A, int sam, int sak, const float* B,
+                                          int sbk, int sbn, Compute& compute, Store& store) {
+  for (int e0 = threadIdx.x; e0 < M * N; e0 += U * NT) {
+    float vals[U][NV > 0 ? NV : 1];
+    int ii[U], jj[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int e = min(e0 + u * NT, M * N - 1);
+      ii[u] = e / N;
+      jj[u] = e - ii[u] * N;
+    }
+    float acc[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) acc[u] = 0.0f;
+    for (int k = 0; k < K; ++k) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) acc[u] = fmaf(A[ii[u] * sam + k * sak], B[k * sbk + jj[u] * sbn], acc[u]);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) compute(ii[u], jj[u], acc[u], vals[u]);
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (e0 + u * NT < M * N) store(ii[u], jj[u], vals[u]);
   }
 }
 
@@ -188,37 +218,10 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
     // (four independent FMA chains) only when there are enough outputs for
     // every thread to own four; else one each (no chain repeated on clamped
     // duplicates).
-    if (M * N >= 4 * NT) {
-      for (int e0 = threadIdx.x; e0 < M * N; e0 += 4 * NT) {
-        float vals[4][NV > 0 ? NV : 1];
-        int ii[4], jj[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          const int e = min(e0 + u * NT, M * N - 1);
-          ii[u] = e / N;
-          jj[u] = e - ii[u] * N;
-        }
-        float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-        for (int k = 0; k < K; ++k) {
-#pragma unroll
-          for (int u = 0; u < 4; ++u) acc[u] = fmaf(A[ii[u] * sam + k * sak], B[k * sbk + jj[u] * sbn], acc[u]);
-        }
-#pragma unroll
-        for (int u = 0; u < 4; ++u) compute(ii[u], jj[u], acc[u], vals[u]);
-#pragma unroll
-        for (int u = 0; u < 4; ++u)
-          if (e0 + u * NT < M * N) store(ii[u], jj[u], vals[u]);
-      }
-    } else {
-      for (int e = threadIdx.x; e < M * N; e += NT) {
-        float vals[NV > 0 ? NV : 1];
-        const int i = e / N, j = e - i * N;
-        float acc = 0.0f;
-        for (int k = 0; k < K; ++k) acc = fmaf(A[i * sam + k * sak], B[k * sbk + j * sbn], acc);
-        compute(i, j, acc, vals);
-        store(i, j, vals);
-      }
-    }
+    if (M * N >= 4 * NT)
+      resident_detail::simt_gemm<4, NT, NV>(M, N, K, A, sam, sak, B, sbk, sbn, compute, store);
+    else
+      resident_detail::simt_gemm<1, NT, NV>(M, N, K, A, sam, sak, B, sbk, sbn, compute, store);
   } else {
     using namespace resident_detail;
     constexpr int kWarps = NT / 32;
