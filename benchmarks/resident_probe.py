@@ -9,6 +9,7 @@ of `tile-resident` for docs/perf-log.md. Writes resident_probe.json to $OUT.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import statistics
@@ -87,7 +88,7 @@ def timer_run(specs: list[str]) -> None:
 # select it; the build cache keys on NVCC_APPEND_FLAGS, so each builds apart.
 VARIANTS = {"auto": "", "scalar-gemm": "-DTK_RESIDENT_SCALAR_GEMM"}
 # Threads per block of the resident kernels (`--threads 128,256,512`): the
-# pass's choice replaced, to measure what the rule should pick.
+# target's resident_threads replaced, to measure what it should be.
 
 
 def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: dict[str, str] | None = None) -> None:
@@ -105,10 +106,10 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
         for label, mode, flags in configs:
             key = f"{spec}/{label}"
             os.environ["NVCC_APPEND_FLAGS"] = flags
-            if label.startswith("threads="):
-                from trainkernel.passes import tile_resident
+            if label.startswith("threads="):  # the h200 target with another resident_threads
+                from trainkernel import target
 
-                tile_resident.resident_threads = lambda kernel, target, n=int(label[8:]): n
+                target.TARGETS[target.H200.name] = dataclasses.replace(target.H200, resident_threads=int(label[8:]))
             try:
                 t0 = time.perf_counter()
                 params = w.init_params(0, "cuda")

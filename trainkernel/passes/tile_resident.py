@@ -593,11 +593,6 @@ def make_resident(kernel: tile.KernelOp, plan: Plan, placement: Placement) -> No
     kernel.properties["arena_bytes"] = builtin.IntAttr(0)
 
 
-def resident_threads(kernel: tile.KernelOp, target: TargetOptions) -> int:
-    """Threads per block of a resident kernel (the target's resident_threads)."""
-    return target.resident_threads
-
-
 @dataclass(frozen=True)
 class TileResidentPass(ModulePass):
     """Make a tile.kernel resident in one cluster when the cost model says it pays.
@@ -640,4 +635,4 @@ class TileResidentPass(ModulePass):
             if self.mode == "auto" and placement.estimate_us >= grid_estimate_us(kernel, target):
                 continue
             make_resident(kernel, plan, placement)
-            kernel.properties["threads"] = IntegerAttr(self.threads or resident_threads(kernel, target), 64)
+            kernel.properties["threads"] = IntegerAttr(self.threads or target.resident_threads, 64)
