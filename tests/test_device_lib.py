@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from _ptxas import parse_ptxas
+
 REPO = Path(__file__).resolve().parent.parent
 INCLUDE = REPO / "trainkernel" / "backend" / "include"
 HEADERS = sorted((INCLUDE / "tk").glob("*.cuh"))
@@ -127,22 +129,6 @@ def test_host_emulation(builds, prog):
     _check_pass_lines(prog, rc, lines, stderr)
 
 
-_PTXAS_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
-_PTXAS_USED = re.compile(r"Used (\d+) registers")
-_PTXAS_SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
-
-
-def parse_ptxas(output: str) -> list[dict]:
-    """[{kernel, registers, spill_stores, spill_loads}] from `-Xptxas -v` output."""
-    rows: list[dict] = []
-    for line in output.splitlines():
-        if m := _PTXAS_ENTRY.search(line):
-            rows.append({"kernel": m.group(1), "registers": None, "spill_stores": 0, "spill_loads": 0})
-        elif rows and (m := _PTXAS_SPILL.search(line)):
-            rows[-1]["spill_stores"], rows[-1]["spill_loads"] = int(m.group(1)), int(m.group(2))
-        elif rows and (m := _PTXAS_USED.search(line)):
-            rows[-1]["registers"] = int(m.group(1))
-    return rows
 
 
 def _demangle_instance(name: str) -> str:

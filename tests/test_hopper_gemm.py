@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from _ptxas import parse_ptxas
+
 from benchmarks import hgemm_lib
 
 REPO = Path(__file__).resolve().parent.parent
@@ -60,24 +62,6 @@ def built(tmp_path_factory):
 # --------------------------------------------------------------------------- CPU
 
 
-_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
-_USED = re.compile(r"Used (\d+) registers")
-_SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
-_STACK = re.compile(r"(\d+) bytes stack frame")
-
-
-def _ptxas_rows(log: str) -> list[dict]:
-    rows: list[dict] = []
-    for line in log.splitlines():
-        if m := _ENTRY.search(line):
-            rows.append({"kernel": m.group(1), "regs": None, "spill": 0, "stack": 0})
-        elif rows and (m := _SPILL.search(line)):
-            rows[-1]["spill"] = int(m.group(1)) + int(m.group(2))
-            if st := _STACK.search(line):
-                rows[-1]["stack"] = int(st.group(1))
-        elif rows and (m := _USED.search(line)):
-            rows[-1]["regs"] = int(m.group(1))
-    return rows
 
 
 @needs_nvcc
@@ -86,15 +70,15 @@ def test_launcher_compiles_for_sm90a_without_warnings(built, record_property):
     assert lib.is_file()
     warnings = [ln for ln in log.splitlines() if re.search(r"\bwarning\b", ln, re.IGNORECASE)]
     assert not warnings, "nvcc/ptxas warnings:\n" + "\n".join(warnings)
-    rows = _ptxas_rows(log)
+    rows = parse_ptxas(log)
     tma = [r for r in rows if "gemm_kernel" in r["kernel"]]
     fallback = [r for r in rows if "fallback_kernel" in r["kernel"]]
     # 3 tile shapes x 2 input types x 4 transpositions; 2 x 4 fallback kernels.
     assert len(tma) == 24, f"expected 24 TMA kernels, ptxas listed {len(tma)}"
     assert len(fallback) == 8, f"expected 8 fallback kernels, ptxas listed {len(fallback)}"
-    bad = [r for r in tma + fallback if r["spill"] or r["stack"]]
+    bad = [r for r in tma + fallback if r["spill_stores"] or r["spill_loads"] or r["stack"]]
     assert not bad, f"spills or stack frames (local memory): {bad}"
-    record_property("hopper_gemm_ptxas", "\n".join(f"{r['regs']:>4} regs  {r['kernel']}" for r in rows))
+    record_property("hopper_gemm_ptxas", "\n".join(f"{r['registers']:>4} regs  {r['kernel']}" for r in rows))
 
 
 @needs_nvcc

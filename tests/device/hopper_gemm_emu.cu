@@ -90,15 +90,7 @@ bool emulate(int M, int N, int K, int splits_req, tktest::Rng& rng, char* why) {
     int tile = BN == 256 ? 0 : BN == 128 ? 1 : 2;
     plan = hg::choose_plan(M, N, K, 132, tile, splits_req);
   }
-  hg::GemmParams p{};
-  p.M = M;
-  p.N = N;
-  p.K = K;
-  p.tiles_m = plan.tiles_m;
-  p.tiles_n = plan.tiles_n;
-  p.splits = plan.splits;
-  p.kb_total = (K + hg::kBK - 1) / hg::kBK;
-  p.kb_per_split = plan.kb_per_split;
+  const hg::GemmParams p = hg::gemm_params(plan, M, N, K);
   const int tiles = p.tiles_m * p.tiles_n;
   const int units = tiles * p.splits;
 

@@ -962,6 +962,20 @@ struct Plan {
   float model_us;    // the cost model's estimate (diagnostic)
 };
 
+// The parameters a plan gives a launch of M x N x K (no split-K buffers yet).
+inline GemmParams gemm_params(const Plan& plan, int M, int N, int K) {
+  GemmParams p{};
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.tiles_m = plan.tiles_m;
+  p.tiles_n = plan.tiles_n;
+  p.splits = plan.splits;
+  p.kb_total = (K + kBK - 1) / kBK;
+  p.kb_per_split = plan.kb_per_split;
+  return p;
+}
+
 // Cost model constants (microseconds, bytes/us, flop/us per SM). Rough leads
 // for the H200 (GPU.md: ~790 TFLOP/s bf16 through cuBLAS over 132 SMs); the
 // benchmark records the measured best (tile, splits) per shape to refit them.
@@ -1110,15 +1124,7 @@ inline cudaError_t launch_tma(const Plan& plan, const T* A, long long lda, const
   e = make_tma_2d(&mb, B, dt, Maps::b_inner(N, K), Maps::b_outer(N, K), ldb, Maps::b_box_inner,
                   Maps::b_box_outer);
   if (e != cudaSuccess) return e;
-  GemmParams p;
-  p.M = M;
-  p.N = N;
-  p.K = K;
-  p.tiles_m = plan.tiles_m;
-  p.tiles_n = plan.tiles_n;
-  p.splits = plan.splits;
-  p.kb_total = (K + kBK - 1) / kBK;
-  p.kb_per_split = plan.kb_per_split;
+  GemmParams p = gemm_params(plan, M, N, K);
   p.workspace = partials;
   p.counters = counters;
   if (plan.splits > 1 && (partials == nullptr || counters == nullptr)) return cudaErrorInvalidValue;
