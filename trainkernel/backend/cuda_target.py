@@ -747,7 +747,7 @@ class ResidentBodyPrinter(BodyPrinter):
             place = self.places[buf]
             stored = _store(buf.type, val)
             if place.split is None:
-                guard = "if (rank == 0) " if self.replicated_store_guard and not self.broadcast else ""
+                guard = "if (rank == 0) " if self.replicated_store_guard else ""
                 self.line(f"{guard}{place.ptr}[{place.address(index)}] = {stored};")
                 home = self.through.get(buf)
                 if home is not None:
