@@ -188,6 +188,28 @@ def test_exchange_receive_buffers_are_reserved_since_the_previous_cluster_barrie
         assert recv[1] <= kernel.smem
         for r, home in homes.items():
             if live.get(r, set()) & set(range(since, phase + 1)):
-                span = (home.offset_value, home.offset_value + tile.local_bytes(r.type, home.split_axis, cluster))
+                span = (home.offset_value, home.offset_value + home.local_bytes(cluster))
                 assert not _byte_ranges_overlap(recv, span), (r, phase)
         since = phase
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f16", "f32"])
+@pytest.mark.parametrize("cols", [1, 4, 7, 8, 10, 16, 33, 64, 100, 128, 256, 300])
+def test_padded_rows_start_aligned_and_spread_over_the_bank_groups(dtype, cols):
+    """tile.home_pitch: rows start 16-byte aligned (cp.async, ldmatrix) and eight
+    consecutive rows (one 8x8 ldmatrix, or an mma fragment's rows g = 0..7) fall
+    in eight different 16-byte bank groups; rows of at most 16 bytes stay dense."""
+    from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, MemRefType
+
+    elem, size = {"bf16": (BFloat16Type(), 2), "f16": (Float16Type(), 2), "f32": (Float32Type(), 4)}[dtype]
+    t = MemRefType(elem, [64, cols])
+    pitch = tile.home_pitch(t, -1, 1)
+    if cols * size <= 16:
+        assert pitch is None
+        return
+    stride = (pitch or cols) * size
+    assert stride >= cols * size and stride % 16 == 0
+    assert len({(r * stride // 16) % 8 for r in range(8)}) == 8
+    assert tile.local_bytes(t, -1, 1, pitch) == 64 * stride
+    # a split axis pads the local row: 256 columns over 16 blocks are rows of 16
+    assert tile.home_pitch(MemRefType(elem, [64, 16 * cols]), 1, 16) == pitch

@@ -116,7 +116,12 @@ def run_program(
             if isinstance(op, tile.SmemOp):
                 t = op.result.type
                 assert isinstance(t, MemRefType)
-                mem[op.result] = _typed(smem[op.offset_value : op.offset_value + nbytes(t)], t)
+                raw = smem[op.offset_value : op.offset_value + op.local_bytes(1)]
+                if op.pitch_value is None:
+                    mem[op.result] = _typed(raw, t)
+                else:  # rows `pitch` elements apart, as the kernel lays them out
+                    rows, cols = t.get_shape()
+                    mem[op.result] = raw.view(torch_dtype(t.get_element_type())).as_strided((rows, cols), (op.pitch_value, 1))
                 if op.source is not None:
                     through[op.source] = mem[op.result]
         for op in program.block.ops:

@@ -44,7 +44,7 @@
 // RES-NEXT:      float accum = -INFINITY; int arg = -1;
 // RES-NEXT:      for (int r = 0; r < 8; ++r) {
 // RES-NEXT:        const int ql0 = (r);
-// RES-NEXT:        tk::argmax_step(accum, arg, tk::to_float({{s[0-9]+}}[(ql0)*10 + (ol0)]), ql0);
+// RES-NEXT:        tk::argmax_step(accum, arg, tk::to_float({{s[0-9]+}}[(ql0)*24 + (ol0)]), ql0);
 // RES-NEXT:      }
 // RES-NEXT:        const long long rv = arg;
 // RES-NEXT:        b{{[0-9]+}}_out1[(ol0)] = (long long)(rv);
@@ -57,7 +57,7 @@
 // RES:       { // tile.reduce tk.argmax split -1 (warp): 10 elements into each of 8 outputs
 // RES:         for (int r = lane; r < 10; r += 32) {
 // RES-NEXT:      const int ql0 = (r);
-// RES-NEXT:      tk::argmax_step(accum, arg, tk::to_float({{s[0-9]+}}[(ol0)*10 + (ql0)]), ql0);
+// RES-NEXT:      tk::argmax_step(accum, arg, tk::to_float({{s[0-9]+}}[(ol0)*24 + (ql0)]), ql0);
 // RES-NEXT:    }
 // RES-NEXT:    tk::warp_argmax(accum, arg);
 // RES-NEXT:    if (lane == 0) {

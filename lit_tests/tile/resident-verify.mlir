@@ -115,3 +115,39 @@ tile.kernel @k(%a: memref<8x10xf32>, %o: memref<8xi64>) inputs 1 results [1] are
     tk.yield %r : tensor<8xi64>
   }
 }
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// A pitch shorter than the local row (16 rows of 8 floats per block).
+// CHECK: tile.smem pitch 4 must be a 2-D home's row stride: at least its local row of 8 elements and a multiple of 16 bytes (memref<64x8xf32>)
+tile.kernel @k(%a: memref<64x8xf32>, %o: memref<64x8xf32>) inputs 1 results [1] arena 0 config {grid = 4 : i64, threads = 128 : i64, smem = 2048 : i64, cluster = 4 : i64} {
+  %s = tile.smem stage %a offset 0 split 0 pitch 4 : memref<64x8xf32>
+  tile.map ins(%s : memref<64x8xf32>) outs(%o : memref<64x8xf32>) config {items = 1 : i64, offset = 0 : i64, chunk = 512 : i64, split = 0 : i64} {
+  ^bb0(%x: tensor<64x8xf32>):
+    tk.yield %x : tensor<64x8xf32>
+  }
+}
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// Rows must start 16-byte aligned: 10 floats is 40 bytes.
+// CHECK: tile.smem pitch 10 must be a 2-D home's row stride
+tile.kernel @k(%a: memref<64x8xf32>, %o: memref<64x8xf32>) inputs 1 results [1] arena 0 config {grid = 4 : i64, threads = 128 : i64, smem = 2048 : i64, cluster = 4 : i64} {
+  %s = tile.smem stage %a offset 0 split 0 pitch 10 : memref<64x8xf32>
+  tile.map ins(%s : memref<64x8xf32>) outs(%o : memref<64x8xf32>) config {items = 1 : i64, offset = 0 : i64, chunk = 512 : i64, split = 0 : i64} {
+  ^bb0(%x: tensor<64x8xf32>):
+    tk.yield %x : tensor<64x8xf32>
+  }
+}
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// The padded home's bytes count: 16 rows x 12 floats = 768 bytes at offset 1536 overrun 2048.
+// CHECK: tile.smem at offset 1536 overruns the kernel's 2048 bytes of shared memory
+tile.kernel @k(%a: memref<64x8xf32>, %o: memref<64x8xf32>) inputs 1 results [1] arena 0 config {grid = 4 : i64, threads = 128 : i64, smem = 2048 : i64, cluster = 4 : i64} {
+  %s = tile.smem stage %a offset 1536 split 0 pitch 12 : memref<64x8xf32>
+  tile.map ins(%s : memref<64x8xf32>) outs(%o : memref<64x8xf32>) config {items = 1 : i64, offset = 0 : i64, chunk = 512 : i64, split = 0 : i64} {
+  ^bb0(%x: tensor<64x8xf32>):
+    tk.yield %x : tensor<64x8xf32>
+  }
+}

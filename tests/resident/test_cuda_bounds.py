@@ -19,6 +19,7 @@ import pytest
 import torch
 
 from trainkernel.backend.cuda_target import ResidentPrinter
+from trainkernel.elements import byte_size
 from trainkernel.dialects import sched, tile
 from _helpers import workload
 
@@ -54,10 +55,9 @@ def _bad_accesses(kernel, threads=None):
     extent = {}
     for op in kernel.block.ops:
         if isinstance(op, tile.SmemOp):
-            n = 1
-            for d in tile.local_shape(op.result.type, op.split_axis, kernel.cluster):
-                n *= d
-            extent[pr.names[op.result]] = n
+            # elements of the block's copy, rows `pitch` apart where the home is padded
+            esize = byte_size(op.result.type.get_element_type())
+            extent[pr.names[op.result]] = op.local_bytes(kernel.cluster) // esize
     threads = kernel.threads
     bad = []
     for body in _map_blocks(src):

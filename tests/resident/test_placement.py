@@ -54,7 +54,7 @@ def regions(kernel):
     for r, h in home_of.items():
         if r not in first:
             continue
-        size = tile.local_bytes(h.result.type, h.split_axis, cluster)
+        size = h.local_bytes(cluster)
         out.append((f"home {h.result.type} @{h.offset_value}", h.offset_value, h.offset_value + size, first[r], last[r]))
     phase = 0
     for op in kernel.block.ops:

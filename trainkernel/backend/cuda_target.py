@@ -692,18 +692,30 @@ class Place:
     shape: tuple[int, ...]
     split: int | None  # None: global memory, indexed by the full shape
     cluster: int = 1
+    pitch: int | None = None  # a padded 2-D home: elements between rows (tile.smem pitch)
+
+    def local_strides(self) -> tuple[int, ...]:
+        """Element strides of this block's copy (of its slice, for a split home)."""
+        local = list(self.shape)
+        if self.split is not None and self.split >= 0:
+            local[self.split] = tile.shard_extent(local[self.split], self.cluster)
+        if self.pitch is not None:
+            return (self.pitch, 1)
+        return _strides(tuple(local))
 
     def address(self, index: list[str], rank: str = "rank") -> str:
         """Element offset of the global multi-index `index` (in block `rank`'s
         slice of a split home)."""
+        # A padded home is indexed as if its rows were `pitch` long.
+        padded = lambda shape: shape if self.pitch is None else (shape[0], self.pitch)  # noqa: E731
         if self.split is None or self.split < 0:
-            return _linear(index, self.shape)
+            return _linear(index, padded(self.shape))
         local = list(self.shape)
         c = tile.shard_extent(local[self.split], self.cluster)
         local[self.split] = c
         idx = list(index)
         idx[self.split] = f"({idx[self.split]}) - {c} * {rank}"
-        return _linear(idx, tuple(local))
+        return _linear(idx, padded(tuple(local)))
 
     def owner(self, index: list[str]) -> str:
         """The rank whose slice of a split home holds `index`."""
@@ -790,10 +802,12 @@ class ResidentPrinter(CudaPrinter):
         self.through: dict[SSAValue, Place] = {}  # argument (or view of one) -> its home
 
     def _home_place(self, home: tile.SmemOp, name: str) -> Place:
-        return Place(name, tuple(home.result.type.get_shape()), home.split_axis, self.cluster)
+        return Place(name, tuple(home.result.type.get_shape()), home.split_axis, self.cluster, home.pitch_value)
 
     def _view_place(self, view: sched.ViewOp, src: Place) -> Place:
         shape = tuple(view.result.type.get_shape())
+        if src.pitch is not None:
+            raise DiagnosticException("cuda: a padded home (tile.smem pitch) cannot be viewed under another shape")
         if src.split is None or src.split < 0:
             return Place(src.ptr, shape, src.split, self.cluster)
         m = tile.squeeze_map(src.shape, shape)
@@ -917,6 +931,20 @@ class ResidentPrinter(CudaPrinter):
         shape = tuple(home.result.type.get_shape())
         src = self.names[home.source]
         split = home.split_axis
+        pitch = home.pitch_value
+        if pitch is not None:  # 2-D, rows `pitch` apart: one copy per row of this block's slice
+            rows, cols = shape
+            if split < 0:
+                self.w(f"  tk::stage_rows({name}, {src}, {rows}, {cols}, {cols}LL, {pitch});")
+            elif split == 0:
+                c = tile.shard_extent(rows, self.cluster)
+                self.w(f"  tk::stage_rows({name}, {src} + (long long){c * cols} * rank, "
+                       f"max(0, min({c}, {rows} - {c} * rank)), {cols}, {cols}LL, {pitch});")
+            else:
+                c = tile.shard_extent(cols, self.cluster)
+                self.w(f"  tk::stage_rows({name}, {src} + (long long){c} * rank, {rows}, "
+                       f"max(0, min({c}, {cols} - {c} * rank)), {cols}LL, {pitch});")
+            return
         if split < 0:
             n = 1
             for d in shape:
@@ -1026,10 +1054,7 @@ class ResidentPrinter(CudaPrinter):
         """Base pointer and (stride, stride) of a gemm operand whose axes are the
         iteration dims `dims`, offset to this block's slice of the op."""
         place = self.places[buf]
-        shape = list(place.shape)
-        if place.split is not None and place.split >= 0:
-            shape[place.split] = tile.shard_extent(shape[place.split], self.cluster)
-        strides = _strides(tuple(shape))
+        strides = place.local_strides()
         base = []
         for axis, d in enumerate(dims):
             if op.split == d and self.cluster > 1 and place.split != axis:

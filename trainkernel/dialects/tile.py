@@ -318,8 +318,13 @@ class SmemOp(IRDLOperation):
     is the on-chip copy of a kernel argument: loaded at kernel start when the
     argument is an input, and written through whenever the argument is.
 
+    `pitch p` (2-D homes): rows are p elements apart instead of the local row
+    length, p a multiple of 16 bytes, so every row starts 16-byte aligned
+    (cp.async, ldmatrix) and, with an odd number of 16-byte units, eight
+    consecutive rows fall in eight different bank groups.
+
     `%h = tile.smem offset 1024 split 1 : memref<16x64xbf16>`
-    `%w = tile.smem stage %0 offset 0 split 1 : memref<32x64xf32>`
+    `%w = tile.smem stage %0 offset 0 split 1 pitch 40 : memref<32x64xf32>`
     """
 
     name = "tile.smem"
@@ -327,15 +332,23 @@ class SmemOp(IRDLOperation):
     source = opt_operand_def(T)
     offset = prop_def(IntegerAttr[I64])
     split = prop_def(IntegerAttr[I64])
+    pitch = opt_prop_def(IntegerAttr[I64])
     result = result_def(T)
-    assembly_format = "(`stage` $source^)? `offset` $offset `split` $split attr-dict `:` type($result)"
+    assembly_format = "(`stage` $source^)? `offset` $offset `split` $split (`pitch` $pitch^)? attr-dict `:` type($result)"
 
-    def __init__(self, result_type: MemRefType, offset: int, split: int, source=None):
-        super().__init__(
-            operands=[[source] if source is not None else []],
-            result_types=[result_type],
-            properties={"offset": IntegerAttr(offset, 64), "split": IntegerAttr(split, 64)},
-        )
+    def __init__(self, result_type: MemRefType, offset: int, split: int, source=None, pitch: int | None = None):
+        props = {"offset": IntegerAttr(offset, 64), "split": IntegerAttr(split, 64)}
+        if pitch is not None:
+            props["pitch"] = IntegerAttr(pitch, 64)
+        super().__init__(operands=[[source] if source is not None else []], result_types=[result_type], properties=props)
+
+    @property
+    def pitch_value(self) -> int | None:
+        return None if self.pitch is None else self.pitch.value.data
+
+    def local_bytes(self, cluster: int) -> int:
+        """Bytes of this home in one block (its slice, rows `pitch` apart)."""
+        return local_bytes(self.result.type, self.split_axis, cluster, self.pitch_value)
 
     @property
     def offset_value(self) -> int:
@@ -360,7 +373,16 @@ class SmemOp(IRDLOperation):
             raise VerifyException("tile.smem must be directly inside a resident tile.kernel (one with `cluster`)")
         if self.source is not None and self.source.owner is not parent.block:
             raise VerifyException("tile.smem stage must name an argument of its tile.kernel")
-        if self.offset_value + local_bytes(t, self.split_axis, parent.cluster) > parent.smem:
+        pitch = self.pitch_value
+        if pitch is not None:
+            from trainkernel.elements import byte_size as element_bytes
+
+            local = local_shape(t, self.split_axis, parent.cluster)
+            if len(local) != 2 or pitch < local[1] or (pitch * element_bytes(t.get_element_type())) % 16:
+                raise VerifyException(
+                    f"tile.smem pitch {pitch} must be a 2-D home's row stride: at least its local row of "
+                    f"{local[-1]} elements and a multiple of 16 bytes ({t})")
+        if self.offset_value + self.local_bytes(parent.cluster) > parent.smem:
             raise VerifyException(
                 f"tile.smem at offset {self.offset_value} overruns the kernel's {parent.smem} bytes of shared memory"
             )
@@ -416,13 +438,38 @@ def local_shape(t: MemRefType, split: int, cluster: int) -> tuple[int, ...]:
     return tuple(shape)
 
 
-def local_bytes(t: MemRefType, split: int, cluster: int) -> int:
+def local_bytes(t: MemRefType, split: int, cluster: int, pitch: int | None = None) -> int:
+    """Bytes of one block's slice of a home (rows `pitch` elements apart, if given)."""
     from trainkernel.elements import byte_size as element_bytes
 
+    local = list(local_shape(t, split, cluster))
+    if pitch is not None:
+        local[-1] = pitch
     n = 1
-    for d in local_shape(t, split, cluster):
+    for d in local:
         n *= d
     return n * element_bytes(t.get_element_type())
+
+
+def home_pitch(t: MemRefType, split: int, cluster: int) -> int | None:
+    """The row stride tile-resident gives a 2-D home: its local row rounded up to
+    16 bytes, plus 16 when that is an even number of 16-byte units (a row of
+    256 bytes puts all eight rows an 8x8 ldmatrix reads in one bank group;
+    an odd number of units spreads them over eight). None: kept dense (rows
+    of at most 16 bytes, or not 2-D)."""
+    from trainkernel.elements import byte_size as element_bytes
+
+    local = local_shape(t, split, cluster)
+    if len(local) != 2 or local[0] < 2:
+        return None
+    esize = element_bytes(t.get_element_type())
+    units = -(-local[1] * esize // 16)
+    if units <= 1:
+        return None
+    if units % 2 == 0:
+        units += 1
+    pitch = units * 16 // esize
+    return None if pitch == local[1] else pitch
 
 
 @irdl_op_definition
@@ -728,7 +775,7 @@ def _ranges(kernel: "KernelOp", root: SSAValue, write: bool, homes) -> list[tupl
         return [("arena", off, end, f"arena buffer{name} (bytes {off}..{end})")]
     if isinstance(owner, SmemOp):
         off = owner.offset_value
-        end = off + local_bytes(root.type, owner.split_axis, kernel.cluster or 1)
+        end = off + owner.local_bytes(kernel.cluster or 1)
         return [("smem", off, end, f"shared-memory home{name} (bytes {off}..{end})")]
     return []
 

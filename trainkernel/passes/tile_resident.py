@@ -383,6 +383,7 @@ class Placement:
     scratch: dict[tile.TileWorkOp, int]  # partial op -> offset of its fp32 partials
     smem: int
     estimate_us: float
+    pitch: dict[SSAValue, int] = field(default_factory=dict)  # root -> row stride of a padded 2-D home
 
 
 def _local_bytes(v: SSAValue, split: int, cluster: int) -> int:
@@ -432,9 +433,18 @@ def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts)
             r = sched.root_buffer(v)
             if r in args and r in live:
                 touch(r, phase, phase)
+    # Rows of 2-D homes padded (tile.home_pitch) unless the home is also read
+    # through a view of another shape, which assumes dense rows.
+    viewed = {sched.root_buffer(op.result) for op in kernel.block.ops if isinstance(op, sched.ViewOp)}
+    pitch: dict[SSAValue, int] = {}
+    for r in live:
+        p = None if r in viewed else tile.home_pitch(r.type, plan.buffer_split.get(r, -1), cluster)
+        if p is not None:
+            pitch[r] = p
     items: list[tuple[int, int, int, object]] = []  # (bytes, lo, hi, key)
     for r, (lo, hi) in live.items():
-        items.append((_align(_local_bytes(r, plan.buffer_split.get(r, -1), cluster)), lo, hi, r))
+        size = tile.local_bytes(r.type, plan.buffer_split.get(r, -1), cluster, pitch.get(r))
+        items.append((_align(size), lo, hi, r))
     # The receive buffer of an exchange (tk::exchange): CLUSTER slots of each
     # owner's share. Other blocks push into it as soon as they reach the op,
     # while this block may still be anywhere after the previous cluster
@@ -469,7 +479,7 @@ def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts)
     homes = {r: (offsets[r], plan.buffer_split.get(r, -1)) for r in live}
     scratch = {k: v for k, v in offsets.items() if isinstance(k, tile.TileWorkOp)}
     est = estimate(kernel, plan, cluster, homes, costs, last)
-    return Placement(cluster, homes, scratch, smem, est)
+    return Placement(cluster, homes, scratch, smem, est, pitch)
 
 
 def estimate(kernel, plan: Plan, cluster: int, homes, costs: ResidentCosts, last_phase: int) -> float:
@@ -552,7 +562,7 @@ def make_resident(kernel: tile.KernelOp, plan: Plan, placement: Placement) -> No
     homes: dict[SSAValue, SSAValue] = {}
     for r, (off, split) in placement.homes.items():
         src = r if isinstance(r, BlockArgument) else None
-        home = tile.SmemOp(r.type, off, split, src)
+        home = tile.SmemOp(r.type, off, split, src, placement.pitch.get(r))
         if isinstance(r, BlockArgument):
             block.insert_op_before(home, first)
         else:

@@ -11,13 +11,16 @@
 
 // CHECK:       tile.kernel @online_sgd_bf16(
 // CHECK-SAME:    arena 0 config {grid = 16 : i64, threads = 256 : i64, smem = {{[0-9]+}} : i64, cluster = 16 : i64}
-// CHECK-NEXT:    %[[W1:.*]] = tile.smem stage %0 offset {{[0-9]+}} split 1 : memref<128x256xf32>
-// CHECK-NEXT:    tile.smem offset {{[0-9]+}} split 1 : memref<128x256xbf16>
+// 2-D homes get rows padded to an odd number of 16-byte units (W1's 16-float
+// slice rows: 64 -> 80 bytes, pitch 20; x's 128 bf16: 256 -> 272 bytes,
+// pitch 136); 1-D homes stay dense.
+// CHECK-NEXT:    %[[W1:.*]] = tile.smem stage %0 offset {{[0-9]+}} split 1 pitch 20 : memref<128x256xf32>
+// CHECK-NEXT:    tile.smem offset {{[0-9]+}} split 1 pitch 24 : memref<128x256xbf16>
 // CHECK-NEXT:    tile.smem stage %1 offset {{[0-9]+}} split 0 : memref<256xf32>
-// CHECK-NEXT:    %[[W2:.*]] = tile.smem stage %2 offset {{[0-9]+}} split 0 : memref<256x16xf32>
+// CHECK-NEXT:    %[[W2:.*]] = tile.smem stage %2 offset {{[0-9]+}} split 0 pitch 20 : memref<256x16xf32>
 // CHECK-NEXT:    tile.smem stage %3 offset {{[0-9]+}} split -1 : memref<16xf32>
-// CHECK-NEXT:    tile.smem stage %5 offset {{[0-9]+}} split -1 : memref<64x16xbf16>
-// CHECK-NEXT:    tile.smem stage %4 offset {{[0-9]+}} split -1 : memref<64x128xbf16>
+// CHECK-NEXT:    tile.smem stage %5 offset {{[0-9]+}} split -1 pitch 24 : memref<64x16xbf16>
+// CHECK-NEXT:    tile.smem stage %4 offset {{[0-9]+}} split -1 pitch 136 : memref<64x128xbf16>
 // CHECK:         tile.gemm {{.*}} outs({{.*}} : memref<64x256xbf16>) config {{{.*}}split = 1 : i64} {
 // CHECK:         tile.sync block
 // CHECK:         tile.gemm {{.*}} : memref<64x256xbf16>, memref<256x16xbf16>, {{.*}} config {{{.*}}split = 2 : i64, scratch = {{[0-9]+}} : i64} {
