@@ -87,6 +87,8 @@ def timer_run(specs: list[str]) -> None:
 # Device-library variants (`--variants`): a name and the nvcc defines that
 # select it; the build cache keys on NVCC_APPEND_FLAGS, so each builds apart.
 VARIANTS = {"auto": "", "scalar-gemm": "-DTK_RESIDENT_SCALAR_GEMM"}
+from trainkernel.dialects.tile import home_pitch as HOME_PITCH  # noqa: E402  (restored after a `dense` variant)
+
 # Threads per block of the resident kernels (`--threads 128,256,512`): the
 # target's resident_threads replaced, to measure what it should be.
 
@@ -106,6 +108,10 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
         for label, mode, flags in configs:
             key = f"{spec}/{label}"
             os.environ["NVCC_APPEND_FLAGS"] = flags
+            if label in ("padded", "dense"):
+                from trainkernel.dialects import tile
+
+                tile.home_pitch = HOME_PITCH if label == "padded" else (lambda t, split, cluster: None)
             if label.startswith("threads="):  # the h200 target with another resident_threads
                 from trainkernel import target
 
@@ -134,6 +140,8 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--timer"]:
         timer_run(sys.argv[2:] or DEFAULT)
+    elif sys.argv[1:2] == ["--pitch"]:  # padded homes (tile.home_pitch) against dense ones, one run
+        main(sys.argv[2:] or DEFAULT, variants={"padded": "", "dense": ""})
     elif sys.argv[1:2] == ["--threads"]:
         main(sys.argv[3:] or DEFAULT, variants={f"threads={n}": "" for n in sys.argv[2].split(",")})
     elif sys.argv[1:2] == ["--variants"]:
