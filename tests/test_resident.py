@@ -213,3 +213,21 @@ def test_padded_rows_start_aligned_and_spread_over_the_bank_groups(dtype, cols):
     assert tile.local_bytes(t, -1, 1, pitch) == 64 * stride
     # a split axis pads the local row: 256 columns over 16 blocks are rows of 16
     assert tile.home_pitch(MemRefType(elem, [64, 16 * cols]), 1, 16) == pitch
+
+
+def test_padding_never_costs_residency(monkeypatch):
+    """classification's AdamW + cross-entropy twin fits a cluster of 16 only with
+    dense rows (222 KB): the placer falls back to dense homes rather than give
+    up the resident kernel."""
+    from trainkernel.passes import tile_resident
+    from trainkernel.workloads import TWINS
+
+    w = TWINS["classification-adamw-ce"]
+    compiled = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False)
+    kernel = next(op for op in parse_module(compiled.ir("tile")).ops if isinstance(op, tile.KernelOp))
+    assert kernel.cluster == 16
+    assert not any(op.pitch_value for op in kernel.block.ops if isinstance(op, tile.SmemOp))
+    # Control: with padding only, the same step does not fit.
+    monkeypatch.setattr(tile_resident, "place", lambda *a: tile_resident._place(*a, pad=True))
+    padded = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False)
+    assert "kCluster" not in padded.cuda_source

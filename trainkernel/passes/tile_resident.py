@@ -406,7 +406,13 @@ def _result_elems(op: tile.TileWorkOp) -> int:
 
 def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts) -> Placement | None:
     """Give every read argument and every temporary a shared-memory home, by
-    liveness over phases (first-fit, largest first), and price the result."""
+    liveness over phases (first-fit, largest first), and price the result.
+    Padded rows first; where they do not fit the budget, dense ones (padding
+    only speeds up shared-memory access, residency is worth far more)."""
+    return _place(kernel, plan, cluster, costs, pad=True) or _place(kernel, plan, cluster, costs, pad=False)
+
+
+def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts, pad: bool) -> Placement | None:
     n_in = kernel.num_inputs.data
     ops = tile_ops(kernel)
     last = ops[-1][0] if ops else 0
@@ -437,7 +443,7 @@ def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts)
     # through a view of another shape, which assumes dense rows.
     viewed = {sched.root_buffer(op.result) for op in kernel.block.ops if isinstance(op, sched.ViewOp)}
     pitch: dict[SSAValue, int] = {}
-    for r in live:
+    for r in live if pad else ():
         p = None if r in viewed else tile.home_pitch(r.type, plan.buffer_split.get(r, -1), cluster)
         if p is not None:
             pitch[r] = p
