@@ -19,6 +19,7 @@ import time
 import torch
 
 import trainkernel
+from trainkernel.dialects.tile import home_pitch as HOME_PITCH  # restored after a `dense` variant
 from trainkernel.workloads import WORKLOADS
 
 DEFAULT = ["tiny", "online", "classification", "small", "mlp4",
@@ -87,8 +88,6 @@ def timer_run(specs: list[str]) -> None:
 # Device-library variants (`--variants`): a name and the nvcc defines that
 # select it; the build cache keys on NVCC_APPEND_FLAGS, so each builds apart.
 VARIANTS = {"auto": "", "scalar-gemm": "-DTK_RESIDENT_SCALAR_GEMM"}
-from trainkernel.dialects.tile import home_pitch as HOME_PITCH  # noqa: E402  (restored after a `dense` variant)
-
 # Threads per block of the resident kernels (`--threads 128,256,512`): the
 # target's resident_threads replaced, to measure what it should be.
 
