@@ -209,7 +209,15 @@ __device__ __forceinline__ void mma_frags(float (&acc)[4][4], const uint32_t (&a
 // alias): compute(i, j, acc, vals) fills the NV values an output element
 // yields, for all of a lane's elements first; store(i, j, vals) then writes
 // them.
-template <int NT, int NV, typename T, class Compute, class Store>
+// AMODE / BMODE: the operands' ldsm_mode when the caller knows it at compile
+// time (the printer does, from the homes' strides and offsets), else
+// kLdsmAtRunTime. FULL: every unit is full and K a multiple of 16, so with both
+// modes known and >= 0 the scalar path is not compiled at all (the kernel's
+// code is fetched once per launch: code that never runs still costs fetches).
+constexpr int kLdsmAtRunTime = -2;
+
+template <int NT, int NV, typename T, int AMODE = kLdsmAtRunTime, int BMODE = kLdsmAtRunTime, bool FULL = false,
+          class Compute, class Store>
 __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int sam, int sak, const T* B, int sbk,
                                           int sbn, Compute compute, Store store) {
   if (M <= 0 || N <= 0) return;
@@ -230,12 +238,19 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
     // Units 16 columns wide when 32-wide ones would leave warps idle.
     const int tiles_m = (M + 15) / 16, width = tiles_m * ((N + 31) / 32) < kWarps ? 16 : 32;
     const int tiles_n = (N + width - 1) / width;
-    const int amode = ldsm_mode(A, sam, sak), bmode = ldsm_mode(B, sbn, sbk);
+#ifdef TK_RESIDENT_SCALAR_GEMM
+    constexpr bool kOnlyFast = false;
+    const int amode = -1, bmode = -1;
+#else
+    constexpr bool kOnlyFast = AMODE >= 0 && BMODE >= 0 && FULL;
+    const int amode = AMODE == kLdsmAtRunTime ? ldsm_mode(A, sam, sak) : AMODE;
+    const int bmode = BMODE == kLdsmAtRunTime ? ldsm_mode(B, sbn, sbk) : BMODE;
+#endif
     for (int unit = warp; unit < tiles_m * tiles_n; unit += kWarps) {
       const int m0 = (unit / tiles_n) * 16, n0 = (unit % tiles_n) * width;
       const int cols = min(width, N - n0);
-      const bool fast = amode >= 0 && bmode >= 0 && m0 + 16 <= M && cols % 16 == 0;
-      const int kfast = fast ? K / 16 * 16 : 0;
+      const bool fast = kOnlyFast || (amode >= 0 && bmode >= 0 && m0 + 16 <= M && cols % 16 == 0);
+      const int kfast = kOnlyFast ? K : fast ? K / 16 * 16 : 0;
       float acc[4][4];
 #pragma unroll
       for (int q = 0; q < 4; ++q)
@@ -255,6 +270,7 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
           }
         }
       }
+      if constexpr (!kOnlyFast) {  // K % 16 tails, partial units, unaligned homes
 #pragma unroll 2
       for (int k0 = kfast; k0 < K; k0 += 16) {
         uint32_t a[4];
@@ -273,6 +289,7 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
             gemm_detail::mma_16816<T>(acc[q], a, b0, b1);
           }
         }
+      }
       }
       // Element c of fragment q: row m0 + g (+8 for c >= 2), column n0 + 8q + 2t (+1 for odd c).
       float vals[4][4][NV > 0 ? NV : 1];
