@@ -20,7 +20,10 @@ import torch
 
 import trainkernel
 from trainkernel.dialects.tile import home_pitch as HOME_PITCH  # restored after a `dense` variant
-from trainkernel.workloads import WORKLOADS
+from trainkernel.passes.tk_split_reductions import SplitLongReduction
+from trainkernel.workloads import LARGE, WORKLOADS
+
+SPLIT = SplitLongReduction.match_and_rewrite  # `--reduce` swaps it for a no-op and back
 
 DEFAULT = ["tiny", "online", "classification", "small", "mlp4",
            "tiny:1,32,64,8", "online:33,100,300,7", "tiny::f32", "online::f16", "classification::f32"]
@@ -65,20 +68,21 @@ def check(w, dtype, compiled, steps: int = 10) -> float:
 
 
 def timer_run(specs: list[str]) -> None:
-    """One launch of each resident kernel with per-op cycle counts printed (block 0)."""
+    """Three launches of each step's kernel (resident or grid, as the compiler
+    chooses) with per-op (resident) or per-phase (grid) cycle counts printed by block 0."""
     from trainkernel.backend import cuda_target
 
     cuda_target.PHASE_TIMER = True
     for spec in specs:
         name, sizes, dt = (spec.split(":") + ["", ""])[:3]
-        w = WORKLOADS[name]
+        w = LARGE if name == "large" else WORKLOADS[name]
         if sizes:
             s = [int(v) for v in sizes.split(",")]
             w = w.with_sizes(s[0], s[1:])
         dtype = {"": torch.bfloat16, "bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dt]
         params = w.init_params(0, "cuda")
         batches = w.make_batches(1, seed=1, device="cuda")
-        c = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]), resident="force")
+        c = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]))
         for _ in range(3):
             c(params, *batches[0])
         torch.cuda.synchronize()
@@ -99,7 +103,7 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
     configs = [(m, m, "") for m in modes] if variants is None else [(v, "auto", f) for v, f in variants.items()]
     for spec in specs:
         name, sizes, dt = (spec.split(":") + ["", ""])[:3]
-        w = WORKLOADS[name]
+        w = LARGE if name == "large" else WORKLOADS[name]
         if sizes:
             s = [int(v) for v in sizes.split(",")]
             w = w.with_sizes(s[0], s[1:])
@@ -111,6 +115,18 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
                 from trainkernel.dialects import tile
 
                 tile.home_pitch = HOME_PITCH if label == "padded" else (lambda t, split, cluster: None)
+            if label in ("split", "unsplit"):  # grid reductions of 2026-12-01 evening, or as before them
+                from trainkernel import target
+                from trainkernel.passes import tk_split_reductions as tsr
+
+                target.TARGETS[target.H200.name] = dataclasses.replace(
+                    target.H200, reduce_columns=32 if label == "split" else target.H200.threads)
+                tsr.SplitLongReduction.match_and_rewrite = SPLIT if label == "split" else (lambda self, op, rw: None)
+            if label in ("pdl", "no-pdl"):  # resident kernels launched programmatically or not
+                from trainkernel import target
+                from trainkernel.backend import cuda_target
+
+                cuda_target.TARGET = dataclasses.replace(target.DEFAULT, programmatic_launch=label == "pdl")
             if label.startswith("threads="):  # the h200 target with another resident_threads
                 from trainkernel import target
 
@@ -141,6 +157,10 @@ if __name__ == "__main__":
         timer_run(sys.argv[2:] or DEFAULT)
     elif sys.argv[1:2] == ["--pitch"]:  # padded homes (tile.home_pitch) against dense ones, one run
         main(sys.argv[2:] or DEFAULT, variants={"padded": "", "dense": ""})
+    elif sys.argv[1:2] == ["--reduce"]:  # sliced column sums + split long reductions against neither, one run
+        main(sys.argv[2:] or ["small", "mlp4", "medium"], variants={"split": "", "unsplit": ""})
+    elif sys.argv[1:2] == ["--pdl"]:  # programmatic dependent launch against plain stream order, one run
+        main(sys.argv[2:] or DEFAULT, variants={"pdl": "", "no-pdl": ""})
     elif sys.argv[1:2] == ["--threads"]:
         main(sys.argv[3:] or DEFAULT, variants={f"threads={n}": "" for n in sys.argv[2].split(",")})
     elif sys.argv[1:2] == ["--variants"]:

@@ -231,3 +231,40 @@ def test_padding_never_costs_residency(monkeypatch):
     monkeypatch.setattr(tile_resident, "place", lambda *a: tile_resident._place(*a, pad=True))
     padded = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False)
     assert "kCluster" not in padded.cuda_source
+
+
+@pytest.mark.parametrize("name,sizes,dtype", CASES[:6], ids=lambda v: str(v))
+def test_programmatic_launch_waits_before_the_first_global_access(name, sizes, dtype):
+    """A resident kernel may start while the previous step still runs: nothing
+    before its tk::wait_prior_grid() may read or write a buffer (b<i>) or
+    stage a copy; the launcher asks for the overlap."""
+    import re
+
+    w = WORKLOADS[name]
+    if sizes:
+        w = w.with_sizes(sizes[0], sizes[1:])
+    src = trainkernel.compile_training(w.make_step(dtype), w.example_args(), build=False).cuda_source
+    body = src[src.index("__global__"):]
+    head, sep, _ = body.partition("tk::wait_prior_grid();")
+    assert sep, "no wait before the prologue"
+    statements = [ln.strip() for ln in head.splitlines()[1:] if ln.strip()]
+    # Only declarations: shared memory, the rank, buffer and home pointers, the trigger.
+    allowed = re.compile(r"^(extern __shared__|__shared__|const int rank|\(void\)|"
+                         r"[\w:<> ]+\* [bs]\d+\w* = \([\w:<> ]+\*\)(p\.buf\[\d+\]|\(smem \+ \d+\));$|"
+                         r"tk::launch_dependents\(\);$)")
+    assert all(allowed.match(s) for s in statements), [s for s in statements if not allowed.match(s)]
+    assert "cudaLaunchAttributeProgrammaticStreamSerialization" in src
+    assert "static constexpr bool kProgrammatic = true;" in src
+
+
+def test_programmatic_launch_off_prints_neither_trigger_nor_wait(monkeypatch):
+    import dataclasses
+
+    from trainkernel import target
+    from trainkernel.backend import cuda_target
+
+    monkeypatch.setattr(cuda_target, "TARGET", dataclasses.replace(target.DEFAULT, programmatic_launch=False))
+    w = WORKLOADS["online"]
+    src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
+    assert "tk::wait_prior_grid();" not in src and "tk::launch_dependents();" not in src
+    assert "static constexpr bool kProgrammatic = false;" in src

@@ -91,6 +91,12 @@ class TargetOptions:
         ("simt.f32", (64, 64, 16)),
     )
     gemm_stages: int = 3  # must equal tk::kGemmStages (backend/include/tk/gemm.cuh)
+    # Columns per work item of a column reduction (a bias gradient): one warp's
+    # lanes read 32 consecutive columns of a row (coalesced), and the block's
+    # threads / 32 warps split the rows, so a column has that many loads in
+    # flight instead of one thread walking every row (medium's 1024-row bias
+    # sums were 1024 dependent load-add steps).
+    reduce_columns: int = 32
     map_elems_per_thread: int = 4  # a tile.map work item: threads x this many elements
     max_blocks_per_sm: int = 4  # the grid sched-to-tile may ask for: sms x this (the runtime clamps to co-resident)
     max_grid_dim: int = 2**31 - 1  # gridDim.x: the most blocks a forced grid may name
@@ -109,12 +115,19 @@ class TargetOptions:
     resident_threads: int = 256
     # One resident block per SM at ~120 registers a thread: 65536 / 128.
     resident_max_threads: int = 512
+    # Resident kernels are launched with programmatic stream serialization and
+    # wait (griddepcontrol.wait) before their first global access: a step's
+    # launch and set-up overlap the previous step's kernel (GPU.md: an empty
+    # graph node costs 0.5 us; a 20-step graph of 5 us steps pays it 20 times).
+    programmatic_launch: bool = True
     grid_costs: GridCosts = GridCosts()
     resident_costs: ResidentCosts = ResidentCosts()
 
     def __post_init__(self) -> None:
         if self.threads % 32 or not 32 <= self.threads <= self.max_threads:
             raise ValueError(f"target {self.name}: threads {self.threads} must be a multiple of 32 up to {self.max_threads}")
+        if self.threads % self.reduce_columns:
+            raise ValueError(f"target {self.name}: reduce_columns {self.reduce_columns} must divide threads {self.threads}")
         if max(self.clusters) > self.max_cluster:
             raise ValueError(f"target {self.name}: clusters {self.clusters} exceed max_cluster {self.max_cluster}")
 

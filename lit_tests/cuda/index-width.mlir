@@ -108,13 +108,15 @@ tile.kernel @wide_gemm(%x: memref<50000x64xbf16>, %w: memref<64x50000xbf16>, %s:
 
 // A column reduction (bias gradient) over 10**9 rows of 4: long long c and r.
 // CHECK:       // kernel wide_columns: 2 buffers, arena 0 bytes, grid 1, 128 threads, 64-bit indices
-// CHECK:       { // tile.reduce tk.sum: 1000000000 rows into 4 columns, 128 per item
+// CHECK:       { // tile.reduce tk.sum: 1000000000 rows into 4 columns, 128 per item, rows in 1 slice of 1000000000
 // CHECK-NEXT:    for (long long item = blockIdx.x; item < 1; item += G) {
-// CHECK-NEXT:      const long long c = item * 128 + threadIdx.x;
-// CHECK-NEXT:      if (threadIdx.x < 128 && c < 4) {
-// CHECK-NEXT:        const long long o0 = (c);
-// CHECK-NEXT:        float accum = 0.0f;
-// CHECK-NEXT:        for (long long r = 0; r < 1000000000; ++r) {
+// CHECK-NEXT:      const long long c = item * 128 + threadIdx.x % 128;
+// CHECK-NEXT:      const long long o0 = (c);
+// CHECK-NEXT:      float accum = 0.0f;
+// CHECK-NEXT:      if (c < 4) {
+// CHECK-NEXT:        const long long r0 = 0, r1 = 1000000000;
+// CHECK-NEXT: #pragma unroll 4
+// CHECK-NEXT:        for (long long r = r0; r < r1; ++r) {
 // CHECK-NEXT:          const long long q0 = (r);
 // CHECK-NEXT:          accum = accum + tk::to_float(b0_g[(long long)(q0)*4 + (o0)]);
 tile.kernel @wide_columns(%g: memref<1000000000x4xf32>, %db: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {

@@ -96,18 +96,21 @@ tile.kernel @k(%x: memref<4x4xf32>, %w: memref<4x8xf32>, %h: memref<8x8xf16>, %b
 // -----
 
 // A single-block kernel: `tile.sync block` is __syncthreads(); a column
-// reduction (rows = 128 outputs per item) gives each thread one column and
-// adds the rows in order.
+// reduction with rows = 128 outputs per item (as many as the threads) gives
+// each thread one column and adds all rows in order: one slice, no partials.
 // CHECK:       // kernel one: 2 buffers, arena 0 bytes, grid 1, 128 threads
 // CHECK:       static constexpr int kSmem = 0;
 // CHECK:       { // tile.map: 12 elements
 // CHECK:       {{^  }}__syncthreads();
 // CHECK-NEXT:  // ---- phase 1
-// CHECK-NEXT:  { // tile.reduce tk.sum: 3 rows into 4 columns, 128 per item
+// CHECK-NEXT:  { // tile.reduce tk.sum: 3 rows into 4 columns, 128 per item, rows in 1 slice of 3
+// CHECK-NOT:     tk_part
 // CHECK-NEXT:    for (int item = blockIdx.x; item < 1; item += G) {
-// CHECK-NEXT:      const int c = item * 128 + threadIdx.x;
-// CHECK-NEXT:      if (threadIdx.x < 128 && c < 4) {
-// CHECK:             for (int r = 0; r < 3; ++r) {
+// CHECK-NEXT:      const int c = item * 128 + threadIdx.x % 128;
+// CHECK:             if (c < 4) {
+// CHECK-NEXT:          const int r0 = 0, r1 = 3;
+// CHECK:               for (int r = r0; r < r1; ++r) {
+// CHECK-NOT:     tk_part
 // CHECK:           b1_s[(o0)] = tk::from_float<float>(
 // CHECK-NOT:   tk::grid_sync
 // CHECK:       extern "C" int tk_grid() { return 1; }
@@ -122,5 +125,37 @@ tile.kernel @one(%x: memref<3x4xf32>, %s: memref<4xf32>) inputs 1 results [1] ar
   ^bb0(%a: tensor<3x4xf32>):
     %r = tk.sum %a axes [0] : tensor<3x4xf32> -> tensor<4xf32>
     tk.yield %r : tensor<4xf32>
+  }
+}
+
+// -----
+
+// A column reduction with rows = 32 columns per item in a 128-thread block:
+// 4 groups of 32 threads each add a contiguous slice of the rows (here 10
+// rows: slices of 3, the last one 1 row), coalesced across the lanes; then
+// group 0 adds the partials in slice order and runs the epilogue.
+// CHECK:       { // tile.reduce tk.max: 10 rows into 40 columns, 32 per item, rows in 4 slices of 3
+// CHECK-NEXT:    __shared__ float tk_part[128];
+// CHECK-NEXT:    for (int item = blockIdx.x; item < 2; item += G) {
+// CHECK-NEXT:      const int c = item * 32 + threadIdx.x % 32;
+// CHECK-NEXT:      const int o0 = (c);
+// CHECK-NEXT:      float accum = -INFINITY;
+// CHECK-NEXT:      if (c < 40) {
+// CHECK-NEXT:        const int r0 = (int)(threadIdx.x / 32) * 3;
+// CHECK-NEXT:        const int r1 = r0 + 3 < 10 ? r0 + 3 : 10;
+// CHECK-NEXT: #pragma unroll 4
+// CHECK-NEXT:        for (int r = r0; r < r1; ++r) {
+// CHECK:           tk_part[threadIdx.x] = accum;
+// CHECK-NEXT:      __syncthreads();
+// CHECK-NEXT:      if (threadIdx.x < 32 && c < 40) {
+// CHECK-NEXT:        for (int s = 1; s < 4; ++s) accum =
+// CHECK-SAME:          tk_part[s * 32 + threadIdx.x]
+// CHECK:             b1_m[(o0)] = tk::from_float<float>(
+// CHECK:           __syncthreads();  // tk_part is reused by the next item
+tile.kernel @sliced(%x: memref<10x40xf32>, %m: memref<40xf32>) inputs 1 results [1] arena 0 config {grid = 2 : i64, threads = 128 : i64, smem = 0 : i64} {
+  tile.reduce ins(%x : memref<10x40xf32>) outs(%m : memref<40xf32>) config {items = 2 : i64, offset = 0 : i64, rows = 32 : i64} {
+  ^bb0(%a: tensor<10x40xf32>):
+    %r = tk.max %a axes [0] : tensor<10x40xf32> -> tensor<40xf32>
+    tk.yield %r : tensor<40xf32>
   }
 }

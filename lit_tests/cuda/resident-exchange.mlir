@@ -8,7 +8,12 @@
 // Every block must be running before another stores into its shared memory:
 // arrive at kernel start (after the prologue copies are issued), wait before
 // the first push; no full cluster barrier in the prologue.
-// CHECK:       tk::stage_rows(
+// The launch may overlap the previous step (programmatic dependent launch):
+// the kernel waits for it before its first global access, the prologue.
+// CHECK:       tk::launch_dependents();
+// CHECK-NEXT:  tk::wait_prior_grid();
+// CHECK-NEXT:  // ---- prologue
+// CHECK-NEXT:  tk::stage_rows(
 // CHECK-NOT:   this_cluster().sync()
 // CHECK:       tk::cluster_arrive();
 // CHECK-NEXT:  tk::stage_wait();
@@ -29,6 +34,8 @@
 // Only one exchange: no other cluster wait, no remote loads anywhere.
 // CHECK-NOT:   tk::cluster_wait
 // CHECK-NOT:   map_shared_rank
+// CHECK:       attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+// CHECK:       tk_config(stream, kProgrammatic)
 builtin.module {
   sched.program @online_sgd_bf16(%0: memref<128x256xf32>, %1: memref<256xf32>, %2: memref<256x16xf32>, %3: memref<16xf32>, %4: memref<64x128xbf16>, %5: memref<64x16xbf16>, %out0: memref<f32>, %out1: memref<128x256xf32>, %out2: memref<256xf32>, %out3: memref<256x16xf32>, %out4: memref<16xf32>) inputs 6 results [6, 7, 8, 9, 10, 0, 1, 2, 3] arena 111360 {
     %6 = sched.buffer offset 0 : memref<128x256xbf16>

@@ -40,13 +40,13 @@
 // CHECK:           b9_out3[(i)*8 + (j)] = tk::from_float<float>(
 // CHECK-NEXT:      b2[(i)*8 + (j)] = tk::from_float<float>(
 // The b2 gradient: a column sum with the SGD update as its epilogue, in place.
-// CHECK:       { // tile.reduce tk.sum: 16 rows into 8 columns, 128 per item
+// CHECK:       { // tile.reduce tk.sum: 16 rows into 8 columns, 32 per item, rows in 4 slices of 4
 // CHECK:           b10_out4[(o0)] = tk::from_float<float>(
 // CHECK-NEXT:      b3[(o0)] = tk::from_float<float>(
 // CHECK:       // ---- phase 4
 // CHECK:       { // tile.gemm 32x64x16 mma.bf16 TN
 // CHECK:         tk::gemm_tile_nt<kThreads, __nv_bfloat16, 64, 64, 32, true, false>({{.*}}, 32, {{.*}}, 64, 32, 64, 16,
-// CHECK:       { // tile.reduce tk.sum: 16 rows into 64 columns, 128 per item
+// CHECK:       { // tile.reduce tk.sum: 16 rows into 64 columns, 32 per item, rows in 4 slices of 4
 // CHECK-NOT:   // ---- phase 5
 
 // Launcher: cooperative launch with the kernel's shape, and the metadata the

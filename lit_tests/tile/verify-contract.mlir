@@ -279,9 +279,21 @@ tile.kernel @k(%x: memref<16x8xf32>, %o: memref<16xf32>) inputs 1 results [1] ar
 // CHECK: {{^//}} {{-----$}}
 
 // A column reduction with more columns per item than threads (columns 128..255 of an item: nobody).
-// CHECK: tile.reduce: rows 256 exceeds the kernel's 128 threads (one thread per column)
+// CHECK: tile.reduce: rows 256 must divide the kernel's 128 threads (one thread per column in each group of rows threads, the groups splitting the rows)
 tile.kernel @k(%x: memref<16x300xf32>, %o: memref<300xf32>) inputs 1 results [1] arena 0 config {grid = 2 : i64, threads = 128 : i64, smem = 0 : i64} {
   tile.reduce ins(%x : memref<16x300xf32>) outs(%o : memref<300xf32>) config {items = 2 : i64, offset = 0 : i64, rows = 256 : i64} {
+  ^bb0(%a: tensor<16x300xf32>):
+    %s = tk.sum %a axes [0] : tensor<16x300xf32> -> tensor<300xf32>
+    tk.yield %s : tensor<300xf32>
+  }
+}
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// Fewer columns per item than threads, but not a divisor: the last group of 128 / 48 would be partial.
+// CHECK: tile.reduce: rows 48 must divide the kernel's 128 threads
+tile.kernel @k(%x: memref<16x300xf32>, %o: memref<300xf32>) inputs 1 results [1] arena 0 config {grid = 7 : i64, threads = 128 : i64, smem = 0 : i64} {
+  tile.reduce ins(%x : memref<16x300xf32>) outs(%o : memref<300xf32>) config {items = 7 : i64, offset = 0 : i64, rows = 48 : i64} {
   ^bb0(%a: tensor<16x300xf32>):
     %s = tk.sum %a axes [0] : tensor<16x300xf32> -> tensor<300xf32>
     tk.yield %s : tensor<300xf32>

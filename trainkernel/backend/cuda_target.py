@@ -454,6 +454,13 @@ class CudaPrinter:
         self.w(f"static constexpr int kThreads = {k.threads};")
         self.w()
         self.open_kernel(str(k.threads), 16, "const int G = gridDim.x;", "G")
+        # PHASE_TIMER: block 0 reads its clock after every grid barrier, so each
+        # interval is a phase's critical path over the whole grid.
+        timer = PHASE_TIMER
+        if timer:
+            n_phases = 1 + sum(1 for op in k.block.ops if isinstance(op, tile.SyncOp))
+            self.w(f"  long long tk_t[{n_phases + 1}];")
+            self.w("  tk_t[0] = clock64();")
         phase = 0
         self.w(f"  // ---- phase {phase}")
         for op in k.block.ops:
@@ -468,6 +475,8 @@ class CudaPrinter:
             elif isinstance(op, tile.SyncOp):
                 phase += 1
                 self.w("  tk::grid_sync();" if op.scope.data == "grid" else "  __syncthreads();")
+                if timer:
+                    self.w(f"  tk_t[{phase}] = clock64();")
                 self.w(f"  // ---- phase {phase}")
             elif isinstance(op, tile.GemmOp):
                 self.gemm(op)
@@ -475,6 +484,11 @@ class CudaPrinter:
                 self.reduce(op)
             elif isinstance(op, tile.MapOp):
                 self.map(op)
+        if timer:  # one more barrier, so that the last phase is timed over the grid too
+            self.w(f"  tk::grid_sync(); tk_t[{phase + 1}] = clock64();")
+            fmt = " ".join(f"p{i}=%lld" for i in range(phase + 1))
+            deltas = ", ".join(f"tk_t[{i + 1}] - tk_t[{i}]" for i in range(phase + 1))
+            self.w(f'  if (blockIdx.x == 0 && threadIdx.x == 0) printf("tk-timer {k.sym_name.data} grid %d {fmt}\\n", G, {deltas});')
         self.w("}")
         self.launcher()
         return self.out.getvalue()
@@ -613,8 +627,11 @@ class CudaPrinter:
         bp.store_outputs(out_index, env)
 
     def column_reduce(self, op: tile.ReduceOp, red: tk.ReductionOp) -> None:
-        """Reduction over leading axes: thread t of item k owns output column
-        k*rows + t and adds the rows in order (deterministic, coalesced)."""
+        """Reduction over leading axes: item k owns output columns k*rows ..
+        k*rows + rows-1, one per lane of a `rows`-thread group; the block's
+        threads / rows groups split the rows into contiguous slices, each
+        added in order, then group 0 adds the slices' partials in slice order
+        (deterministic, coalesced, and threads / rows loads in flight per column)."""
         src = red.input
         in_shape = tuple(tk.shape_of(src))
         nred = len(red.axes_list)
@@ -623,24 +640,46 @@ class CudaPrinter:
             length *= d
         for d in in_shape[nred:]:
             cols *= d
-        self.w(f"  {{ // tile.reduce {red.name}: {length} rows into {cols} columns, {op.rows} per item")
+        slices = self.kernel.threads // op.rows
+        chunk = -(-length // slices)
+        ix = self.index_type
+        self.w(f"  {{ // tile.reduce {red.name}: {length} rows into {cols} columns, {op.rows} per item, "
+               f"rows in {slices} slice{'s' if slices > 1 else ''} of {chunk}")
+        if slices > 1:
+            self.w(f"    __shared__ float tk_part[{self.kernel.threads}];")
         self.w(f"    {self._loop(op)} {{")
-        self.w(f"      const {self.index_type} c = item * {op.rows} + threadIdx.x;")
-        self.w(f"      if (threadIdx.x < {op.rows} && c < {cols}) {{")
-        kdecls, kidx = _multi_index("c", in_shape[nred:], "o", self.index_type)
+        self.w(f"      const {ix} c = item * {op.rows} + threadIdx.x % {op.rows};")
+        kdecls, kidx = _multi_index("c", in_shape[nred:], "o", ix)
         for d in kdecls:
-            self.w("        " + d)
-        self.w(f"        {_accum_decl(red)}")
-        self.w(f"        for ({self.index_type} r = 0; r < {length}; ++r) {{")
-        rdecls, ridx = _multi_index("r", in_shape[:nred], "q", self.index_type)
+            self.w("      " + d)
+        self.w(f"      {_accum_decl(red)}")
+        self.w(f"      if (c < {cols}) {{")
+        if slices > 1:
+            self.w(f"        const {ix} r0 = ({ix})(threadIdx.x / {op.rows}) * {chunk};")
+            self.w(f"        const {ix} r1 = r0 + {chunk} < {length} ? r0 + {chunk} : {length};")
+        else:
+            self.w(f"        const {ix} r0 = 0, r1 = {length};")
+        self.w("#pragma unroll 4")
+        self.w(f"        for ({ix} r = r0; r < r1; ++r) {{")
+        rdecls, ridx = _multi_index("r", in_shape[:nred], "q", ix)
         for d in rdecls:
             self.w("          " + d)
         bp = BodyPrinter(self.out, self.names, op, "          ", wide=self.wide)
         self.w(f"          {_fold(red, bp.value_at(src, ridx + kidx, {}), 'r')}")
         self.w("        }")
+        self.w("      }")
+        if slices > 1:
+            self.w("      tk_part[threadIdx.x] = accum;")
+            self.w("      __syncthreads();")
+            self.w(f"      if (threadIdx.x < {op.rows} && c < {cols}) {{")
+            self.w(f"        for (int s = 1; s < {slices}; ++s) {_fold(red, f'tk_part[s * {op.rows} + threadIdx.x]', 's')}")
+        else:
+            self.w(f"      if (c < {cols}) {{")
         out_index = (["0"] * nred if red.keepdim is not None else []) + kidx
         self.reduce_epilogue(op, red, out_index)
         self.w("      }")
+        if slices > 1:
+            self.w("      __syncthreads();  // tk_part is reused by the next item")
         self.w("    }")
         self.w("  }")
 
@@ -781,7 +820,8 @@ class ResidentBodyPrinter(BodyPrinter):
 PHASE_TIMER = False
 """Development probe only (benchmarks/resident_probe.py --timer): resident kernels
 record clock64() after the prologue and after every tile op (each then ends
-with a block barrier) and block 0 prints the cycle counts once at exit."""
+with a block barrier), grid kernels after every grid barrier (and one more at
+exit); block 0 prints the cycle counts once at exit."""
 
 
 class ResidentPrinter(CudaPrinter):
@@ -826,6 +866,7 @@ class ResidentPrinter(CudaPrinter):
         self.w(f"static constexpr int kSmem = {k.smem};")
         self.w(f"static constexpr int kThreads = {k.threads};")
         self.w(f"static constexpr int kCluster = {self.cluster};")
+        self.w(f"static constexpr bool kProgrammatic = {'true' if TARGET.programmatic_launch else 'false'};")
         self.w()
         self.open_kernel(f"{k.threads}, 1", 128, "const int rank = blockIdx.x;  // the grid is one cluster", "rank")
         for arg in k.block.args:
@@ -863,6 +904,11 @@ class ResidentPrinter(CudaPrinter):
                 for v in op.ins:
                     ptr = self.places[v].ptr
                     self.last_read[ptr] = max(self.last_read.get(ptr, -1), phase)
+        if TARGET.programmatic_launch:
+            # The launch may overlap the previous step's kernel: nothing above
+            # touches global memory, and everything below comes after the wait.
+            self.w("  tk::launch_dependents();")
+            self.w("  tk::wait_prior_grid();")
         self.w("  // ---- prologue: every input home, all copies in flight together")
         for home, name in stages:
             self.stage(home, name)
@@ -1270,19 +1316,28 @@ class ResidentPrinter(CudaPrinter):
   err = cudaFuncSetAttribute({self.kname}, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (err != cudaSuccess) return (int)err;"""
         self.w(f"""
-static cudaLaunchConfig_t tk_config(void* stream) {{
-  static cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = kCluster;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
+static cudaLaunchConfig_t tk_config(void* stream, bool programmatic) {{
+  static cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (kCluster > 1) {{
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = kCluster;
+    attr[n].val.clusterDim.y = 1;
+    attr[n].val.clusterDim.z = 1;
+    ++n;
+  }}
+  if (programmatic) {{  // may start before the previous kernel of the stream ends (tk::wait_prior_grid)
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }}
   cudaLaunchConfig_t cfg = {{}};
   cfg.gridDim = dim3(kCluster);
   cfg.blockDim = dim3(kThreads);
   cfg.dynamicSmemBytes = kSmem;
   cfg.stream = (cudaStream_t)stream;
   cfg.attrs = attr;
-  cfg.numAttrs = kCluster > 1 ? 1 : 0;
+  cfg.numAttrs = n;
   return cfg;
 }}
 
@@ -1311,7 +1366,7 @@ extern "C" int tk_max_active_clusters() {{
   if (kCluster == 1) {{  // no cluster attribute: the block occupancy query answers
     e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&clusters, {self.kname}, kThreads, kSmem);
   }} else {{
-    cudaLaunchConfig_t cfg = tk_config(0);
+    cudaLaunchConfig_t cfg = tk_config(0, false);
     e = cudaOccupancyMaxActiveClusters(&clusters, (void*){self.kname}, &cfg);
   }}
   return e == cudaSuccess ? clusters : -(int)e;
@@ -1329,7 +1384,7 @@ extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
   TkParams p;
   for (int i = 0; i < {nbuf}; ++i) p.buf[i] = buffers[i];
   p.arena = 0;
-  cudaLaunchConfig_t cfg = tk_config(stream);
+  cudaLaunchConfig_t cfg = tk_config(stream, kProgrammatic);
   return (int)cudaLaunchKernelEx(&cfg, {self.kname}, p);
 }}""")
 

@@ -610,9 +610,10 @@ def verify_kernel_bounds(kernel: "KernelOp") -> None:
                         f"inside the kernel's {kernel.smem} bytes of shared memory"
                     )
     for op in kernel.block.ops:
-        if isinstance(op, ReduceOp) and op.rows > 1 and kernel.cluster is None and op.rows > kernel.threads:
+        if isinstance(op, ReduceOp) and op.rows > 1 and kernel.cluster is None and kernel.threads % op.rows:
             raise VerifyException(
-                f"tile.reduce: rows {op.rows} exceeds the kernel's {kernel.threads} threads (one thread per column)"
+                f"tile.reduce: rows {op.rows} must divide the kernel's {kernel.threads} threads (one thread per "
+                "column in each group of rows threads, the groups splitting the rows)"
             )
 
 

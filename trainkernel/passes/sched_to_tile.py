@@ -40,15 +40,16 @@ def _ceil(a: int, b: int) -> int:
 
 def column_block(red: tk.ReductionOp, target: TargetOptions) -> int:
     """Outputs per work item. A reduction over leading axes with axes kept after
-    them (a bias gradient: sum over the batch) is a column sum: one thread per
-    output column, reading rows in order (coalesced and deterministic), one
-    column per thread of a block per item. Anything else reduces one output per
-    item with the whole block."""
+    them (a bias gradient: sum over the batch) is a column sum: the target's
+    `reduce_columns` columns per item, one per lane, the block's thread groups
+    each adding a contiguous slice of the rows in order (coalesced and
+    deterministic). Anything else reduces one output per item with the whole
+    block."""
     axes = red.axes_list
     rank = len(tk.shape_of(red.input))
     if isinstance(red, tk.ArgmaxOp) or not axes or list(axes) != list(range(len(axes))) or len(axes) == rank:
         return 1
-    return target.threads
+    return target.reduce_columns
 
 
 def tile_op_for(compute: sched.ComputeOp, offset: int, target: TargetOptions) -> tile.TileWorkOp:

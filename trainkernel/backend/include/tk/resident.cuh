@@ -15,6 +15,9 @@
 //       vals) fills its NV epilogue values and store(i, j, vals) writes them
 //       (compute may also be called for clamped in-range indices whose
 //       store is skipped: it must only read).
+//   launch_dependents(), wait_prior_grid()
+//       programmatic dependent launch: let the next step's kernel be
+//       scheduled now; wait until the previous one has finished.
 //   push_partial<CLUSTER>(recv, n, e, v, rank), exchange<CLUSTER, Op>(recv, n, rank, epi)
 //       a split contraction's partials pushed to their owners (DSMEM stores),
 //       summed by the owner in rank order (deterministic), epi(e, total)
@@ -32,6 +35,20 @@
 #include "types.cuh"
 
 namespace tk {
+
+// ---------------------------------------------------------------------------
+// Programmatic dependent launch (sm_90)
+// ---------------------------------------------------------------------------
+// A kernel launched with cudaLaunchAttributeProgrammaticStreamSerialization
+// may start while the previous kernel of its stream still runs. Once every
+// block of this kernel has called launch_dependents(), the next kernel's
+// blocks may be scheduled onto the SMs left free; wait_prior_grid() returns
+// when the previous kernel has completed and its memory is visible. A kernel
+// that touches global memory only after its wait overlaps its launch latency
+// and set-up with its predecessor, never data. Both are no-ops in a kernel
+// launched without the attribute.
+__device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+__device__ __forceinline__ void wait_prior_grid() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 
 // ---------------------------------------------------------------------------
 // Prologue copies

@@ -1,0 +1,58 @@
+"""The development timer (`cuda_target.PHASE_TIMER`, `resident_probe --timer`):
+a resident kernel reads the clock after its prologue and after every tile op,
+a grid kernel after every grid barrier plus one at exit, and both still build."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+import torch
+
+import trainkernel
+from trainkernel.backend import cuda_target
+from trainkernel.backend.build import include_dir
+from trainkernel.workloads import WORKLOADS
+
+
+def _source(monkeypatch, name: str) -> str:
+    monkeypatch.setattr(cuda_target, "PHASE_TIMER", True)
+    w = WORKLOADS[name]
+    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
+
+
+def test_grid_kernel_reads_the_clock_after_every_grid_barrier(monkeypatch, tmp_path):
+    src = _source(monkeypatch, "small")
+    assert "resident" not in src[:400], "small is a grid kernel (its working set exceeds a cluster)"
+    barriers = src.count("tk::grid_sync();")
+    body_barriers = barriers - 1  # the timer's own barrier at exit
+    assert src.count("= clock64();") == barriers + 1  # the start, then one per barrier
+    assert f"tk_t[{body_barriers + 1}] = clock64();" in src
+    fields = " ".join(f"p{i}=%lld" for i in range(body_barriers + 1))
+    assert f'printf("tk-timer small_sgd_bf16 grid %d {fields}\\n"' in src
+    _compiles(src, tmp_path)
+
+
+def test_resident_kernel_reads_the_clock_after_every_tile_op(monkeypatch, tmp_path):
+    src = _source(monkeypatch, "tiny")
+    assert "resident" in src[:400]
+    assert 'printf("tk-timer tiny_sgd_bf16 prologue=%lld' in src
+    _compiles(src, tmp_path)
+
+
+def test_timer_off_reads_no_clock():
+    w = WORKLOADS["small"]
+    src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
+    assert "clock64" not in src and "tk-timer" not in src
+
+
+def _compiles(src: str, tmp_path) -> None:
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not on PATH")
+    cu = tmp_path / "k.cu"
+    cu.write_text(src)
+    proc = subprocess.run([nvcc, "-std=c++17", "-arch=sm_90", "-O3", "-I", str(include_dir()), "-c", str(cu),
+                           "-o", str(tmp_path / "k.o")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
