@@ -87,7 +87,7 @@ def _tile(text: str, spec: str):
 def test_sched_to_tile_takes_threads_tiles_and_chunks_from_the_target(variant):
     text = _sched("online")
     default = _tile(text, "sched-to-tile")
-    variant("wide_blocks", threads=256, map_elems_per_thread=2,
+    variant("wide_blocks", threads=256, map_elems_per_thread=2, reduce_columns=64,
             gemm_tiles=(("mma.bf16", (128, 64, 32)), ("mma.f16", (64, 64, 32)), ("simt.f32", (64, 64, 16))))
     wide = _tile(text, "sched-to-tile{target=wide_blocks}")
     assert default.threads == 128 and wide.threads == 256
@@ -97,7 +97,8 @@ def test_sched_to_tile_takes_threads_tiles_and_chunks_from_the_target(variant):
     maps = lambda k: {op.chunk for op in k.block.ops if isinstance(op, tile.MapOp)}  # noqa: E731
     assert maps(default) == {512} and maps(wide) == {512}  # 128 x 4 and 256 x 2
     cols = lambda k: {op.rows for op in k.block.ops if isinstance(op, tile.ReduceOp)} - {1}  # noqa: E731
-    assert cols(default) == {128} and cols(wide) == {256}  # a column reduction: one column per thread
+    # a column reduction: the target's columns per item (their groups of threads split the rows)
+    assert cols(default) == {T.H200.reduce_columns} and cols(wide) == {64}
     assert wide.smem == T.get_target("wide_blocks").gemm_smem_bytes("mma.bf16") > default.smem
 
 
@@ -163,3 +164,8 @@ def test_gemm_smem_bytes_mirrors_the_device_library(tmp_path):
     assert int(got["stages"]) == T.H200.gemm_stages
     for mma, _ in T.H200.gemm_tiles:
         assert int(got[mma]) == T.H200.gemm_smem_bytes(mma), mma
+
+
+def test_reduce_columns_must_divide_the_threads():
+    with pytest.raises(ValueError, match="reduce_columns 48 must divide threads 128"):
+        dataclasses.replace(T.H200, name="bad_columns", reduce_columns=48)
