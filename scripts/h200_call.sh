@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# One device call of a validation session: the named parts in order, each under its own
+# timeout, every log and JSON packed into $OUT/<tag>.tgz at the end (the device tool brings
+# back at most 8 files). Parts:
+#   hgemm         benchmarks/hgemm_gpu_session.sh (smoke, gemm.json, GPU tests, memcheck, SASS)
+#   probe-pitch   resident_probe --pitch on $PROBE_SPECS (padded against dense homes)
+#   probe-base    resident_probe --auto on $PROBE_SPECS from the tree staged in .stage/base
+#   hgemm-tests   the Hopper GEMM's GPU tests alone (tests/test_hopper_gemm.py, prebuilt library)
+#   probe-pdl     resident_probe --pdl on $PDL_SPECS (programmatic launch against plain)
+#   probe-reduce  resident_probe --reduce on $REDUCE_SPECS (grid reductions, new against old)
+#   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles)
+#   tests         the GPU suite without the Hopper GEMM tests, pytest-xdist -n $JOBS ($TESTS: files)
+#   bench         the harness on $WORKLOADS (default all)
+#   bench-twins   the harness's twins
+#   probe         resident_probe --auto and --timer (h200.sh probe)
+#   usage: bash scripts/h200_call.sh <tag> part[:seconds] ...
+set -uo pipefail
+cd "$(dirname "$0")/.."
+tag=$1; shift
+root=${OUT:-/tmp/out}; W=$root/$tag; mkdir -p "$W"
+export PYTHONUNBUFFERED=1
+PROBE_SPECS=${PROBE_SPECS:-tiny online classification small online:33,100,300,7}
+log() { echo "[$(date +%T)] $*" | tee -a "$W/calls.log"; }
+for item in "$@"; do
+  part=${item%%:*}; t=${item#*:}; [[ $t == "$item" ]] && t=570
+  log "begin $part (limit $t s)"
+  case $part in
+    hgemm) OUT=$W/hgemm T_SMOKE=50 T_BENCH=80 T_TESTS=$((t - 180)) T_SAN=35 PYTEST_ADDOPTS="-n 8" \
+             timeout "$t" bash benchmarks/hgemm_gpu_session.sh > "$W/hgemm.log" 2>&1 ;;
+    probe-pitch) mkdir -p "$W/pitch"; OUT=$W/pitch timeout "$t" python3 -m benchmarks.resident_probe --pitch $PROBE_SPECS \
+             > "$W/probe_pitch.log" 2>&1 ;;
+    probe-base) mkdir -p "$W/base"; (cd .stage/base && OUT=$W/base PYTHONPATH=/tmp/site:$PWD timeout "$t" \
+             python3 -m benchmarks.resident_probe --auto $PROBE_SPECS) > "$W/probe_base.log" 2>&1 ;;
+    hgemm-tests) TK_HGEMM_BUILD_DIR=$PWD/build/hgemm timeout "$t" python3 -m pytest -m cuda -q -p no:cacheprovider -n 8 \
+             tests/test_hopper_gemm.py > "$W/hgemm_tests.log" 2>&1 ;;
+    probe-pdl) mkdir -p "$W/pdl"; OUT=$W/pdl timeout "$t" python3 -m benchmarks.resident_probe --pdl \
+             ${PDL_SPECS:-tiny online classification online:33,100,300,7} > "$W/probe_pdl.log" 2>&1 ;;
+    probe-reduce) mkdir -p "$W/reduce"; OUT=$W/reduce timeout "$t" python3 -m benchmarks.resident_probe --reduce \
+             ${REDUCE_SPECS:-small mlp4 medium} > "$W/probe_reduce.log" 2>&1 ;;
+    timer) timeout "$t" python3 -m benchmarks.resident_probe --timer \
+             ${TIMER_SPECS:-tiny online classification small mlp4 medium large} > "$W/timer.log" 2>&1 ;;
+    tests) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 -n "${JOBS:-12}" \
+             ${TESTS:-tests/ --ignore=tests/test_hopper_gemm.py} > "$W/gpu_tests.log" 2>&1 ;;
+    bench) mkdir -p "$W/h200"; timeout "$t" python3 -m benchmarks.train_loop ${WORKLOADS:+--workloads "$WORKLOADS"} \
+             --out "$W/h200/train_loop.json" > "$W/train_loop.log" 2>&1 ;;
+    bench-twins) mkdir -p "$W/h200"; timeout "$t" python3 -m benchmarks.train_loop \
+             --workloads "${TWIN_WORKLOADS:-online,classification,mlp4}" --twins \
+             --out "$W/h200/train_loop_twins.json" > "$W/train_loop_twins.log" 2>&1 ;;
+    probe) OUT=$W timeout "$t" bash scripts/h200.sh probe > "$W/probe.log" 2>&1 ;;
+    *) log "unknown part $part" ;;
+  esac
+  log "end $part rc=$?"
+done
+tar czf "$root/$tag.tgz" -C "$W" .
+tail -n 25 "$W"/*.log | cut -c1-240 | tail -n 150
