@@ -4,9 +4,12 @@
 // tk-legalize-masks; each value is rounded to bf16 right after its op.
 // RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse-elementwise,tk-to-sched{inplace=false},sched-allocate,sched-to-tile' -t cuda | filecheck %s
 
-// CHECK: const float [[T:v[0-9]+]] = tk::to_float(tk::from_float<__nv_bfloat16>(tanhf(tk::to_float(b0_x[(i0)*8 + (i1)]))));
-// CHECK-NEXT: tk::from_float<__nv_bfloat16>(([&]() { const float g = tk::to_float(b1_g[(i0)*8 + (i1)]); const float y = [[T]]; return g * (1.0f - y * y); }())));
-// CHECK: tk::from_float<__nv_bfloat16>(1.0f / (1.0f + expf(-(tk::to_float(b0_x[(i0)*8 + (i1)])))))
+// Every map loads its operands first (tk_l<k>[u]), then computes.
+// CHECK: tk_l0[u] = tk::to_float(b0_x[(i0)*8 + (i1)]);
+// CHECK-NEXT: tk_l1[u] = tk::to_float(b1_g[(i0)*8 + (i1)]);
+// CHECK: const float [[T:v[0-9]+]] = tk::to_float(tk::from_float<__nv_bfloat16>(tanhf(tk_l0[u])));
+// CHECK-NEXT: tk::from_float<__nv_bfloat16>(([&]() { const float g = tk_l1[u]; const float y = [[T]]; return g * (1.0f - y * y); }())));
+// CHECK: tk::from_float<__nv_bfloat16>(1.0f / (1.0f + expf(-(tk_l0[u]))))
 // CHECK: return x * 0.5f * (1.0f + erff(x * 0.7071067690849304f)); }()
 // CHECK: const float x_cube = x * x * x; const float inner = 0.7978845834732056f * (x + 0.044714998453855515f * x_cube); return 0.5f * x * (1.0f + tanhf(inner)); }()
 // CHECK: const float cdf = 0.5f * (1.0f + erff(x * 0.7071067690849304f)); const float pdf = expf(-0.5f * x * x) * 0.3989422917366028f; return dy * (cdf + x * pdf); }()
@@ -16,15 +19,19 @@
 // SELU's constants: negcoef = alpha * scale rounded to float, as the kernel computes it.
 // CHECK: return x > 0.0f ? x * 1.0507010221481323f : expm1f(x * 1.0f) * 1.7580993175506592f; }()
 // CHECK: return b <= 0.0f ? g * 1.0f * (b + 1.7580993175506592f) : g * 1.0507010221481323f; }()
-// CHECK: tk::from_float<__nv_bfloat16>(fabsf(tk::to_float(b0_x[(i0)*8 + (i1)])))
+// CHECK: tk::from_float<__nv_bfloat16>(fabsf(tk_l0[u]))
 // CHECK: return (float)(0.0f < x) - (float)(x < 0.0f); }()
-// CHECK: tk::from_float<__nv_bfloat16>(rsqrtf(tk::to_float(b0_x[(i0)*8 + (i1)])))
+// CHECK: tk::from_float<__nv_bfloat16>(rsqrtf(tk_l0[u]))
 // The mask is a float: compare gives 1.0f or 0.0f (no rounding: f32), select tests nonzero.
+// CHECK: tk_l0[u] = tk::to_float(b0_x[(i0)*8 + (i1)]);
+// CHECK-NEXT: tk_l1[u] = tk::to_float(b1_g[(i0)*8 + (i1)]);
 // CHECK: const float [[Z:v[0-9]+]] = tk::to_float(tk::from_float<__nv_bfloat16>(0.0f));
-// CHECK-NEXT: const float [[M:v[0-9]+]] = ((tk::to_float(b0_x[(i0)*8 + (i1)])) > ([[Z]]) ? 1.0f : 0.0f);
-// CHECK-NEXT: tk::from_float<__nv_bfloat16>((([[M]]) != 0.0f ? (tk::to_float(b1_g[(i0)*8 + (i1)])) : ([[Z]]))));
+// CHECK-NEXT: const float [[M:v[0-9]+]] = ((tk_l0[u]) > ([[Z]]) ? 1.0f : 0.0f);
+// CHECK-NEXT: tk::from_float<__nv_bfloat16>((([[M]]) != 0.0f ? (tk_l1[u]) : ([[Z]]))));
 // relu backward is aten.threshold_backward, `out <= 0 ? 0 : grad`: a NaN `out` passes the gradient.
-// CHECK: tk::from_float<__nv_bfloat16>(((tk::to_float(b0_x[(i0)*8 + (i1)])) <= 0.0f ? 0.0f : (tk::to_float(b1_g[(i0)*8 + (i1)]))))
+// CHECK: tk_l0[u] = tk::to_float(b1_g[(i0)*8 + (i1)]);
+// CHECK-NEXT: tk_l1[u] = tk::to_float(b0_x[(i0)*8 + (i1)]);
+// CHECK: tk::from_float<__nv_bfloat16>(((tk_l1[u]) <= 0.0f ? 0.0f : (tk_l0[u])))
 func.func @acts(%x: tensor<4x8xbf16>, %g: tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<4x8xbf16>) {
   %t = tk.tanh %x : tensor<4x8xbf16>
   %dt = tk.tanh_grad %g, %t : tensor<4x8xbf16>

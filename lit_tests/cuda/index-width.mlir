@@ -7,14 +7,18 @@
 
 // 2**31 elements: a map over a 65536x32768 weight with a broadcast bias.
 // CHECK:       // kernel wide_map: 3 buffers, arena 0 bytes, grid 528, 128 threads, 64-bit indices
-// CHECK:       { // tile.map: 2147483648 elements
+// CHECK:       { // tile.map: 2147483648 elements, 4 per thread an item, every read issued before any store
 // CHECK-NEXT:    for (long long item = blockIdx.x; item < 4194304; item += G) {
-// CHECK-NEXT:      const long long end = min((item + 1) * 512LL, 2147483648LL);
-// CHECK-NEXT:      for (long long e = item * 512 + threadIdx.x; e < end; e += blockDim.x) {
-// CHECK-NEXT:        const long long i0 = (e) / 32768;
-// CHECK-NEXT:        const long long i1 = ((e)) % 32768;
-// CHECK-NEXT:        const float v1 = tk::to_float(b0_w[(long long)(i0)*32768 + (i1)]) + tk::to_float(b1_b[(i1)]);
-// CHECK-NEXT:        b2_y[(long long)(i0)*32768 + (i1)] = tk::from_float<float>(v1);
+// CHECK-NEXT:      const long long end = min((long long)(item + 1) * 512, (long long)2147483648);
+// CHECK-NEXT:      const long long first = (long long)item * 512 + threadIdx.x;
+// CHECK:             const long long e = first + (long long)u * kThreads;
+// CHECK-NEXT:        if (e < end) {
+// CHECK-NEXT:          const long long i0 = (e) / 32768;
+// CHECK-NEXT:          const long long i1 = ((e)) % 32768;
+// CHECK-NEXT:          tk_l0[u] = tk::to_float(b0_w[(long long)(i0)*32768 + (i1)]);
+// CHECK-NEXT:          tk_l1[u] = tk::to_float(b1_b[(i1)]);
+// CHECK:               const float v1 = tk_l0[u] + tk_l1[u];
+// CHECK-NEXT:          b2_y[(long long)(i0)*32768 + (i1)] = tk::from_float<float>(v1);
 tile.kernel @wide_map(%w: memref<65536x32768xf32>, %b: memref<32768xf32>, %y: memref<65536x32768xf32>) inputs 2 results [2] arena 0 config {grid = 528 : i64, threads = 128 : i64, smem = 0 : i64} {
   tile.map ins(%w, %b : memref<65536x32768xf32>, memref<32768xf32>) outs(%y : memref<65536x32768xf32>) config {items = 4194304 : i64, offset = 0 : i64, chunk = 512 : i64} {
   ^bb0(%a: tensor<65536x32768xf32>, %c: tensor<32768xf32>):
@@ -29,11 +33,13 @@ tile.kernel @wide_map(%w: memref<65536x32768xf32>, %b: memref<32768xf32>, %y: me
 // CHECK:       // kernel narrow_map: 3 buffers, arena 0 bytes, grid 528, 128 threads{{$}}
 // CHECK:       { // tile.map: 1073741824 elements
 // CHECK-NEXT:    for (int item = blockIdx.x; item < 2097152; item += G) {
-// CHECK-NEXT:      const int end = min((item + 1) * 512, 1073741824);
-// CHECK-NEXT:      for (int e = item * 512 + threadIdx.x; e < end; e += blockDim.x) {
-// CHECK-NEXT:        const int i0 = (e) / 32768;
-// CHECK-NEXT:        const int i1 = ((e)) % 32768;
-// CHECK-NEXT:        const float v1 = tk::to_float(b0_w[(i0)*32768 + (i1)]) + tk::to_float(b1_b[(i1)]);
+// CHECK-NEXT:      const int end = min((int)(item + 1) * 512, (int)1073741824);
+// CHECK-NEXT:      const int first = (int)item * 512 + threadIdx.x;
+// CHECK:             const int e = first + (int)u * kThreads;
+// CHECK-NEXT:        if (e < end) {
+// CHECK-NEXT:          const int i0 = (e) / 32768;
+// CHECK-NEXT:          const int i1 = ((e)) % 32768;
+// CHECK-NEXT:          tk_l0[u] = tk::to_float(b0_w[(i0)*32768 + (i1)]);
 tile.kernel @narrow_map(%w: memref<32768x32768xf32>, %b: memref<32768xf32>, %y: memref<32768x32768xf32>) inputs 2 results [2] arena 0 config {grid = 528 : i64, threads = 128 : i64, smem = 0 : i64} {
   tile.map ins(%w, %b : memref<32768x32768xf32>, memref<32768xf32>) outs(%y : memref<32768x32768xf32>) config {items = 2097152 : i64, offset = 0 : i64, chunk = 512 : i64} {
   ^bb0(%a: tensor<32768x32768xf32>, %c: tensor<32768xf32>):
@@ -60,7 +66,7 @@ tile.kernel @edge_narrow(%x: memref<2147482624xbf16>, %y: memref<2147482624xbf16
 // ... 2**31 - 128 do not: the last chunk's end, 4194304 * 512, is 2**31.
 // CHECK:       // kernel edge_wide: 2 buffers, arena 0 bytes, grid 132, 128 threads, 64-bit indices
 // CHECK:         for (long long item = blockIdx.x; item < 4194304; item += G) {
-// CHECK-NEXT:      const long long end = min((item + 1) * 512LL, 2147483520LL);
+// CHECK-NEXT:      const long long end = min((long long)(item + 1) * 512, (long long)2147483520);
 tile.kernel @edge_wide(%x: memref<2147483520xbf16>, %y: memref<2147483520xbf16>) inputs 1 results [1] arena 0 config {grid = 132 : i64, threads = 128 : i64, smem = 0 : i64} {
   tile.map ins(%x : memref<2147483520xbf16>) outs(%y : memref<2147483520xbf16>) config {items = 4194304 : i64, offset = 0 : i64, chunk = 512 : i64} {
   ^bb0(%a: tensor<2147483520xbf16>):

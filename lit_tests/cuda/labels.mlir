@@ -6,10 +6,12 @@
 // CHECK:       long long* b0_t = (long long*)p.buf[0];
 // The cast of the labels is a map of its own; the iota is cloned into its
 // reader (a constant, like a fill: no buffer, no phase).
-// CHECK:       const float v1 = tk::to_float(b0_t[(i0)]);
+// CHECK:       tk_l0[u] = tk::to_float(b0_t[(i0)]);
+// CHECK:       const float v1 = tk_l0[u];
 // CHECK:       { // tile.map: 80 elements
+// CHECK:         tk_l0[u] = tk::to_float({{t[0-9]+}}[(i0)]);
 // CHECK:         const float [[C:v[0-9]+]] = (float)(i1);
-// CHECK:         ((tk::to_float({{t[0-9]+}}[(i0)])) == ([[C]]) ? 1.0f : 0.0f)
+// CHECK:         ((tk_l0[u]) == ([[C]]) ? 1.0f : 0.0f)
 func.func @labels(%t: tensor<8x1xi64>, %x: tensor<8x10xf32>) -> tensor<8x10xf32> {
   %c = tk.iota axis 1 : tensor<1x10xi64>
   %hot = tk.cmp eq %t, %c : (tensor<8x1xi64>, tensor<1x10xi64>) -> tensor<8x10xi1>

@@ -35,16 +35,32 @@
 // CHECK:               t8_u[(i)*8 + (j)] = tk::from_float<__half>(mmv);
 
 // A pointwise op over 32 elements in one chunk: a scalar fill operand becomes
-// a literal; the multiply of f32 values is not rounded.
-// CHECK:       { // tile.map: 32 elements
+// a literal; the multiply of f32 values is not rounded. Each thread first
+// loads its 512 / 128 = 4 elements of the item (all loads in flight), then
+// computes and stores them.
+// CHECK:       { // tile.map: 32 elements, 4 per thread an item, every read issued before any store
 // CHECK-NEXT:    for (int item = (blockIdx.x + G - 2 % G) % G; item < 1; item += G) {
-// CHECK-NEXT:      const int end = min((item + 1) * 512, 32);
-// CHECK-NEXT:      for (int e = item * 512 + threadIdx.x; e < end; e += blockDim.x) {
-// CHECK-NEXT:        const int i0 = (e) / 8;
-// CHECK-NEXT:        const int i1 = ((e)) % 8;
-// CHECK-NEXT:        const float v1 = 0.5f;
-// CHECK-NEXT:        const float v2 = tk::to_float(b1_w[(i0)*8 + (i1)]) * v1;
-// CHECK-NEXT:        b5_w2[(i0)*8 + (i1)] = tk::from_float<float>(v2);
+// CHECK-NEXT:      const int end = min((int)(item + 1) * 512, (int)32);
+// CHECK-NEXT:      const int first = (int)item * 512 + threadIdx.x;
+// CHECK-NEXT:      float tk_l0[4];
+// CHECK-NEXT: #pragma unroll
+// CHECK-NEXT:      for (int u = 0; u < 4; ++u) {
+// CHECK-NEXT:        const int e = first + (int)u * kThreads;
+// CHECK-NEXT:        if (e < end) {
+// CHECK-NEXT:          const int i0 = (e) / 8;
+// CHECK-NEXT:          const int i1 = ((e)) % 8;
+// CHECK-NEXT:          tk_l0[u] = tk::to_float(b1_w[(i0)*8 + (i1)]);
+// CHECK-NEXT:        }
+// CHECK-NEXT:      }
+// CHECK-NEXT: #pragma unroll
+// CHECK-NEXT:      for (int u = 0; u < 4; ++u) {
+// CHECK-NEXT:        const int e = first + (int)u * kThreads;
+// CHECK-NEXT:        if (e < end) {
+// CHECK-NEXT:          const int i0 = (e) / 8;
+// CHECK-NEXT:          const int i1 = ((e)) % 8;
+// CHECK-NEXT:          const float v1 = 0.5f;
+// CHECK-NEXT:          const float v2 = tk_l0[u] * v1;
+// CHECK-NEXT:          b5_w2[(i0)*8 + (i1)] = tk::from_float<float>(v2);
 
 // A grid barrier, then a whole-tensor sum (one work item, block reduction)
 // reading the GEMM output through a view.

@@ -355,6 +355,31 @@ class BodyPrinter:
             self.line(f"{self.names[buf]}[{_linear(index, shape, self.wide)}] = {_store(buf.type, val)};")
 
 
+def _map_reads(op: tile.MapOp) -> list[SSAValue]:
+    """The values a map body loads from memory, in order of first use: region
+    arguments, and transposes or slices of them (read at a remapped index)."""
+    reads: list[SSAValue] = []
+
+    def leaf(v: SSAValue) -> SSAValue | None:
+        if isinstance(v, BlockArgument):
+            return v
+        owner = v.owner
+        if isinstance(owner, tk.TransposeOp | tk.SliceOp) and isinstance(owner.input, BlockArgument):
+            return v
+        if isinstance(owner, tk.ExpandOp):
+            return leaf(owner.input)
+        return None
+
+    for inner in op.body.block.ops:
+        if isinstance(inner, tk.TransposeOp | tk.SliceOp | tk.ExpandOp):
+            continue
+        for v in inner.operands:
+            r = leaf(v)
+            if r is not None and r not in reads:
+                reads.append(r)
+    return reads
+
+
 def _accumulate(is_sum: bool, value: str) -> str:
     return f"accum + {value}" if is_sum else f"tk::max_nan(accum, {value})"
 
@@ -531,21 +556,39 @@ class CudaPrinter:
         n = 1
         for d in shape:
             n *= d
-        self.w(f"  {{ // tile.map: {n} elements")
+        ix = self.index_type
+        per_thread = -(-op.chunk // self.kernel.threads)
+        reads = _map_reads(op)
+        self.w(f"  {{ // tile.map: {n} elements, {per_thread} per thread an item, every read issued before any store")
         self.w(f"    {self._loop(op)} {{")
-        if self.wide:
-            self.w(f"      const long long end = min((item + 1) * {op.chunk}LL, {n}LL);")
-        else:
-            self.w(f"      const int end = min((item + 1) * {op.chunk}, {n});")
-        self.w(f"      for ({self.index_type} e = item * {op.chunk} + threadIdx.x; e < end; e += blockDim.x) {{")
-        decls, index = _multi_index("e", shape, "i", self.index_type)
-        for d in decls:
-            self.w("        " + d)
-        bp = BodyPrinter(self.out, self.names, op, "        ", wide=self.wide)
-        env: dict[SSAValue, str] = {}
-        bp.emit_ops(index, env)
-        bp.store_outputs(index, env)
-        self.w("      }")
+        self.w(f"      const {ix} end = min(({ix})(item + 1) * {op.chunk}, ({ix}){n});")
+        self.w(f"      const {ix} first = ({ix})item * {op.chunk} + threadIdx.x;")
+        # Buffers may alias (no __restrict__), so the compiler keeps each element's
+        # load behind the previous element's store: one load in flight per thread.
+        # Loading every element of the item first puts them all in flight at once;
+        # safe because an in-place output is read only at the elements it writes
+        # (the kernel verifier), which are this thread's own.
+        names = {v: f"tk_l{k}" for k, v in enumerate(reads)}
+        for v in reads:
+            self.w(f"      float {names[v]}[{per_thread}];")
+        for phase in ("load", "compute"):
+            self.w("#pragma unroll")
+            self.w(f"      for (int u = 0; u < {per_thread}; ++u) {{")
+            self.w(f"        const {ix} e = first + ({ix})u * kThreads;")
+            self.w("        if (e < end) {")
+            decls, index = _multi_index("e", shape, "i", ix)
+            for d in decls:
+                self.w("          " + d)
+            bp = BodyPrinter(self.out, self.names, op, "          ", wide=self.wide)
+            if phase == "load":
+                for v in reads:
+                    bp.line(f"{names[v]}[u] = {bp.value_at(v, index, {})};")
+            else:
+                env: dict[SSAValue, str] = {v: f"{names[v]}[u]" for v in reads}
+                bp.emit_ops(index, env)
+                bp.store_outputs(index, env)
+            self.w("        }")
+            self.w("      }")
         self.w("    }")
         self.w("  }")
 
