@@ -9,11 +9,21 @@
 #   probe-pdl     resident_probe --pdl on $PDL_SPECS (programmatic launch against plain)
 #   probe-reduce  resident_probe --reduce on $REDUCE_SPECS (grid reductions, new against old)
 #   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles)
-#   tests         the GPU suite without the Hopper GEMM tests, pytest-xdist -n $JOBS ($TESTS: files)
+#   tests         the GPU suite without the Hopper GEMM and runtime tests, pytest-xdist -n $JOBS ($TESTS: files)
+#   tests-runtime tests/test_runtime_cuda.py without xdist: its session fixture builds every case
+#                 at once (build_many, all cores); under xdist each worker would build them all again
 #   bench         the harness on $WORKLOADS (default all)
 #   bench-twins   the harness's twins
-#   probe         resident_probe --auto and --timer (h200.sh probe)
-#   usage: bash scripts/h200_call.sh <tag> part[:seconds] ...
+#   tests-train   tests/test_train_cuda.py (new ops, compile_module trajectories)
+#   probe         resident_probe --auto on the suite and unseen shapes
+#   usage: bash scripts/h200_call.sh <tag> part[:seconds] ...   (default limit 570 s a part)
+# e.g. a validation session's calls, each within the device tool's 10 minutes:
+#   bash scripts/h200_call.sh k tests:300 tests-train:270
+#   bash scripts/h200_call.sh r tests-runtime:560
+#   WORKLOADS=medium,large bash scripts/h200_call.sh b bench:560
+# On the device machine, install the carried wheels first (../shared/gpu-wheels.sh); copy what
+# comes back under results/h200/ and regenerate the README table:
+#   python -m benchmarks.report --json results/h200/train_loop.json --embed README.md
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tag=$1; shift
@@ -40,13 +50,18 @@ for item in "$@"; do
     timer) timeout "$t" python3 -m benchmarks.resident_probe --timer \
              ${TIMER_SPECS:-tiny online classification small mlp4 medium large} > "$W/timer.log" 2>&1 ;;
     tests) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 -n "${JOBS:-12}" \
-             ${TESTS:-tests/ --ignore=tests/test_hopper_gemm.py} > "$W/gpu_tests.log" 2>&1 ;;
+             ${TESTS:-tests/ --ignore=tests/test_hopper_gemm.py --ignore=tests/test_runtime_cuda.py} > "$W/gpu_tests.log" 2>&1 ;;
+    tests-runtime) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 \
+             tests/test_runtime_cuda.py > "$W/gpu_tests_runtime.log" 2>&1 ;;
     bench) mkdir -p "$W/h200"; timeout "$t" python3 -m benchmarks.train_loop ${WORKLOADS:+--workloads "$WORKLOADS"} \
              --out "$W/h200/train_loop.json" > "$W/train_loop.log" 2>&1 ;;
     bench-twins) mkdir -p "$W/h200"; timeout "$t" python3 -m benchmarks.train_loop \
              --workloads "${TWIN_WORKLOADS:-online,classification,mlp4}" --twins \
              --out "$W/h200/train_loop_twins.json" > "$W/train_loop_twins.log" 2>&1 ;;
-    probe) OUT=$W timeout "$t" bash scripts/h200.sh probe > "$W/probe.log" 2>&1 ;;
+    tests-train) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 \
+             tests/test_train_cuda.py > "$W/gpu_tests_train.log" 2>&1 ;;
+    probe) mkdir -p "$W/probe"; OUT=$W/probe timeout "$t" python3 -m benchmarks.resident_probe --auto \
+             > "$W/probe.log" 2>&1 ;;
     *) log "unknown part $part" ;;
   esac
   log "end $part rc=$?"

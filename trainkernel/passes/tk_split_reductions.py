@@ -77,7 +77,7 @@ class SplitLongReduction(RewritePattern):
             cast_out = tk.CastOp(result, op.result.type)
             new_ops.append(cast_out)
             result = cast_out.result
-        rewriter.replace_matched_op(new_ops, [result])
+        rewriter.replace_op(op, new_ops, [result])
 
 
 @dataclass(frozen=True)
