@@ -237,11 +237,15 @@ def _relu_backward_lines(resident: str) -> list[str]:
     module = captured.module.clone()
     for stage in ("tk", "sched", "tile"):
         run_passes(module, stage_passes(stage, False, resident=resident))
-    return [l.strip() for l in emit_cuda(module).splitlines() if "const float v" in l and l.count("tk::to_float(") >= 2]
+    return [l.strip() for l in emit_cuda(module).splitlines() if "const float v" in l and len(_OPERAND.findall(l)) >= 2]
 
 
-_NAN_DROPPING = re.compile(r"\(\(tk::to_float\(\w+\[[^\]]*\]\)\) > 0\.0f \? \(tk::to_float\(\w+\[[^\]]*\]\)\) : 0\.0f\)")
-_THRESHOLD_BACKWARD = re.compile(r"\(\(tk::to_float\(\w+\[[^\]]*\]\)\) <= 0\.0f \? 0\.0f : \(tk::to_float\(\w+\[[^\]]*\]\)\)\)")
+# An operand of the per-element line: a load (resident kernels, epilogues) or a
+# grid map's preloaded element (`tk_l<k>[u]`, loaded before any store).
+_OPERAND = re.compile(r"tk::to_float\(\w+\[[^\]]*\]\)|tk_l\d+\[u\]")
+_X = _OPERAND.pattern
+_NAN_DROPPING = re.compile(rf"\(\((?:{_X})\) > 0\.0f \? \((?:{_X})\) : 0\.0f\)")
+_THRESHOLD_BACKWARD = re.compile(rf"\(\((?:{_X})\) <= 0\.0f \? 0\.0f : \((?:{_X})\)\)")
 
 
 @pytest.mark.parametrize("resident", ["off", "auto"])
