@@ -285,6 +285,9 @@ class BodyPrinter:
     indent: str
     counter: int = 0
     wide: bool = False  # 64-bit index products (`_linear`)
+    # A grid map's loads, hoisted: load expression -> the register array that
+    # holds it (`tk_l<k>[u]`), filled in order of first use; None: loads inline.
+    hoisted: dict[str, str] | None = None
 
     def fresh(self) -> str:
         self.counter += 1
@@ -297,7 +300,10 @@ class BodyPrinter:
         buf = self.op.ins[arg.index]
         shape = tuple(tk.shape_of(arg))
         ptr = self.names[buf]
-        return f"tk::to_float({ptr}[{_linear(broadcast_index(index, shape), shape, self.wide)}])"
+        expr = f"tk::to_float({ptr}[{_linear(broadcast_index(index, shape), shape, self.wide)}])"
+        if self.hoisted is None:
+            return expr
+        return self.hoisted.setdefault(expr, f"tk_l{len(self.hoisted)}") + "[u]"
 
     def value_at(self, v: SSAValue, index: list[str], env: dict[SSAValue, str]) -> str:
         """C expression of value v at the iteration index (v broadcasts to it)."""
@@ -331,6 +337,9 @@ class BodyPrinter:
         for op in self.op.body.block.ops:
             if op in skip or isinstance(op, tk.YieldOp | tk.TransposeOp | tk.SliceOp | tk.ExpandOp):
                 continue
+            if self.hoisted is not None:  # number the loads in operand order, not in the order the C reads them
+                for v in op.operands:
+                    self.value_at(v, index, env)
             expr = self.expr(op, index, env)
             name = self.fresh()
             self.line(f"const float {name} = {_round(expr, op.results[0].type)};")
@@ -353,31 +362,6 @@ class BodyPrinter:
             shape = tuple(tk.shape_of(v))
             val = self.value_at(v, index, env)
             self.line(f"{self.names[buf]}[{_linear(index, shape, self.wide)}] = {_store(buf.type, val)};")
-
-
-def _map_reads(op: tile.MapOp) -> list[SSAValue]:
-    """The values a map body loads from memory, in order of first use: region
-    arguments, and transposes or slices of them (read at a remapped index)."""
-    reads: list[SSAValue] = []
-
-    def leaf(v: SSAValue) -> SSAValue | None:
-        if isinstance(v, BlockArgument):
-            return v
-        owner = v.owner
-        if isinstance(owner, tk.TransposeOp | tk.SliceOp) and isinstance(owner.input, BlockArgument):
-            return v
-        if isinstance(owner, tk.ExpandOp):
-            return leaf(owner.input)
-        return None
-
-    for inner in op.body.block.ops:
-        if isinstance(inner, tk.TransposeOp | tk.SliceOp | tk.ExpandOp):
-            continue
-        for v in inner.operands:
-            r = leaf(v)
-            if r is not None and r not in reads:
-                reads.append(r)
-    return reads
 
 
 def _accumulate(is_sum: bool, value: str) -> str:
@@ -558,7 +542,15 @@ class CudaPrinter:
             n *= d
         ix = self.index_type
         per_thread = -(-op.chunk // self.kernel.threads)
-        reads = _map_reads(op)
+        decls, index = _multi_index("e", shape, "i", ix)
+        # The body first, into its own buffer: printing it names every load
+        # (`hoisted`), which the load loop then issues.
+        body = io.StringIO()
+        bp = BodyPrinter(body, self.names, op, "          ", wide=self.wide, hoisted={})
+        env: dict[SSAValue, str] = {}
+        bp.emit_ops(index, env)
+        bp.store_outputs(index, env)
+        loads = bp.hoisted
         self.w(f"  {{ // tile.map: {n} elements, {per_thread} per thread an item, every read issued before any store")
         self.w(f"    {self._loop(op)} {{")
         self.w(f"      const {ix} end = min(({ix})(item + 1) * {op.chunk}, ({ix}){n});")
@@ -568,25 +560,17 @@ class CudaPrinter:
         # Loading every element of the item first puts them all in flight at once;
         # safe because an in-place output is read only at the elements it writes
         # (the kernel verifier), which are this thread's own.
-        names = {v: f"tk_l{k}" for k, v in enumerate(reads)}
-        for v in reads:
-            self.w(f"      float {names[v]}[{per_thread}];")
-        for phase in ("load", "compute"):
+        for name in loads.values():
+            self.w(f"      float {name}[{per_thread}];")
+        load_lines = [f"          {name}[u] = {expr};\n" for expr, name in loads.items()]
+        for lines in ([load_lines] if load_lines else []) + [[body.getvalue()]]:
             self.w("#pragma unroll")
             self.w(f"      for (int u = 0; u < {per_thread}; ++u) {{")
             self.w(f"        const {ix} e = first + ({ix})u * kThreads;")
             self.w("        if (e < end) {")
-            decls, index = _multi_index("e", shape, "i", ix)
             for d in decls:
                 self.w("          " + d)
-            bp = BodyPrinter(self.out, self.names, op, "          ", wide=self.wide)
-            if phase == "load":
-                for v in reads:
-                    bp.line(f"{names[v]}[u] = {bp.value_at(v, index, {})};")
-            else:
-                env: dict[SSAValue, str] = {v: f"{names[v]}[u]" for v in reads}
-                bp.emit_ops(index, env)
-                bp.store_outputs(index, env)
+            self.out.write("".join(lines))
             self.w("        }")
             self.w("      }")
         self.w("    }")
