@@ -242,10 +242,6 @@ struct dtype_of<__half> {
 // =============================================================================
 namespace ptx {
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return (uint32_t)__cvta_generic_to_shared(p);
-}
-
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
@@ -800,7 +796,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   constexpr int BM = Shape::BM, BN = Shape::BN, STAGES = Shape::STAGES;
   extern __shared__ uint8_t smem_raw[];
   __shared__ int splitk_flag;
-  const uint32_t base = (ptx::smem_addr(smem_raw) + 1023u) & ~1023u;
+  const uint32_t base = (gemm_detail::smem_u32(smem_raw) + 1023u) & ~1023u;
   const uint32_t bars = base + STAGES * Shape::STAGE_BYTES;  // full[s] = bars + 8s
   const uint32_t empties = bars + 8 * STAGES;               // empty[s] = empties + 8s
   const int wg = threadIdx.x / 128;
