@@ -3,22 +3,14 @@
 Not a benchmark (no baseline, no correctness gate: the harness covers those);
 it isolates the grid's effect for docs/perf-log.md. Writes probe.json to $OUT.
 
-    python benchmarks/grid_probe.py
+    python -m benchmarks.grid_probe
 """
-import os, json, torch, statistics
+import os, json, torch
 import trainkernel
+from benchmarks.resident_probe import STEPS, time_program
 from trainkernel.workloads import WORKLOADS
 out = os.environ.get("OUT", "/tmp")
 res = {}
-def time_prog(prog, n=30):
-    for _ in range(5): prog.replay()
-    torch.cuda.synchronize()
-    s = []
-    for _ in range(n):
-        a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
-        a.record(); prog.replay(); b.record(); b.synchronize()
-        s.append(a.elapsed_time(b) * 1000 / 20)
-    return statistics.median(s), s
 plan = {"tiny": [1, 4, 16], "small": [528, 132], "medium": [528, 132]}
 for name, grids in plan.items():
     w = WORKLOADS[name]
@@ -26,8 +18,8 @@ for name, grids in plan.items():
         try:
             params = w.init_params(0, "cuda"); batches = w.make_batches(4, seed=1, device="cuda")
             c = trainkernel.compile_training(w.make_step(torch.bfloat16), (params, *batches[0]), grid=grid)
-            prog = c.capture(params, *batches[0], steps=20, batches=batches)
-            med, s = time_prog(prog)
+            prog = c.capture(params, *batches[0], steps=STEPS, batches=batches)
+            med, s = time_program(prog)
             res[f"{name}/grid{grid}"] = {"median_us": med, "samples": s, "grid": c.meta.grid, **c.stats()}
             print(f"{name:15s} grid={grid:4d} (meta {c.meta.grid:4d}) {med:8.2f} us/step", flush=True)
         except Exception as e:

@@ -29,7 +29,11 @@ DEFAULT = ["tiny", "online", "classification", "small", "mlp4",
            "tiny:1,32,64,8", "online:33,100,300,7", "tiny::f32", "online::f16", "classification::f32"]
 
 
-def time_program(prog, n: int = 30) -> tuple[float, list[float]]:
+STEPS = 20  # steps of one captured program (a replay)
+
+
+def time_program(prog, n: int = 30, steps: int = STEPS) -> tuple[float, list[float]]:
+    """Median and samples of µs per step over n replays of a `steps`-step captured program."""
     for _ in range(5):
         prog.replay()
     torch.cuda.synchronize()
@@ -40,7 +44,7 @@ def time_program(prog, n: int = 30) -> tuple[float, list[float]]:
         prog.replay()
         b.record()
         b.synchronize()
-        samples.append(a.elapsed_time(b) * 1000 / 20)
+        samples.append(a.elapsed_time(b) * 1000 / steps)
     return statistics.median(samples), samples
 
 
@@ -138,7 +142,7 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
                 c = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]), resident=mode)
                 compile_s = time.perf_counter() - t0
                 err = check(w, dtype, c)
-                prog = c.capture(params, *batches[0], steps=20, batches=batches)
+                prog = c.capture(params, *batches[0], steps=STEPS, batches=batches)
                 med, samples = time_program(prog)
                 cluster = "grid" if c.meta.grid_barriers or "resident" not in c.cuda_source[:400] else c.meta.grid
                 results[key] = {"median_us": med, "samples": samples, "max_rel_err": err, "compile_s": compile_s,
