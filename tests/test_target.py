@@ -169,3 +169,15 @@ def test_gemm_smem_bytes_mirrors_the_device_library(tmp_path):
 def test_reduce_columns_must_divide_the_threads():
     with pytest.raises(ValueError, match="reduce_columns 48 must divide threads 128"):
         dataclasses.replace(T.H200, name="bad_columns", reduce_columns=48)
+
+
+def test_sched_to_tile_splits_k_as_the_target_allows(variant):
+    text = _sched("medium")
+    splits = lambda k: [op.ksplit for op in k.block.ops if isinstance(op, tile.GemmOp) and op.ksplit > 1]  # noqa: E731
+    assert splits(_tile(text, "sched-to-tile")) == [8]  # 528 blocks over 64 tiles, K = 4096
+    variant("no_split_k", max_ksplit=1)
+    assert splits(_tile(text, "sched-to-tile{target=no_split_k}")) == []
+    variant("split_k_4", max_ksplit=4)
+    assert splits(_tile(text, "sched-to-tile{target=split_k_4}")) == [4]
+    variant("long_slices", ksplit_min_steps=64)  # 128 BK steps: two slices of 64 at most
+    assert splits(_tile(text, "sched-to-tile{target=long_slices}")) == [2]

@@ -563,12 +563,14 @@ class CompiledTrainingStep:
         return sorted({buffers[pos].index for _, pos in self.meta.results if buffers[pos].role == "input"})
 
     def _arena(self, device: torch.device, fresh: bool = False) -> torch.Tensor:
+        # Zeroed once: a split-K gemm's tile counters (tile.gemm workspace) start
+        # at zero and every launch leaves them at zero again.
         nbytes = max(1, int(self.meta.arena_bytes))
         if fresh:
-            return torch.empty(nbytes, dtype=torch.uint8, device=device)
+            return torch.zeros(nbytes, dtype=torch.uint8, device=device)
         arena = self._arenas.get(device.index)
         if arena is None:
-            arena = self._arenas[device.index] = torch.empty(nbytes, dtype=torch.uint8, device=device)
+            arena = self._arenas[device.index] = torch.zeros(nbytes, dtype=torch.uint8, device=device)
         return arena
 
     def _outputs(self, device: torch.device) -> dict[int, torch.Tensor]:

@@ -97,6 +97,11 @@ class TargetOptions:
     # flight instead of one thread walking every row (medium's 1024-row bias
     # sums were 1024 dependent load-add steps).
     reduce_columns: int = 32
+    # Split-K (grid kernels): a gemm with fewer tiles than half the grid splits
+    # K into up to max_ksplit slices of at least ksplit_min_steps BK steps each;
+    # the last block to finish a tile sums its slices in order (deterministic).
+    max_ksplit: int = 16
+    ksplit_min_steps: int = 4
     map_elems_per_thread: int = 4  # a tile.map work item: threads x this many elements
     max_blocks_per_sm: int = 4  # the grid sched-to-tile may ask for: sms x this (the runtime clamps to co-resident)
     max_grid_dim: int = 2**31 - 1  # gridDim.x: the most blocks a forced grid may name

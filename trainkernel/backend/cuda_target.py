@@ -589,23 +589,59 @@ class CudaPrinter:
         a_ptr = self.names[op.ins[mm.lhs.index]]
         b_ptr = self.names[op.ins[mm.rhs.index]]
         tiles_n = -(-n // bn)
-        self.w(f"  {{ // tile.gemm {m}x{n}x{kdim} {op.mma} {'T' if ta else 'N'}{'T' if tb else 'N'}")
+        ks = op.ksplit
+        tmpl = f"tk::gemm_tile_nt<kThreads, {t}, {bm}, {bn}, {bk}, {str(ta).lower()}, {str(tb).lower()}>"
+        head = f"  {{ // tile.gemm {m}x{n}x{kdim} {op.mma} {'T' if ta else 'N'}{'T' if tb else 'N'}"
+        if ks == 1:
+            self.w(head)
+            self.w(f"    {self._loop(op)} {{")
+            self.w(
+                f"      {tmpl}({a_ptr}, {lda}, {b_ptr}, {ldb}, {m}, {n}, {kdim}, "
+                + (f"(int)(item / {tiles_n}), (int)(item % {tiles_n})" if self.wide else f"item / {tiles_n}, item % {tiles_n}")
+                + ", smem,"
+            )
+            self.w("        [&](int i, int j, float acc) {")
+            self._gemm_epilogue(op, mm, "          ")
+            self.w("        });")
+            self.w("    }")
+            self.w("  }")
+            return
+        # Split-K: item = (tile, K slice). Each slice's fp32 partial goes to the
+        # workspace; the last of the tile's slices to arrive sums them in slice
+        # order (the same bits whichever block is last) and runs the epilogue.
+        ksl = tile.gemm_k_slice(kdim, ks, bk)
+        a_off = f"(long long)tk_k0 * {lda}" if ta else "tk_k0"
+        b_off = "tk_k0" if tb else f"(long long)tk_k0 * {ldb}"
+        self.w(head + f", split-K: {ks} slices of {ksl}")
+        self.w(f"    float* tk_ws = (float*)(p.arena + {op.workspace});")
+        self.w(f"    unsigned* tk_arrived = (unsigned*)(p.arena + {op.workspace} + {-(-ks * m * n * 4 // 16) * 16});")
         self.w(f"    {self._loop(op)} {{")
-        self.w(
-            f"      tk::gemm_tile_nt<kThreads, {t}, {bm}, {bn}, {bk}, {str(ta).lower()}, {str(tb).lower()}>("
-            f"{a_ptr}, {lda}, {b_ptr}, {ldb}, {m}, {n}, {kdim}, "
-            + (f"(int)(item / {tiles_n}), (int)(item % {tiles_n})" if self.wide else f"item / {tiles_n}, item % {tiles_n}")
-            + ", smem,"
-        )
-        self.w("        [&](int i, int j, float acc) {")
-        bp = BodyPrinter(self.out, self.names, op, "          ", wide=self.wide)
-        env: dict[SSAValue, str] = {mm.result: "mmv"}
-        self.w(f"          const float mmv = {_round('acc', mm.result.type)};")
-        bp.emit_ops(["i", "j"], env, skip=(mm,))
-        bp.store_outputs(["i", "j"], env)
-        self.w("        });")
+        self.w(f"      const int tk_tile = (int)(item / {ks}), tk_slice = (int)(item % {ks});")
+        self.w(f"      const int tk_k0 = tk_slice * {ksl};")
+        self.w(f"      const int tk_tm = tk_tile / {tiles_n}, tk_tn = tk_tile % {tiles_n};")
+        self.w(f"      float* tk_part = tk_ws + (long long)tk_slice * {m * n};")
+        self.w(f"      {tmpl}({a_ptr} + {a_off}, {lda}, {b_ptr} + {b_off}, {ldb}, {m}, {n}, "
+               f"min({ksl}, {kdim} - tk_k0), tk_tm, tk_tn, smem,")
+        self.w(f"        [&](int i, int j, float acc) {{ tk_part[(long long)i * {n} + j] = acc; }});")
+        self.w(f"      if (tk::split_k_last(&tk_arrived[tk_tile], {ks}u)) {{")
+        self.w(f"        for (int e = threadIdx.x; e < {bm * bn}; e += blockDim.x) {{")
+        self.w(f"          const int i = tk_tm * {bm} + e / {bn}, j = tk_tn * {bn} + e % {bn};")
+        self.w(f"          if (i >= {m} || j >= {n}) continue;")
+        self.w("          float acc = 0.0f;")
+        self.w(f"          for (int s = 0; s < {ks}; ++s) acc += __ldcg(tk_ws + (long long)s * {m * n} + (long long)i * {n} + j);")
+        self._gemm_epilogue(op, mm, "          ")
+        self.w("        }")
+        self.w("      }")
         self.w("    }")
         self.w("  }")
+
+    def _gemm_epilogue(self, op: tile.GemmOp, mm: tk.MatmulOp, indent: str) -> None:
+        """The gemm's pointwise epilogue at output (i, j), from the fp32 `acc`."""
+        bp = BodyPrinter(self.out, self.names, op, indent, wide=self.wide)
+        env: dict[SSAValue, str] = {mm.result: "mmv"}
+        self.w(f"{indent}const float mmv = {_round('acc', mm.result.type)};")
+        bp.emit_ops(["i", "j"], env, skip=(mm,))
+        bp.store_outputs(["i", "j"], env)
 
     def reduce(self, op: tile.ReduceOp) -> None:
         red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp))

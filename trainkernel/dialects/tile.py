@@ -166,6 +166,25 @@ class GemmOp(TileWorkOp):
     name = "tile.gemm"
     tile = prop_def(DenseArrayBase)
     mma_ = prop_def(StringAttr, prop_name="mma")
+    ksplit_ = opt_prop_def(IntegerAttr, prop_name="ksplit")
+    workspace_ = opt_prop_def(IntegerAttr, prop_name="workspace")
+
+    @property
+    def ksplit(self) -> int:
+        """K slices per output tile (split-K, grid kernels): item t is slice t % ksplit
+        of tile t / ksplit; 1 when absent."""
+        attr = self.properties.get("ksplit")
+        return attr.value.data if isinstance(attr, IntegerAttr) else 1
+
+    @property
+    def workspace(self) -> int | None:
+        """Arena offset of a split gemm's fp32 partials ([ksplit][M][N]) and then its
+        tiles' arrival counters (one u32 each, zero between launches)."""
+        attr = self.properties.get("workspace")
+        return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+    def workspace_bytes(self) -> int:
+        return gemm_workspace_bytes(self)
 
     def verify_(self) -> None:
         super().verify_()
@@ -187,13 +206,20 @@ class GemmOp(TileWorkOp):
                 f"tile.gemm mma {mma.data!r} does not compute {mm[0].result.type.get_element_type()} "
                 f"(that is {want!r})"
             )
-        bm, bn, _ = self.tile_shape
+        bm, bn, bk = self.tile_shape
         m, n = mm[0].result.type.get_shape()
-        if self.items < -(-m // bm) * -(-n // bn):
-            raise VerifyException(f"tile.gemm: {self.items} items do not cover the {m}x{n} output in {bm}x{bn} tiles")
-        _check_items(self, _ceil(m, bm) * _ceil(n, bn), f"a {m}x{n} output in {bm}x{bn} tiles")
         lhs = mm[0].lhs.type.get_shape()
         k = lhs[0] if mm[0].transpose_a is not None else lhs[1]
+        ks = self.ksplit
+        if ks < 1 or (ks > 1) != (self.workspace is not None):
+            raise VerifyException(
+                f"tile.gemm: ksplit {ks} must be >= 1, and a workspace is given exactly when ksplit > 1")
+        if ks > 1 and (ks - 1) * _ceil(_ceil(k, ks), bk) * bk >= k:
+            raise VerifyException(f"tile.gemm: ksplit {ks} leaves a K slice empty (K = {k}, slices of whole {bk}-steps)")
+        if self.items < -(-m // bm) * -(-n // bn):
+            raise VerifyException(f"tile.gemm: {self.items} items do not cover the {m}x{n} output in {bm}x{bn} tiles")
+        _check_items(self, _ceil(m, bm) * _ceil(n, bn) * ks,
+                     f"a {m}x{n} output in {bm}x{bn} tiles" + (f", {ks} K slices each" if ks > 1 else ""))
         if max(m, n, k) > INT32_MAX or max(self.tile_shape) > INT32_MAX:
             raise VerifyException(f"tile.gemm: extents {m}x{n}x{k} exceed the device GEMM's int extents ({INT32_MAX})")
         _check_yields(self, (m, n), "its matmul")
@@ -610,6 +636,30 @@ def verify_kernel_bounds(kernel: "KernelOp") -> None:
                         f"inside the kernel's {kernel.smem} bytes of shared memory"
                     )
     for op in kernel.block.ops:
+        if isinstance(op, GemmOp) and op.ksplit > 1:
+            lo, size = op.workspace, op.workspace_bytes()
+            if kernel.cluster is not None:
+                raise VerifyException("tile.gemm: split-K (ksplit) is for grid kernels; a resident kernel splits k over its cluster")
+            if lo < 0 or lo % 16 or lo + size > arena:
+                raise VerifyException(
+                    f"tile.gemm: workspace {lo} ({size} bytes: partials and tile counters) must be a multiple of 16 "
+                    f"inside the kernel's {arena}-byte arena")
+            # Its counters must stay zero between launches and its partials live
+            # across the whole op: the workspace shares bytes with nothing else.
+            from trainkernel.elements import nbytes
+
+            for other in kernel.block.ops:
+                if isinstance(other, BufferOp):
+                    b_lo = other.offset_value or 0
+                    b_hi = b_lo + nbytes(other.result.type)
+                    if b_lo < lo + size and lo < b_hi:
+                        raise VerifyException(
+                            f"tile.gemm: workspace bytes {lo}..{lo + size} overlap arena buffer bytes {b_lo}..{b_hi}")
+                elif isinstance(other, GemmOp) and other is not op and other.ksplit > 1:
+                    o_lo = other.workspace
+                    if o_lo < lo + size and lo < o_lo + other.workspace_bytes():
+                        raise VerifyException(f"tile.gemm: two split gemms share workspace bytes (at {lo} and {o_lo})")
+    for op in kernel.block.ops:
         if isinstance(op, ReduceOp) and op.rows > 1 and kernel.cluster is None and kernel.threads % op.rows:
             raise VerifyException(
                 f"tile.reduce: rows {op.rows} must divide the kernel's {kernel.threads} threads (one thread per "
@@ -746,6 +796,28 @@ def op_accesses(kernel: "KernelOp", op: TileWorkOp) -> list[Access]:
 
 def _homes_of(kernel: "KernelOp") -> dict[SSAValue, SmemOp]:
     return {op.source: op for op in kernel.block.ops if isinstance(op, SmemOp) and op.source is not None}
+
+
+def gemm_k_slice(k: int, ksplit: int, bk: int) -> int:
+    """Length of each K slice of a split gemm (whole BK steps; the last takes the rest)."""
+    return _ceil(_ceil(k, ksplit), bk) * bk
+
+
+def gemm_workspace_bytes(op: "GemmOp") -> int:
+    """A split gemm's arena workspace: fp32 partials [ksplit][M][N], 16-byte
+    aligned, then one u32 arrival counter per output tile."""
+    if op.ksplit <= 1:
+        return 0
+    from trainkernel.dialects.tk import MatmulOp
+
+    mm = next(o for o in op.body.block.ops if isinstance(o, MatmulOp))
+    m, n = mm.result.type.get_shape()
+    bm, bn, _ = op.tile_shape
+    return _align16(op.ksplit * m * n * 4) + 4 * _ceil(m, bm) * _ceil(n, bn)
+
+
+def _align16(n: int) -> int:
+    return -(-n // 16) * 16
 
 
 def _scratch_bytes(op: TileWorkOp) -> int:

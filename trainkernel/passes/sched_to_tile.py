@@ -109,7 +109,9 @@ def item_cost_us(op: tile.TileWorkOp, target: TargetOptions) -> float:
         mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
         sa = tk.shape_of(mm.lhs)
         k = sa[0] if mm.transpose_a is not None else sa[1]
-        bm, bn, _ = op.tile_shape
+        bm, bn, bk = op.tile_shape
+        if op.ksplit > 1:
+            k = tile.gemm_k_slice(k, op.ksplit, bk)
         return costs.item_overhead_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma)
     if isinstance(op, tile.ReduceOp):
         red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp))
@@ -178,14 +180,48 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
     phases = [p for p in phases if p]
     if grid <= 0:
         grid = choose_grid(phases, max_grid, target) if phases else 1
+    arena = split_k(phases, grid, program.arena_bytes.data, target)
     for sync in syncs:
         # One block: a block barrier is enough. Several blocks: only a grid
         # barrier orders phases, whatever scope the schedule asked for.
         sync.properties["scope"] = builtin.StringAttr("block" if grid == 1 else "grid")
     cfg = tile.config(grid=grid, threads=target.threads, smem=smem)
-    return tile.KernelOp(
-        program.sym_name.data, program.num_inputs.data, program.result_args, body, program.arena_bytes.data, cfg
-    )
+    return tile.KernelOp(program.sym_name.data, program.num_inputs.data, program.result_args, body, arena, cfg)
+
+
+def split_k(phases: list[list[tile.TileWorkOp]], grid: int, arena: int, target: TargetOptions) -> int:
+    """Split-K for the gemms of a phase with fewer work items than half the grid
+    (medium's h @ W2: 64 tiles, K = 4096, on 528 blocks): `ksplit` K slices per
+    tile, as many as the idle blocks allow (at most `target.max_ksplit`, each slice at
+    least `target.ksplit_min_steps` BK steps). Each split gemm gets a workspace
+    appended to the arena (fp32 partials, tile counters); the phase's items
+    and offsets are renumbered. Returns the kernel's arena size."""
+    for ops in phases:
+        changed = False
+        busy = sum(op.items for op in ops)  # the phase's work items: a phase that fills the grid gains nothing
+        for op in ops:
+            if not isinstance(op, tile.GemmOp) or grid < 2:
+                continue
+            mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+            sa = tk.shape_of(mm.lhs)
+            k = sa[0] if mm.transpose_a is not None else sa[1]
+            bk = op.tile_shape[2]
+            tiles = op.items
+            splits = min(grid // busy, target.max_ksplit, k // (target.ksplit_min_steps * bk)) if 2 * busy <= grid else 1
+            while splits > 1 and (splits - 1) * tile.gemm_k_slice(k, splits, bk) >= k:
+                splits -= 1
+            if splits < 2:
+                continue
+            arena = -(-arena // 16) * 16
+            op.properties.update(tile.config(ksplit=splits, workspace=arena, items=tiles * splits))
+            arena += op.workspace_bytes()
+            changed = True
+        if changed:
+            offset = 0
+            for op in ops:
+                op.properties["offset"] = tile.config(offset=offset)["offset"]
+                offset += op.items
+    return arena
 
 
 @dataclass(frozen=True)

@@ -591,6 +591,11 @@ def make_resident(kernel: tile.KernelOp, plan: Plan, placement: Placement) -> No
             elif v in homes and isinstance(v, BlockArgument):
                 op.operands[i] = homes[v]
         op.properties["split"] = IntegerAttr(plan.op_split[op], 64)
+        if isinstance(op, tile.GemmOp) and op.ksplit > 1:
+            # Split-K is the grid kernel's (its workspace is in the arena); a
+            # resident kernel splits k over its cluster instead, by the plan.
+            op.properties["items"] = IntegerAttr(op.items // op.ksplit, 64)
+            del op.properties["ksplit"], op.properties["workspace"]
         if op in placement.scratch:
             op.properties["scratch"] = IntegerAttr(placement.scratch[op], 64)
     # Temporaries: the arena buffer is replaced by its home.

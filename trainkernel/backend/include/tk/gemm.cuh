@@ -685,4 +685,27 @@ __device__ __forceinline__ void gemm_tile(const T* A, int lda, const T* B, int l
 }
 #endif  // __CUDACC__
 
+// ---------------------------------------------------------------------------
+// Split-K arrival (grid kernels)
+// ---------------------------------------------------------------------------
+// Called by every thread of the block after it stored its slice's fp32
+// partials of one output tile: true, for the whole block, in the block whose
+// slice arrived last; that block then reads every slice's partials (with
+// __ldcg: they were written by other SMs, past this SM's L1) and sums them
+// in slice order. The counter (zero before the tile's first arrival) is reset
+// to zero by the last block, so it is zero again for the next launch.
+__device__ __forceinline__ bool split_k_last(unsigned* counter, unsigned slices) {
+  __shared__ unsigned ticket;
+  __threadfence();  // this thread's partials are visible to the grid before the arrival
+  __syncthreads();
+  if (threadIdx.x == 0) ticket = atomicAdd(counter, 1u);
+  __syncthreads();
+  const bool last = ticket == slices - 1;
+  if (last) {
+    __threadfence();  // and the others' partials are visible to this block after it
+    if (threadIdx.x == 0) *counter = 0u;
+  }
+  return last;
+}
+
 }  // namespace tk

@@ -1,0 +1,59 @@
+"""Split-K in grid kernels (sched-to-tile's `split_k`, tile.gemm ksplit/workspace,
+the printer's last-arrival fix-up): which gemms split, what the kernel then
+holds, and that resident kernels never keep it. The numerics run on the GPU
+(tests/test_runtime_cuda.py: every workload against eager, bit-identical reruns)."""
+
+from __future__ import annotations
+
+import torch
+
+import trainkernel
+from trainkernel.dialects import tile
+from trainkernel.ir import parse_module
+from trainkernel.workloads import WORKLOADS
+
+
+def _kernel(name: str, resident: str = "auto") -> tuple[tile.KernelOp, str]:
+    w = WORKLOADS[name]
+    c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False, resident=resident)
+    module = parse_module(c.ir("tile"))
+    return next(op for op in module.ops if isinstance(op, tile.KernelOp)), c.cuda_source
+
+
+def _gemms(k: tile.KernelOp) -> list[tile.GemmOp]:
+    return [op for op in k.block.ops if isinstance(op, tile.GemmOp)]
+
+
+def test_medium_splits_only_the_gemm_that_leaves_the_grid_idle():
+    k, src = _kernel("medium")
+    split = [g for g in _gemms(k) if g.ksplit > 1]
+    # h @ W2: a 1024x256 output is 64 tiles of 64x64 with K = 4096, alone in its phase.
+    assert [(g.ksplit, g.items) for g in split] == [(8, 512)]
+    assert all(g.ksplit == 1 for g in _gemms(k) if g not in split)  # the others have 256-1024 tiles
+    # The workspace fits the arena (the verifier also keeps it off every buffer).
+    ws = split[0].workspace
+    assert ws % 16 == 0 and ws + split[0].workspace_bytes() <= k.arena_bytes.data
+    assert src.count("tk::split_k_last(") == 1 and "__ldcg(tk_ws" in src
+
+
+def test_resident_kernels_drop_split_k():
+    grid, _ = _kernel("online", resident="off")
+    assert any(g.ksplit > 1 for g in _gemms(grid)), "online's grid kernel has gemms of a few tiles"
+    res, src = _kernel("online")
+    assert res.cluster is not None
+    assert all(g.ksplit == 1 and g.workspace is None for g in _gemms(res))
+    assert "split_k_last" not in src and res.arena_bytes.data == 0
+
+
+def test_a_one_block_kernel_never_splits():
+    k, _ = _kernel("tiny", resident="off")
+    assert k.grid == 1 and all(g.ksplit == 1 for g in _gemms(k))
+
+
+def test_the_arena_starts_zeroed_for_the_tile_counters():
+    w = WORKLOADS["medium"]
+    c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False)
+    for fresh in (False, True):
+        arena = c._arena(torch.device("cpu"), fresh=fresh)
+        assert arena.numel() == c.meta.arena_bytes and not arena.any()
+
