@@ -635,9 +635,10 @@ class CudaPrinter:
         self.w("    }")
         self.w("  }")
 
-    def _gemm_epilogue(self, op: tile.GemmOp, mm: tk.MatmulOp, indent: str) -> None:
-        """The gemm's pointwise epilogue at output (i, j), from the fp32 `acc`."""
-        bp = BodyPrinter(self.out, self.names, op, indent, wide=self.wide)
+    def _gemm_epilogue(self, op: tile.GemmOp, mm: tk.MatmulOp, indent: str, bp: "BodyPrinter | None" = None) -> None:
+        """The gemm's pointwise epilogue at output (i, j), from the fp32 `acc`
+        (`bp`: the body printer to use, by default the grid kernel's)."""
+        bp = bp or BodyPrinter(self.out, self.names, op, indent, wide=self.wide)
         env: dict[SSAValue, str] = {mm.result: "mmv"}
         self.w(f"{indent}const float mmv = {_round('acc', mm.result.type)};")
         bp.emit_ops(["i", "j"], env, skip=(mm,))
@@ -1229,11 +1230,7 @@ class ResidentPrinter(CudaPrinter):
             self.w(f"      [&](int i, int j, const float* vals) {{ tk::push_partial<kCluster>(part, {m * n}, i * {n} + j, vals[0], rank); }});")
             self.w(f"    tk::exchange<kCluster, tk::SumOp>(part, {m * n}, rank, [&](int e, float acc) {{")
             self.w(f"      const int i = e / {n}, j = e % {n};")
-            bp = self.body_printer(op, "      ", broadcast=True)
-            env: dict[SSAValue, str] = {mm.result: "mmv"}
-            self.w(f"      const float mmv = {_round('acc', mm.result.type)};")
-            bp.emit_ops(["i", "j"], env, skip=(mm,))
-            bp.store_outputs(["i", "j"], env)
+            self._gemm_epilogue(op, mm, "      ", self.body_printer(op, "      ", broadcast=True))
             self.w("    });")
             self.w("  }")
             return
