@@ -126,6 +126,11 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
                 target.TARGETS[target.H200.name] = dataclasses.replace(
                     target.H200, reduce_columns=32 if label == "split" else target.H200.threads)
                 tsr.SplitLongReduction.match_and_rewrite = SPLIT if label == "split" else (lambda self, op, rw: None)
+            if label in ("ksplit", "no-ksplit"):  # split-K in grid kernels, or every gemm whole
+                from trainkernel import target
+
+                target.TARGETS[target.H200.name] = dataclasses.replace(
+                    target.H200, max_ksplit=target.DEFAULT.max_ksplit if label == "ksplit" else 1)
             if label in ("pdl", "no-pdl"):  # resident kernels launched programmatically or not
                 from trainkernel import target
                 from trainkernel.backend import cuda_target
@@ -163,6 +168,8 @@ if __name__ == "__main__":
         main(sys.argv[2:] or DEFAULT, variants={"padded": "", "dense": ""})
     elif sys.argv[1:2] == ["--reduce"]:  # sliced column sums + split long reductions against neither, one run
         main(sys.argv[2:] or ["small", "mlp4", "medium"], variants={"split": "", "unsplit": ""})
+    elif sys.argv[1:2] == ["--ksplit"]:  # split-K against whole-K gemms, one run
+        main(sys.argv[2:] or ["small", "mlp4", "medium"], variants={"ksplit": "", "no-ksplit": ""})
     elif sys.argv[1:2] == ["--pdl"]:  # programmatic dependent launch against plain stream order, one run
         main(sys.argv[2:] or DEFAULT, variants={"pdl": "", "no-pdl": ""})
     elif sys.argv[1:2] == ["--threads"]:

@@ -8,6 +8,7 @@
 #   hgemm-tests   the Hopper GEMM's GPU tests alone (tests/test_hopper_gemm.py, prebuilt library)
 #   probe-pdl     resident_probe --pdl on $PDL_SPECS (programmatic launch against plain)
 #   probe-reduce  resident_probe --reduce on $REDUCE_SPECS (grid reductions, new against old)
+#   probe-ksplit  resident_probe --ksplit on $REDUCE_SPECS (split-K against whole-K gemms)
 #   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles)
 #   tests         the GPU suite without the Hopper GEMM and runtime tests, pytest-xdist -n $JOBS ($TESTS: files)
 #   tests-runtime tests/test_runtime_cuda.py without xdist: its session fixture builds every case
@@ -47,6 +48,8 @@ for item in "$@"; do
              ${PDL_SPECS:-tiny online classification online:33,100,300,7} > "$W/probe_pdl.log" 2>&1 ;;
     probe-reduce) mkdir -p "$W/reduce"; OUT=$W/reduce timeout "$t" python3 -m benchmarks.resident_probe --reduce \
              ${REDUCE_SPECS:-small mlp4 medium} > "$W/probe_reduce.log" 2>&1 ;;
+    probe-ksplit) mkdir -p "$W/ksplit"; OUT=$W/ksplit timeout "$t" python3 -m benchmarks.resident_probe --ksplit \
+             ${REDUCE_SPECS:-small mlp4 medium} > "$W/probe_ksplit.log" 2>&1 ;;
     timer) timeout "$t" python3 -m benchmarks.resident_probe --timer \
              ${TIMER_SPECS:-tiny online classification small mlp4 medium large} > "$W/timer.log" 2>&1 ;;
     tests) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 -n "${JOBS:-12}" \
