@@ -126,6 +126,13 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
                 target.TARGETS[target.H200.name] = dataclasses.replace(
                     target.H200, reduce_columns=32 if label == "split" else target.H200.threads)
                 tsr.SplitLongReduction.match_and_rewrite = SPLIT if label == "split" else (lambda self, op, rw: None)
+            if label.startswith("tiles="):  # grid kernels' bf16/f16 gemm tile and block size: tiles=BMxBN/threads
+                from trainkernel import target
+
+                shape, threads = label[6:].split("/")
+                bm, bn = (int(v) for v in shape.split("x"))
+                tiles = tuple((k, (bm, bn, 32) if k != "simt.f32" else t) for k, t in target.H200.gemm_tiles)
+                target.TARGETS[target.H200.name] = dataclasses.replace(target.H200, threads=int(threads), gemm_tiles=tiles)
             if label in ("ksplit", "no-ksplit"):  # split-K in grid kernels, or every gemm whole
                 from trainkernel import target
 
@@ -168,6 +175,9 @@ if __name__ == "__main__":
         main(sys.argv[2:] or DEFAULT, variants={"padded": "", "dense": ""})
     elif sys.argv[1:2] == ["--reduce"]:  # sliced column sums + split long reductions against neither, one run
         main(sys.argv[2:] or ["small", "mlp4", "medium"], variants={"split": "", "unsplit": ""})
+    elif sys.argv[1:2] == ["--tiles"]:  # grid kernels' gemm tiles and threads, one run
+        main(sys.argv[2:] or ["small", "mlp4", "medium", "large"],
+             variants={f"tiles={t}": "" for t in ("64x64/128", "128x64/256", "128x128/256")})
     elif sys.argv[1:2] == ["--ksplit"]:  # split-K against whole-K gemms, one run
         main(sys.argv[2:] or ["small", "mlp4", "medium"], variants={"ksplit": "", "no-ksplit": ""})
     elif sys.argv[1:2] == ["--pdl"]:  # programmatic dependent launch against plain stream order, one run
