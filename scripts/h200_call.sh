@@ -9,6 +9,7 @@
 #   probe-pdl     resident_probe --pdl on $PDL_SPECS (programmatic launch against plain)
 #   probe-reduce  resident_probe --reduce on $REDUCE_SPECS (grid reductions, new against old)
 #   probe-ksplit  resident_probe --ksplit on $REDUCE_SPECS (split-K against whole-K gemms)
+#   probe-tiles   resident_probe --tiles on $TILE_SPECS (grid gemm tile and block size)
 #   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles)
 #   tests         the GPU suite without the Hopper GEMM and runtime tests, pytest-xdist -n $JOBS ($TESTS: files)
 #   tests-runtime tests/test_runtime_cuda.py without xdist: its session fixture builds every case
@@ -50,6 +51,8 @@ for item in "$@"; do
              ${REDUCE_SPECS:-small mlp4 medium} > "$W/probe_reduce.log" 2>&1 ;;
     probe-ksplit) mkdir -p "$W/ksplit"; OUT=$W/ksplit timeout "$t" python3 -m benchmarks.resident_probe --ksplit \
              ${REDUCE_SPECS:-small mlp4 medium} > "$W/probe_ksplit.log" 2>&1 ;;
+    probe-tiles) mkdir -p "$W/tiles"; OUT=$W/tiles timeout "$t" python3 -m benchmarks.resident_probe --tiles \
+             ${TILE_SPECS:-small mlp4 medium large} > "$W/probe_tiles.log" 2>&1 ;;
     timer) timeout "$t" python3 -m benchmarks.resident_probe --timer \
              ${TIMER_SPECS:-tiny online classification small mlp4 medium large} > "$W/timer.log" 2>&1 ;;
     tests) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 -n "${JOBS:-12}" \
