@@ -98,10 +98,13 @@ class TargetOptions:
     # sums were 1024 dependent load-add steps).
     reduce_columns: int = 32
     # Split-K (grid kernels): a gemm with fewer tiles than half the grid splits
-    # K into up to max_ksplit slices of at least ksplit_min_steps BK steps each;
+    # K into up to max_ksplit slices of at least ksplit_min_steps BK steps each
+    # (16 x 32 = 512: on the H200 slices of 128-256 lost more to the partials'
+    # round trip than the idle blocks gave: small 84 -> 87 us, mlp4 139 -> 158,
+    # while medium's K = 4096 in 8 slices of 512 won 349 -> 281; perf-log step 10);
     # the last block to finish a tile sums its slices in order (deterministic).
     max_ksplit: int = 16
-    ksplit_min_steps: int = 4
+    ksplit_min_steps: int = 16
     map_elems_per_thread: int = 4  # a tile.map work item: threads x this many elements
     max_blocks_per_sm: int = 4  # the grid sched-to-tile may ask for: sms x this (the runtime clamps to co-resident)
     max_grid_dim: int = 2**31 - 1  # gridDim.x: the most blocks a forced grid may name

@@ -1,18 +1,18 @@
 // sched-to-tile: split-K for the gemms of a phase that leaves most of the grid
 // idle. Phase 0 has 4 output tiles (128x128 in 64x64) with K = 4096 on a grid
-// of 64: 16 K slices of 256 each (grid / work items, at most the target's
-// max_ksplit = 16, each slice at least ksplit_min_steps = 4 BK steps), 64 work
-// items; a workspace (16 x 128 x 128 fp32 partials, then 4 u32 tile counters)
-// is appended to the arena after its last buffer (offset 65536 -> arena
-// 65536 + 1048576 + 16). Phase 1's gemm has the same shape but shares its
+// of 64: 8 K slices of 512 each (grid / work items = 16, at most the target's
+// max_ksplit = 16, but each slice at least ksplit_min_steps = 16 BK steps of
+// 32), 32 work items; a workspace (8 x 128 x 128 fp32 partials, then 4 u32 tile
+// counters) is appended to the arena after its last buffer (offset 65536 ->
+// arena 65536 + 524288 + 16). Phase 1's gemm has the same shape but shares its
 // phase with a map of 64 items: the phase fills the grid, so no split.
 // RUN: trainkernel-opt %s -p 'sched-to-tile{grid=64}' | filecheck %s
 // RUN: trainkernel-opt %s -p 'sched-to-tile{grid=8}' | filecheck %s --check-prefix=EIGHT
 // RUN: trainkernel-opt %s -p 'sched-to-tile{grid=1}' | filecheck %s --check-prefix=ONE
 // RUN: trainkernel-opt %s -p 'sched-to-tile{grid=64}' -t cuda | filecheck %s --check-prefix=CUDA
 
-// CHECK:       tile.kernel @step({{.*}}) inputs 3 results [3, 4] arena 1114128 config {grid = 64 : i64
-// CHECK:         tile.gemm {{.*}} config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 64 : i64, offset = 0 : i64, ksplit = 16 : i64, workspace = 65536 : i64} {
+// CHECK:       tile.kernel @step({{.*}}) inputs 3 results [3, 4] arena 589840 config {grid = 64 : i64
+// CHECK:         tile.gemm {{.*}} config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 32 : i64, offset = 0 : i64, ksplit = 8 : i64, workspace = 65536 : i64} {
 // CHECK:         tile.sync grid
 // CHECK:         tile.gemm {{.*}} config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64} {
 // CHECK:         tile.map {{.*}} config {items = 64 : i64, offset = 4 : i64, chunk = 512 : i64} {
@@ -25,21 +25,21 @@
 // ONE:         arena 65536
 // ONE-NOT:     ksplit
 // The CUDA of the split gemm: item = (tile, slice); the slice's operands start
-// k0 = slice * 256 into A's rows (k contiguous) and B's columns (k rows); its
-// fp32 partial goes to the workspace; the slice that arrives last sums the 16
+// k0 = slice * 512 into A's rows (k contiguous) and B's columns (k rows); its
+// fp32 partial goes to the workspace; the slice that arrives last sums the 8
 // partials in slice order (__ldcg: written by other SMs) and runs the epilogue.
-// CUDA:       { // tile.gemm 128x128x4096 mma.bf16 NN, split-K: 16 slices of 256
+// CUDA:       { // tile.gemm 128x128x4096 mma.bf16 NN, split-K: 8 slices of 512
 // CUDA-NEXT:    float* tk_ws = (float*)(p.arena + 65536);
-// CUDA-NEXT:    unsigned* tk_arrived = (unsigned*)(p.arena + 65536 + 1048576);
-// CUDA-NEXT:    for (int item = blockIdx.x; item < 64; item += G) {
-// CUDA-NEXT:      const int tk_tile = (int)(item / 16), tk_slice = (int)(item % 16);
-// CUDA-NEXT:      const int tk_k0 = tk_slice * 256;
+// CUDA-NEXT:    unsigned* tk_arrived = (unsigned*)(p.arena + 65536 + 524288);
+// CUDA-NEXT:    for (int item = blockIdx.x; item < 32; item += G) {
+// CUDA-NEXT:      const int tk_tile = (int)(item / 8), tk_slice = (int)(item % 8);
+// CUDA-NEXT:      const int tk_k0 = tk_slice * 512;
 // CUDA-NEXT:      const int tk_tm = tk_tile / 2, tk_tn = tk_tile % 2;
 // CUDA-NEXT:      float* tk_part = tk_ws + (long long)tk_slice * 16384;
-// CUDA-NEXT:      tk::gemm_tile_nt<kThreads, __nv_bfloat16, 64, 64, 32, false, false>(b0_a + tk_k0, 4096, b1_b + (long long)tk_k0 * 128, 128, 128, 128, min(256, 4096 - tk_k0), tk_tm, tk_tn, smem,
+// CUDA-NEXT:      tk::gemm_tile_nt<kThreads, __nv_bfloat16, 64, 64, 32, false, false>(b0_a + tk_k0, 4096, b1_b + (long long)tk_k0 * 128, 128, 128, 128, min(512, 4096 - tk_k0), tk_tm, tk_tn, smem,
 // CUDA-NEXT:        [&](int i, int j, float acc) { tk_part[(long long)i * 128 + j] = acc; });
-// CUDA-NEXT:      if (tk::split_k_last(&tk_arrived[tk_tile], 16u)) {
-// CUDA:                for (int s = 0; s < 16; ++s) acc += __ldcg(tk_ws + (long long)s * 16384 + (long long)i * 128 + j);
+// CUDA-NEXT:      if (tk::split_k_last(&tk_arrived[tk_tile], 8u)) {
+// CUDA:                for (int s = 0; s < 8; ++s) acc += __ldcg(tk_ws + (long long)s * 16384 + (long long)i * 128 + j);
 // CUDA-NEXT:          const float mmv = tk::to_float(tk::from_float<__nv_bfloat16>(acc));
 // CUDA-NEXT:          t5_h[(i)*128 + (j)] = tk::from_float<__nv_bfloat16>(mmv);
 // The unsplit gemm of phase 1 is the plain tile loop.
