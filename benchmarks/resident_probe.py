@@ -151,7 +151,9 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
                 t0 = time.perf_counter()
                 params = w.init_params(0, "cuda")
                 batches = w.make_batches(4, seed=1, device="cuda")
-                c = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]), resident=mode)
+                engine = label if label in ("wgmma", "mma") else "auto"  # --engine: the grid kernels' gemm engine
+                c = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]), resident=mode,
+                                                 gemm_engine=engine)
                 compile_s = time.perf_counter() - t0
                 err = check(w, dtype, c)
                 prog = c.capture(params, *batches[0], steps=STEPS, batches=batches)
@@ -178,6 +180,8 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--tiles"]:  # grid kernels' gemm tiles and threads, one run
         main(sys.argv[2:] or ["small", "mlp4", "medium", "large"],
              variants={f"tiles={t}": "" for t in ("64x64/128", "128x64/256", "128x128/256")})
+    elif sys.argv[1:2] == ["--engine"]:  # the wgmma gemm engine against mma.sync tiles, one run
+        main(sys.argv[2:] or ["small", "mlp4", "medium", "large"], variants={"wgmma": "", "mma": ""})
     elif sys.argv[1:2] == ["--ksplit"]:  # split-K against whole-K gemms, one run
         main(sys.argv[2:] or ["small", "mlp4", "medium"], variants={"ksplit": "", "no-ksplit": ""})
     elif sys.argv[1:2] == ["--pdl"]:  # programmatic dependent launch against plain stream order, one run

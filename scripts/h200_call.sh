@@ -9,6 +9,7 @@
 #   probe-pdl     resident_probe --pdl on $PDL_SPECS (programmatic launch against plain)
 #   probe-reduce  resident_probe --reduce on $REDUCE_SPECS (grid reductions, new against old)
 #   probe-ksplit  resident_probe --ksplit on $REDUCE_SPECS (split-K against whole-K gemms)
+#   probe-engine  resident_probe --engine on $ENGINE_SPECS (wgmma gemm engine against mma.sync)
 #   probe-tiles   resident_probe --tiles on $TILE_SPECS (grid gemm tile and block size)
 #   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles)
 #   tests         the GPU suite without the Hopper GEMM and runtime tests, pytest-xdist -n $JOBS ($TESTS: files)
@@ -51,6 +52,8 @@ for item in "$@"; do
              ${REDUCE_SPECS:-small mlp4 medium} > "$W/probe_reduce.log" 2>&1 ;;
     probe-ksplit) mkdir -p "$W/ksplit"; OUT=$W/ksplit timeout "$t" python3 -m benchmarks.resident_probe --ksplit \
              ${REDUCE_SPECS:-small mlp4 medium} > "$W/probe_ksplit.log" 2>&1 ;;
+    probe-engine) mkdir -p "$W/engine"; OUT=$W/engine timeout "$t" python3 -m benchmarks.resident_probe --engine \
+             ${ENGINE_SPECS:-small mlp4 medium large} > "$W/probe_engine.log" 2>&1 ;;
     probe-tiles) mkdir -p "$W/tiles"; OUT=$W/tiles timeout "$t" python3 -m benchmarks.resident_probe --tiles \
              ${TILE_SPECS:-small mlp4 medium large} > "$W/probe_tiles.log" 2>&1 ;;
     timer) timeout "$t" python3 -m benchmarks.resident_probe --timer \

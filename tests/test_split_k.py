@@ -16,9 +16,10 @@ from trainkernel.ir import parse_module
 from trainkernel.workloads import WORKLOADS
 
 
-def _kernel(name: str, resident: str = "auto") -> tuple[tile.KernelOp, str]:
+def _kernel(name: str, resident: str = "auto", engine: str = "mma") -> tuple[tile.KernelOp, str]:
     w = WORKLOADS[name]
-    c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False, resident=resident)
+    c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False, resident=resident,
+                                     gemm_engine=engine)
     module = parse_module(c.ir("tile"))
     return next(op for op in module.ops if isinstance(op, tile.KernelOp)), c.cuda_source
 
@@ -39,9 +40,20 @@ def test_medium_splits_only_the_gemm_that_leaves_the_grid_idle():
     assert src.count("tk::split_k_last(") == 1 and "__ldcg(tk_ws" in src
 
 
+def test_medium_on_the_wgmma_engine_splits_the_same_gemm_in_its_tiles():
+    k, src = _kernel("medium", engine="wgmma")
+    split = [g for g in _gemms(k) if g.ksplit > 1]
+    # 1024x256 in 128x128 tiles: 16 tiles on 132 blocks, K = 4096 in 8 slices of 512.
+    assert [(g.ksplit, g.items) for g in split] == [(8, 128)]
+    assert all(g.engine == "wgmma" for g in _gemms(k)) and k.grid == 132 and k.threads == 384
+    # tk::hopper's own fix-up: partials [tile][slice][128 x 128], then 16 tile counters.
+    assert split[0].workspace_bytes() == 16 * 8 * 128 * 128 * 4 + 16 * 4
+    assert "split_k_last" not in src and src.count("tk::hopper::gemm_units<") == 5
+
+
 def test_resident_kernels_drop_split_k(monkeypatch):
     # online's gemms have K = 64-256: split only with slices shorter than the H200's 512.
-    monkeypatch.setitem(target.TARGETS, target.H200.name, dataclasses.replace(target.H200, ksplit_min_steps=2))
+    monkeypatch.setitem(target.TARGETS, target.H200.name, dataclasses.replace(target.H200, ksplit_min_k=64))
     grid, _ = _kernel("online", resident="off")
     assert any(g.ksplit > 1 for g in _gemms(grid)), "online's grid kernel has gemms of a few tiles"
     res, src = _kernel("online")

@@ -86,10 +86,10 @@ def _tile(text: str, spec: str):
 
 def test_sched_to_tile_takes_threads_tiles_and_chunks_from_the_target(variant):
     text = _sched("online")
-    default = _tile(text, "sched-to-tile")
+    default = _tile(text, "sched-to-tile{engine=mma}")
     variant("wide_blocks", threads=256, map_elems_per_thread=2, reduce_columns=64,
             gemm_tiles=(("mma.bf16", (128, 64, 32)), ("mma.f16", (64, 64, 32)), ("simt.f32", (64, 64, 16))))
-    wide = _tile(text, "sched-to-tile{target=wide_blocks}")
+    wide = _tile(text, "sched-to-tile{target=wide_blocks engine=mma}")
     assert default.threads == 128 and wide.threads == 256
     gemms = lambda k: [op for op in k.block.ops if isinstance(op, tile.GemmOp)]  # noqa: E731
     assert {op.tile_shape for op in gemms(default)} == {(64, 64, 32)}
@@ -104,17 +104,20 @@ def test_sched_to_tile_takes_threads_tiles_and_chunks_from_the_target(variant):
 
 def test_sched_to_tile_sizes_the_grid_with_the_targets_costs_and_limit(variant):
     small, tiny = _sched("small"), _sched("tiny")
-    assert _tile(small, "sched-to-tile").grid == T.H200.max_grid  # 528: as many blocks as it may
+    assert _tile(small, "sched-to-tile{engine=mma}").grid == T.H200.max_grid  # 528: as many blocks as it may
     assert _tile(tiny, "sched-to-tile").grid == 1  # one block: its barriers are __syncthreads()
     # grid barriers that cost nothing: tiny spreads over blocks
     variant("free_sync", grid_costs=T.GridCosts(grid_sync_us=0.0, block_sync_us=0.0))
     assert _tile(tiny, "sched-to-tile{target=free_sync}").grid > 1
     # grid barriers a thousand times dearer: small runs in one block
     variant("dear_sync", grid_costs=T.GridCosts(grid_sync_us=1000.0))
-    assert _tile(small, "sched-to-tile{target=dear_sync}").grid == 1
+    assert _tile(small, "sched-to-tile{target=dear_sync engine=mma}").grid == 1
     # a smaller machine: the grid limit follows its SM count
     variant("eight_sms", sms=8)
-    assert _tile(small, "sched-to-tile{target=eight_sms}").grid == 8 * T.H200.max_blocks_per_sm
+    assert _tile(small, "sched-to-tile{target=eight_sms engine=mma}").grid == 8 * T.H200.max_blocks_per_sm
+    # the wgmma engine: one block per SM
+    assert _tile(small, "sched-to-tile{engine=wgmma}").grid == T.H200.sms
+    assert _tile(small, "sched-to-tile{target=eight_sms engine=wgmma}").grid == 8
 
 
 def test_tile_resident_takes_costs_budget_and_clusters_from_the_target(variant):
@@ -179,5 +182,5 @@ def test_sched_to_tile_splits_k_as_the_target_allows(variant):
     assert splits(_tile(text, "sched-to-tile{target=no_split_k}")) == []
     variant("split_k_4", max_ksplit=4)
     assert splits(_tile(text, "sched-to-tile{target=split_k_4}")) == [4]
-    variant("long_slices", ksplit_min_steps=64)  # 128 BK steps: two slices of 64 at most
+    variant("long_slices", ksplit_min_k=2048)  # K = 4096: two slices of 2048 at most
     assert splits(_tile(text, "sched-to-tile{target=long_slices}")) == [2]

@@ -149,6 +149,7 @@ def compile_training(
     build: bool = True,
     grid: int = 0,
     resident: str = "auto",
+    gemm_engine: str = "auto",
 ) -> "CompiledTrainingStep":
     """Capture `step`, lower it to one CUDA megakernel and (by default) nvcc-compile it.
 
@@ -167,6 +168,9 @@ def compile_training(
         resident: "auto" (default): the cost model decides whether the step runs
             resident in one cluster (its working set in shared memory) or as a
             grid kernel; "force": resident whenever it fits; "off": grid kernel.
+        gemm_engine: the grid kernel's gemms: "auto" (default): the cost model
+            picks mma.sync tiles or, on sm_90, the Hopper wgmma tile (TMA,
+            sm_90a code); "mma" or "wgmma" force one.
         cache_dir: kernel cache directory (default ``$TRAINKERNEL_CACHE_DIR`` or
             ``~/.cache/trainkernel``).
         arch: CUDA architecture to build for (default: the visible GPU's, else sm_90).
@@ -239,7 +243,11 @@ def compile_training(
 
     if resident not in ("auto", "force", "off"):
         raise ValueError(f"resident must be 'auto', 'force' or 'off', got {resident!r}")
-    lowered = _lower_fn()(captured, inplace=inplace, grid=grid, resident=resident)
+    if gemm_engine not in ("auto", "mma", "wgmma"):
+        raise ValueError(f"gemm_engine must be auto, mma or wgmma, got {gemm_engine!r}")
+    if gemm_engine == "auto" and normalize_arch(arch) not in ("sm_90", "sm_90a"):
+        gemm_engine = "mma"  # wgmma is Hopper's alone
+    lowered = _lower_fn()(captured, inplace=inplace, grid=grid, resident=resident, engine=gemm_engine)
     t_passes = lowered.pass_seconds
 
     compiled = CompiledTrainingStep(
@@ -252,6 +260,7 @@ def compile_training(
         n_state=n_state,
         state_spec=state_spec,
         inplace=inplace,
+        gemm_engine=gemm_engine,
         cache_dir=cache_dir,
         arch=arch,
         out_types=out_types,
@@ -307,8 +316,9 @@ class CompiledTrainingStep:
     """
 
     def __init__(self, *, step, captured, lowered, in_spec, leaves, arg_names, n_state, state_spec,
-                 inplace, cache_dir, arch, out_types=None):
+                 inplace, cache_dir, arch, out_types=None, gemm_engine="auto"):
         self.step = step
+        self.gemm_engine = gemm_engine
         self.captured = captured
         self.lowered = lowered
         self.meta = lowered.meta
@@ -493,7 +503,7 @@ class CompiledTrainingStep:
             RuntimeWarning,
             stacklevel=3,
         )
-        lowered = _lower_fn()(self.captured, inplace=self.inplace, grid=0, resident="off")
+        lowered = _lower_fn()(self.captured, inplace=self.inplace, grid=0, resident="off", engine=self.gemm_engine)
         self.lowered, self.meta, self.kernel_name = lowered, lowered.meta, lowered.kernel_name
         self._builds.clear()
         self._arenas.clear()

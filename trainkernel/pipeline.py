@@ -29,12 +29,13 @@ STAGES = ("tk", "sched", "tile")
 _STAGE_PASSES = {
     "tk": "tk-mark-state-updates{{state={state}}},canonicalize,tk-decompose,tk-split-reductions,tk-legalize-masks,canonicalize,cse,dce,tk-fuse-elementwise",
     "sched": "tk-to-sched{{inplace={inplace}}},sched-inplace-state,sched-allocate",
-    "tile": "sched-to-tile{{grid={grid}{target}}},tile-resident{{mode={resident}{target}}}",
+    "tile": "sched-to-tile{{grid={grid}{target}{engine}}},tile-resident{{mode={resident}{target}}}",
 }
 
 
 def stage_passes(
-    stage: str, inplace: bool = True, grid: int = 0, resident: str = "auto", state: int = 0, target: str | None = None
+    stage: str, inplace: bool = True, grid: int = 0, resident: str = "auto", state: int = 0, target: str | None = None,
+    engine: str = "auto",
 ) -> str:
     """Passes of one stage. `state`: how many leading arguments are the state (their
     new values are the last results; 0: none). `grid=0` lets sched-to-tile's cost
@@ -42,7 +43,8 @@ def stage_passes(
     `resident`: auto (the cost model decides), force (resident whenever the
     working set fits) or off. `target`: a name of `trainkernel.target.TARGETS`
     for the tile passes (None or the default target's name: the passes' default,
-    not spelled out)."""
+    not spelled out). `engine`: the grid kernel's gemm engine, auto (the cost
+    model; not spelled out), mma or wgmma."""
     from trainkernel.target import DEFAULT, get_target
     if stage not in _STAGE_PASSES:
         raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
@@ -50,23 +52,26 @@ def stage_passes(
         raise ValueError(f"resident must be auto, force or off, got {resident!r}")
     if grid > 0:
         resident = "off"
+    if engine not in ("auto", "mma", "wgmma"):
+        raise ValueError(f"engine must be auto, mma or wgmma, got {engine!r}")
     if target is not None:
         get_target(target)  # an unknown name fails here, with the list of targets
     spelled = "" if target in (None, DEFAULT.name) else f" target={target}"
     return _STAGE_PASSES[stage].format(
-        inplace=str(inplace).lower(), grid=int(grid), resident=resident, state=int(state), target=spelled
+        inplace=str(inplace).lower(), grid=int(grid), resident=resident, state=int(state), target=spelled,
+        engine="" if engine == "auto" else f" engine={engine}",
     )
 
 
 def pass_pipeline(
     stage: str = "tile", inplace: bool = True, grid: int = 0, resident: str = "auto", state: int = 0,
-    target: str | None = None,
+    target: str | None = None, engine: str = "auto",
 ) -> str:
     """The `-p` pipeline from a captured module up to and including `stage`."""
     upto = STAGES[: STAGES.index(stage) + 1] if stage in STAGES else None
     if upto is None:
         raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
-    return ",".join(stage_passes(s, inplace, grid, resident, state, target) for s in upto)
+    return ",".join(stage_passes(s, inplace, grid, resident, state, target, engine) for s in upto)
 
 
 def run_passes(module: builtin.ModuleOp, spec: str) -> None:
@@ -162,9 +167,10 @@ def _meta(kernel, captured, inplace: bool) -> KernelMeta:
     )
 
 
-def lower(captured, inplace: bool = True, grid: int = 0, resident: str = "auto", target: str | None = None) -> Lowered:
+def lower(captured, inplace: bool = True, grid: int = 0, resident: str = "auto", target: str | None = None,
+          engine: str = "auto") -> Lowered:
     """Run every stage on a copy of the captured module and print the CUDA
-    (`target`: see `stage_passes`)."""
+    (`target`, `engine`: see `stage_passes`)."""
     from trainkernel.backend.cuda_target import printer_for
     from trainkernel.dialects import tile
     from trainkernel.ir import print_module
@@ -176,7 +182,7 @@ def lower(captured, inplace: bool = True, grid: int = 0, resident: str = "auto",
     seconds: dict[str, float] = {}
     for stage in STAGES:
         t0 = time.perf_counter()
-        run_passes(module, stage_passes(stage, inplace, grid, resident, state, target))
+        run_passes(module, stage_passes(stage, inplace, grid, resident, state, target, engine))
         seconds[stage] = time.perf_counter() - t0
         stages[stage] = print_module(module)
     kernel = next(op for op in module.ops if isinstance(op, tile.KernelOp))
@@ -188,6 +194,6 @@ def lower(captured, inplace: bool = True, grid: int = 0, resident: str = "auto",
         kernel_name=printer.kname,
         pass_seconds=time.perf_counter() - start,
         meta=_meta(kernel, captured, inplace),
-        pipeline=pass_pipeline("tile", inplace, grid, resident, state, target),
+        pipeline=pass_pipeline("tile", inplace, grid, resident, state, target, engine),
         stage_seconds=seconds,
     )

@@ -29,6 +29,12 @@ import dataclasses
 from dataclasses import dataclass
 
 
+# tk::hopper's tile table (kHopperTiles / TileById in hopper_gemm.cuh): BN ->
+# (its id, pipeline stages); BM = 128 and BK = 64 for all three.
+WGMMA_TILES: dict[int, int] = {256: 0, 128: 1, 64: 2}
+WGMMA_STAGES: dict[int, int] = {256: 4, 128: 6, 64: 8}
+
+
 @dataclass(frozen=True)
 class GridCosts:
     """`sched-to-tile`'s cost model for the grid size of a grid kernel:
@@ -44,13 +50,23 @@ class GridCosts:
     map_chunk_us: float = 0.15  # one map work item (a chunk of elements)
     reduce_us_per_element: float = 2e-4  # per element a reduce work item folds (per output row)
     launch_us: float = 1.2  # a cooperative launch replayed in a CUDA graph (GPU.md)
+    # A wgmma work unit (tk/hopper_gemm.cuh, one block per SM), on the same
+    # relative scale as mma_flop_per_us: the standalone tile reached 410-690
+    # TFLOP/s on medium's and large's products (results/h200/gemm.json)
+    # against the megakernel's mma.sync tiles at 95-176 (four blocks per SM),
+    # so ~3.5x per SM, ~14x per block.
+    wgmma_flop_per_us: float = 4.2e7
+    wgmma_unit_us: float = 0.6  # a unit's pipeline ramp and epilogue start (hopper_gemm.cuh's model)
 
     def sync_us(self, scope: str) -> float:
         """A barrier of `scope` (grid or block)."""
         return self.grid_sync_us if scope == "grid" else self.block_sync_us
 
-    def gemm_flop_per_us(self, mma: str) -> float:
-        """Per SM, for a gemm tile of mma kind `mma` (`mma.bf16`, `mma.f16`, `simt.f32`)."""
+    def gemm_flop_per_us(self, mma: str, engine: str = "mma") -> float:
+        """Per block, for a gemm tile of mma kind `mma` (`mma.bf16`, `mma.f16`,
+        `simt.f32`) on `engine` (`mma`: mma.sync tiles, `wgmma`: the Hopper tile)."""
+        if engine == "wgmma":
+            return self.wgmma_flop_per_us
         return self.simt_flop_per_us if mma.startswith("simt") else self.mma_flop_per_us
 
 
@@ -98,13 +114,13 @@ class TargetOptions:
     # sums were 1024 dependent load-add steps).
     reduce_columns: int = 32
     # Split-K (grid kernels): a gemm with fewer tiles than half the grid splits
-    # K into up to max_ksplit slices of at least ksplit_min_steps BK steps each
-    # (16 x 32 = 512: on the H200 slices of 128-256 lost more to the partials'
-    # round trip than the idle blocks gave: small 84 -> 87 us, mlp4 139 -> 158,
-    # while medium's K = 4096 in 8 slices of 512 won 349 -> 281; perf-log step 10);
+    # K into up to max_ksplit slices of at least ksplit_min_k elements each
+    # (512: on the H200 slices of 128-256 lost more to the partials' round trip
+    # than the idle blocks gave: small 84 -> 87 us, mlp4 139 -> 158, while
+    # medium's K = 4096 in 8 slices of 512 won 349 -> 281; perf-log step 10);
     # the last block to finish a tile sums its slices in order (deterministic).
     max_ksplit: int = 16
-    ksplit_min_steps: int = 16
+    ksplit_min_k: int = 512
     map_elems_per_thread: int = 4  # a tile.map work item: threads x this many elements
     max_blocks_per_sm: int = 4  # the grid sched-to-tile may ask for: sms x this (the runtime clamps to co-resident)
     max_grid_dim: int = 2**31 - 1  # gridDim.x: the most blocks a forced grid may name
@@ -128,6 +144,16 @@ class TargetOptions:
     # launch and set-up overlap the previous step's kernel (GPU.md: an empty
     # graph node costs 0.5 us; a 20-step graph of 5 us steps pays it 20 times).
     programmatic_launch: bool = True
+    # The Hopper gemm engine of grid kernels (tk/hopper_gemm.cuh: TMA, an
+    # mbarrier pipeline, wgmma; sm_90a). A grid kernel uses it for all its
+    # gemms or none (they share one pipeline, kept from gemm to gemm), at
+    # wgmma_threads per block (a producer warpgroup, two consumers) and one
+    # block per SM (the stages take ~200 KB). sched-to-tile prices both
+    # engines with GridCosts and keeps the faster.
+    wgmma: bool = True
+    wgmma_arch: str = "sm_90a"  # nvcc's -arch for kernels that use it
+    wgmma_threads: int = 384
+    wgmma_tile: tuple[int, int, int] = (128, 128, 64)  # BM, BN, BK: tk::hopper::TileById<1>
     grid_costs: GridCosts = GridCosts()
     resident_costs: ResidentCosts = ResidentCosts()
 
@@ -152,6 +178,19 @@ class TargetOptions:
     def gemm_tile(self, mma: str) -> tuple[int, int, int]:
         """(BM, BN, BK) of the gemm tile of mma kind `mma`."""
         return dict(self.gemm_tiles)[mma]
+
+    @staticmethod
+    def wgmma_smem_bytes(bn: int) -> int:
+        """Mirror of tk::hopper::TileShape::SMEM_BYTES for the 128 x bn tile:
+        alignment slack, the stages (A and B tiles of 64-wide K, bf16/f16), two
+        mbarriers a stage."""
+        stages = WGMMA_STAGES[bn]
+        return 1024 + stages * (128 + bn) * 64 * 2 + 16 * stages
+
+    def for_wgmma(self) -> "TargetOptions":
+        """The grid-kernel settings under the wgmma engine: its block size, one
+        block per SM, and map chunks for that many threads."""
+        return dataclasses.replace(self, name=f"{self.name}+wgmma", threads=self.wgmma_threads, max_blocks_per_sm=1)
 
     def gemm_smem_bytes(self, mma: str) -> int:
         """Mirror of tk::gemm_smem_bytes: gemm_stages x (A tile + B tile), rows padded by 16 B."""

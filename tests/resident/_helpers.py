@@ -7,6 +7,7 @@ import trainkernel
 from trainkernel import sched_interpreter
 from trainkernel.dialects import sched, tile
 from trainkernel.ir import parse_module
+from trainkernel.target import DEFAULT
 from trainkernel.workloads import WORKLOADS
 
 
@@ -87,6 +88,6 @@ def every_plan(module_text_or_module, clusters=(2, 4, 8, 16)):
             p = tr.place(k, plan, cl, tr.COSTS)
             if p is None:
                 continue
-            tr.make_resident(k, plan, p)
+            tr.make_resident(k, plan, p, DEFAULT)
             m.verify()
             yield i, plan, cl, m

@@ -204,6 +204,22 @@ def normalize_arch(arch: str | int | tuple[int, int] | None) -> str:
     return text
 
 
+def arch_for_source(source: str, arch: str) -> str:
+    """The architecture to build `source` for on a device of `arch`: a kernel
+    that says it requires sm_90a (wgmma gemms: the printer's WGMMA_REQUIRES
+    line) gets the "a" feature set of an sm_90 device; on any other device it
+    cannot run, which is an error, not a kernel that traps."""
+    from trainkernel.backend.cuda_target import WGMMA_REQUIRES
+
+    if WGMMA_REQUIRES not in source:
+        return arch
+    if arch in ("sm_90", "sm_90a"):
+        return "sm_90a"
+    raise BuildError(
+        f"this kernel's gemms use wgmma, which only sm_90 (Hopper) runs; the device is {arch}. "
+        "Compile it with gemm_engine='mma' (the pass option sched-to-tile{engine=mma}).")
+
+
 def default_arch() -> str:
     """The visible GPU's architecture, or the default target's (sm_90, the H200) when none is visible."""
     try:
@@ -642,8 +658,17 @@ def build_many(
     Identical sources are built once. Every source is attempted; if any fails,
     the successful ones stay cached and one `BuildError` lists every failure.
     """
-    start = time.perf_counter()
     arch_s = normalize_arch(arch)
+    archs = [arch_for_source(src, arch_s) for src in sources]
+    if len(set(archs)) > 1:  # one nvcc flag set per call: build each architecture's sources apart
+        results: list[BuildResult | None] = [None] * len(sources)
+        for a in sorted(set(archs)):
+            idx = [i for i, x in enumerate(archs) if x == a]
+            for i, r in zip(idx, build_many([sources[i] for i in idx], a, cache_dir, include_dirs=include_dirs, jobs=jobs)):
+                results[i] = r
+        return [r for r in results if r is not None]
+    arch_s = archs[0] if archs else arch_s
+    start = time.perf_counter()
     root = _cache_root(cache_dir)
     nvcc = nvcc_path()
     flags = nvcc_flags(arch_s, include_dirs)

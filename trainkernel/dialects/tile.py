@@ -168,6 +168,14 @@ class GemmOp(TileWorkOp):
     mma_ = prop_def(StringAttr, prop_name="mma")
     ksplit_ = opt_prop_def(IntegerAttr, prop_name="ksplit")
     workspace_ = opt_prop_def(IntegerAttr, prop_name="workspace")
+    engine_ = opt_prop_def(StringAttr, prop_name="engine")
+
+    @property
+    def engine(self) -> str:
+        """`wgmma`: the Hopper tile (TMA, mbarrier pipeline, wgmma; grid kernels
+        of the wgmma block size); absent: mma.sync / SIMT tiles (`mma`)."""
+        attr = self.properties.get("engine")
+        return attr.data if isinstance(attr, StringAttr) else "mma"
 
     @property
     def ksplit(self) -> int:
@@ -210,6 +218,8 @@ class GemmOp(TileWorkOp):
         m, n = mm[0].result.type.get_shape()
         lhs = mm[0].lhs.type.get_shape()
         k = lhs[0] if mm[0].transpose_a is not None else lhs[1]
+        if "engine" in self.properties:
+            self._verify_wgmma(mm[0])
         ks = self.ksplit
         if ks < 1 or (ks > 1) != (self.workspace is not None):
             raise VerifyException(
@@ -223,6 +233,25 @@ class GemmOp(TileWorkOp):
         if max(m, n, k) > INT32_MAX or max(self.tile_shape) > INT32_MAX:
             raise VerifyException(f"tile.gemm: extents {m}x{n}x{k} exceed the device GEMM's int extents ({INT32_MAX})")
         _check_yields(self, (m, n), "its matmul")
+
+    def _verify_wgmma(self, mm) -> None:
+        from trainkernel.target import WGMMA_TILES
+
+        if self.engine != "wgmma":
+            raise VerifyException(f"tile.gemm: engine {self.engine!r} is not one (only `wgmma`; mma.sync has none)")
+        if self.mma not in ("mma.bf16", "mma.f16"):
+            raise VerifyException(f"tile.gemm: the wgmma engine multiplies bf16 and f16, not {self.mma}")
+        bm, bn, bk = self.tile_shape
+        if bm != 128 or bk != 64 or bn not in WGMMA_TILES:
+            raise VerifyException(
+                f"tile.gemm: a wgmma tile is 128 x {{{', '.join(map(str, sorted(WGMMA_TILES)))}}} x 64, got {bm}x{bn}x{bk}")
+        # TMA reads rows whose stride is a multiple of 16 bytes (8 bf16 / f16).
+        for what, v in (("lhs", mm.lhs), ("rhs", mm.rhs)):
+            rows = v.type.get_shape()
+            if rows[-1] % 8:
+                raise VerifyException(
+                    f"tile.gemm: wgmma's TMA needs row strides of whole 16 bytes; the {what} rows are "
+                    f"{rows[-1]} elements")
 
     def iteration_rank(self) -> int:
         return 3  # (m, n, k)
@@ -659,12 +688,54 @@ def verify_kernel_bounds(kernel: "KernelOp") -> None:
                     o_lo = other.workspace
                     if o_lo < lo + size and lo < o_lo + other.workspace_bytes():
                         raise VerifyException(f"tile.gemm: two split gemms share workspace bytes (at {lo} and {o_lo})")
+    verify_wgmma_kernel(kernel)
     for op in kernel.block.ops:
         if isinstance(op, ReduceOp) and op.rows > 1 and kernel.cluster is None and kernel.threads % op.rows:
             raise VerifyException(
                 f"tile.reduce: rows {op.rows} must divide the kernel's {kernel.threads} threads (one thread per "
                 "column in each group of rows threads, the groups splitting the rows)"
             )
+
+
+def verify_wgmma_kernel(kernel: "KernelOp") -> None:
+    """The wgmma engine's gemms share one pipeline per block (tk::hopper::
+    gemm_units, its state kept from gemm to gemm): a grid kernel whose gemms
+    are all wgmma with one tile shape, a producer warpgroup and two consumers
+    (384 threads), the stages and barriers inside its shared memory, and arena
+    operands where TMA can address them (16-byte aligned)."""
+    from trainkernel.dialects import sched
+    from trainkernel.dialects.tk import MatmulOp
+    from trainkernel.target import TargetOptions
+
+    gemms = [op for op in kernel.block.ops if isinstance(op, GemmOp)]
+    wgmma = [op for op in gemms if op.engine == "wgmma"]
+    if not wgmma:
+        return
+    if kernel.cluster is not None:
+        raise VerifyException("tile.gemm: the wgmma engine is for grid kernels; a resident kernel uses mma.sync")
+    if len(wgmma) != len(gemms):
+        raise VerifyException("tile.kernel: a kernel's gemms are all wgmma or none (they share one pipeline)")
+    shapes = {op.tile_shape for op in wgmma}
+    if len(shapes) > 1:
+        raise VerifyException(f"tile.kernel: the wgmma gemms of a kernel share one tile shape, got {sorted(shapes)}")
+    if kernel.threads != 384:
+        raise VerifyException(
+            f"tile.kernel: a kernel of wgmma gemms runs 384 threads (a producer warpgroup and two consumers), "
+            f"not {kernel.threads}")
+    need = TargetOptions.wgmma_smem_bytes(wgmma[0].tile_shape[1])
+    if kernel.smem < need:
+        raise VerifyException(f"tile.kernel: smem {kernel.smem} is short of the wgmma pipeline's {need} bytes")
+    offsets = {op.result: op.offset_value or 0 for op in kernel.block.ops if isinstance(op, sched.BufferOp)}
+    views = {op.result: op.source for op in kernel.block.ops if isinstance(op, sched.ViewOp)}
+    for op in wgmma:
+        mm = next(o for o in op.body.block.ops if isinstance(o, MatmulOp))
+        for arg in (mm.lhs, mm.rhs):
+            buf = op.ins[arg.index]
+            while buf in views:
+                buf = views[buf]
+            if buf in offsets and offsets[buf] % 16:
+                raise VerifyException(
+                    f"tile.gemm: a wgmma operand's arena offset {offsets[buf]} is not 16-byte aligned (TMA)")
 
 
 def verify_resident_reads(kernel: "KernelOp", accesses) -> None:
@@ -804,8 +875,9 @@ def gemm_k_slice(k: int, ksplit: int, bk: int) -> int:
 
 
 def gemm_workspace_bytes(op: "GemmOp") -> int:
-    """A split gemm's arena workspace: fp32 partials [ksplit][M][N], 16-byte
-    aligned, then one u32 arrival counter per output tile."""
+    """A split gemm's arena workspace: fp32 partials ([ksplit][M][N]; for the
+    wgmma engine [tile][ksplit][BM x BN]), 16-byte aligned, then one u32
+    arrival counter per output tile."""
     if op.ksplit <= 1:
         return 0
     from trainkernel.dialects.tk import MatmulOp
@@ -813,7 +885,10 @@ def gemm_workspace_bytes(op: "GemmOp") -> int:
     mm = next(o for o in op.body.block.ops if isinstance(o, MatmulOp))
     m, n = mm.result.type.get_shape()
     bm, bn, _ = op.tile_shape
-    return _align16(op.ksplit * m * n * 4) + 4 * _ceil(m, bm) * _ceil(n, bn)
+    tiles = _ceil(m, bm) * _ceil(n, bn)
+    if op.engine == "wgmma":  # tk::hopper: whole tiles [tile][slice][BM * BN] in fragment order
+        return _align16(tiles * op.ksplit * bm * bn * 4) + 4 * tiles
+    return _align16(op.ksplit * m * n * 4) + 4 * tiles
 
 
 def _align16(n: int) -> int:

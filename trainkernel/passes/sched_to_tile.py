@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
-from xdsl.ir import Block, Operation, Region
+from xdsl.ir import Block, BlockArgument, Operation, Region
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
@@ -52,7 +52,7 @@ def column_block(red: tk.ReductionOp, target: TargetOptions) -> int:
     return target.reduce_columns
 
 
-def tile_op_for(compute: sched.ComputeOp, offset: int, target: TargetOptions) -> tile.TileWorkOp:
+def tile_op_for(compute: sched.ComputeOp, offset: int, target: TargetOptions, engine: str = "mma") -> tile.TileWorkOp:
     body = compute.detach_region(compute.body)
     ops = list(body.block.ops)
     matmuls = [op for op in ops if isinstance(op, tk.MatmulOp)]
@@ -63,10 +63,12 @@ def tile_op_for(compute: sched.ComputeOp, offset: int, target: TargetOptions) ->
     if matmuls:
         mm = matmuls[0]
         mma = mma_kind(tk.element_type_of(mm.result))
-        bm, bn, bk = target.gemm_tile(mma)
+        bm, bn, bk = target.wgmma_tile if engine == "wgmma" else target.gemm_tile(mma)
         m, n = tk.shape_of(mm.result)
         items = max(1, _ceil(m, bm) * _ceil(n, bn))
         cfg = tile.config(tile=(bm, bn, bk), mma=mma, items=items, offset=offset)
+        if engine == "wgmma":
+            cfg.update(tile.config(engine="wgmma"))
         return tile.GemmOp(ins, outs, body, cfg)
     if reductions:
         red = reductions[0]
@@ -112,6 +114,8 @@ def item_cost_us(op: tile.TileWorkOp, target: TargetOptions) -> float:
         bm, bn, bk = op.tile_shape
         if op.ksplit > 1:
             k = tile.gemm_k_slice(k, op.ksplit, bk)
+        if op.engine == "wgmma":
+            return costs.wgmma_unit_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma, "wgmma")
         return costs.item_overhead_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma)
     if isinstance(op, tile.ReduceOp):
         red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp))
@@ -145,12 +149,56 @@ def choose_grid(phases: list[list[tile.TileWorkOp]], max_grid: int, target: Targ
     return min(sorted(candidates), key=lambda g: estimate_us(phases, g, target))
 
 
-def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOptions) -> tile.KernelOp:
+def wgmma_fits(program: sched.ProgramOp, target: TargetOptions) -> bool:
+    """Whether the wgmma engine can run every gemm of `program`: the target
+    has it, there is a gemm, every gemm multiplies bf16/f16, and every operand's
+    rows are whole 16 bytes (TMA) in arena buffers at 16-byte offsets."""
+    if not target.wgmma:
+        return False
+    offsets = {op.result: op.offset_value or 0 for op in program.body.block.ops if isinstance(op, sched.BufferOp)}
+    found = False
+    for compute in program.walk():
+        if not isinstance(compute, sched.ComputeOp):
+            continue
+        for mm in compute.body.block.ops:
+            if not isinstance(mm, tk.MatmulOp):
+                continue
+            found = True
+            if mma_kind(tk.element_type_of(mm.result)) not in ("mma.bf16", "mma.f16"):
+                return False
+            for arg in (mm.lhs, mm.rhs):
+                if tk.shape_of(arg)[-1] % 8:
+                    return False
+                if isinstance(arg, BlockArgument) and offsets.get(compute.ins[arg.index], 0) % 16:
+                    return False
+    return found
+
+
+def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOptions,
+                  engine: str = "auto") -> tile.KernelOp:
+    """The tile kernel of `program`. `engine` auto: the gemm engine (mma.sync
+    tiles, or the wgmma one where `wgmma_fits`) with the smaller estimate."""
     if program.arena_bytes.data < 0:
         raise DiagnosticException("sched-to-tile: run sched-allocate first (the arena has no size)")
+    if engine == "wgmma" and not wgmma_fits(program, target):
+        raise DiagnosticException(
+            "sched-to-tile: engine=wgmma needs bf16/f16 gemms whose operand rows are whole 16 bytes "
+            "(and a target with wgmma)")
+    engines = ["mma", "wgmma"] if engine == "auto" and wgmma_fits(program, target) else [engine if engine != "auto" else "mma"]
+    if len(engines) == 1:
+        return _lower(program, max_grid, grid, target, engines[0])[0]
+    options = [_lower(program.clone(), max_grid, grid, target, e) for e in engines]
+    return min(options, key=lambda o: o[1])[0]
+
+
+def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOptions,
+           engine: str) -> tuple[tile.KernelOp, float]:
+    if engine == "wgmma":
+        target = target.for_wgmma()
+        max_grid = min(max_grid, target.max_grid)
     body = program.detach_region(program.body)
     block = body.block
-    smem = 0
+    smem = target.wgmma_smem_bytes(target.wgmma_tile[1]) if engine == "wgmma" else 0
     phases: list[list[tile.TileWorkOp]] = []
     syncs: list[tile.SyncOp] = []
     for op in list(block.ops):
@@ -169,8 +217,8 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
                     new = copy_op(inner, offset, target)
                 else:
                     assert isinstance(inner, sched.ComputeOp)
-                    new = tile_op_for(inner, offset, target)
-                    if isinstance(new, tile.GemmOp):
+                    new = tile_op_for(inner, offset, target, engine)
+                    if isinstance(new, tile.GemmOp) and engine == "mma":
                         smem = max(smem, target.gemm_smem_bytes(new.mma))
                 offset += new.items
                 block.insert_op_before(new, op)
@@ -186,14 +234,15 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
         # barrier orders phases, whatever scope the schedule asked for.
         sync.properties["scope"] = builtin.StringAttr("block" if grid == 1 else "grid")
     cfg = tile.config(grid=grid, threads=target.threads, smem=smem)
-    return tile.KernelOp(program.sym_name.data, program.num_inputs.data, program.result_args, body, arena, cfg)
+    kernel = tile.KernelOp(program.sym_name.data, program.num_inputs.data, program.result_args, body, arena, cfg)
+    return kernel, (estimate_us(phases, grid, target) if phases else 0.0)
 
 
 def split_k(phases: list[list[tile.TileWorkOp]], grid: int, arena: int, target: TargetOptions) -> int:
     """Split-K for the gemms of a phase with fewer work items than half the grid
     (medium's h @ W2: 64 tiles, K = 4096, on 528 blocks): `ksplit` K slices per
     tile, as many as the idle blocks allow (at most `target.max_ksplit`, each slice at
-    least `target.ksplit_min_steps` BK steps). Each split gemm gets a workspace
+    least `target.ksplit_min_k` of K). Each split gemm gets a workspace
     appended to the arena (fp32 partials, tile counters); the phase's items
     and offsets are renumbered. Returns the kernel's arena size."""
     for ops in phases:
@@ -207,7 +256,7 @@ def split_k(phases: list[list[tile.TileWorkOp]], grid: int, arena: int, target: 
             k = sa[0] if mm.transpose_a is not None else sa[1]
             bk = op.tile_shape[2]
             tiles = op.items
-            splits = min(grid // busy, target.max_ksplit, k // (target.ksplit_min_steps * bk)) if 2 * busy <= grid else 1
+            splits = min(grid // busy, target.max_ksplit, k // target.ksplit_min_k) if 2 * busy <= grid else 1
             while splits > 1 and (splits - 1) * tile.gemm_k_slice(k, splits, bk) >= k:
                 splits -= 1
             if splits < 2:
@@ -233,16 +282,19 @@ class SchedToTilePass(ModulePass):
     max_grid: int = 0  # 0: the target's (SMs x max_blocks_per_sm)
     grid: int = 0  # 0: chosen by the cost model; otherwise forced
     target: str = DEFAULT.name  # a name of trainkernel.target.TARGETS
+    engine: str = "auto"  # the gemm engine: auto (the cost model), mma (mma.sync tiles) or wgmma
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         try:
             target = get_target(self.target)
         except ValueError as e:
             raise DiagnosticException(f"sched-to-tile: {e}") from None
+        if self.engine not in ("auto", "mma", "wgmma"):
+            raise DiagnosticException(f"sched-to-tile: engine {self.engine!r} is not auto, mma or wgmma")
         max_grid = self.max_grid or target.max_grid
         for program in list(op.ops):
             if isinstance(program, sched.ProgramOp):
-                kernel = lower_program(program, max_grid, self.grid, target)
+                kernel = lower_program(program, max_grid, self.grid, target, self.engine)
                 op.body.block.insert_op_before(kernel, program)
                 program.detach()
                 program.erase()

@@ -562,7 +562,7 @@ def choose(kernel: tile.KernelOp, target: TargetOptions, max_cluster: int = 0) -
 # ---------------------------------------------------------------- rewrite
 
 
-def make_resident(kernel: tile.KernelOp, plan: Plan, placement: Placement) -> None:
+def make_resident(kernel: tile.KernelOp, plan: Plan, placement: Placement, target: TargetOptions) -> None:
     block = kernel.block
     first = block.first_op
     homes: dict[SSAValue, SSAValue] = {}
@@ -596,6 +596,13 @@ def make_resident(kernel: tile.KernelOp, plan: Plan, placement: Placement) -> No
             # resident kernel splits k over its cluster instead, by the plan.
             op.properties["items"] = IntegerAttr(op.items // op.ksplit, 64)
             del op.properties["ksplit"], op.properties["workspace"]
+        if isinstance(op, tile.GemmOp) and op.engine == "wgmma":
+            # So is the wgmma engine (TMA from global memory); a resident kernel
+            # multiplies from shared memory with mma.sync tiles.
+            m, n = tk.shape_of(next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp)).result)
+            bm, bn, bk = target.gemm_tile(op.mma)
+            op.properties.update(tile.config(tile=(bm, bn, bk), items=-(-m // bm) * -(-n // bn)))
+            del op.properties["engine"]
         if op in placement.scratch:
             op.properties["scratch"] = IntegerAttr(placement.scratch[op], 64)
     # Temporaries: the arena buffer is replaced by its home.
@@ -655,5 +662,5 @@ class TileResidentPass(ModulePass):
             plan, placement = best
             if self.mode == "auto" and placement.estimate_us >= grid_estimate_us(kernel, target):
                 continue
-            make_resident(kernel, plan, placement)
+            make_resident(kernel, plan, placement, target)
             kernel.properties["threads"] = IntegerAttr(self.threads or target.resident_threads, 64)

@@ -1,8 +1,7 @@
 // sched-to-tile: split-K for the gemms of a phase that leaves most of the grid
 // idle. Phase 0 has 4 output tiles (128x128 in 64x64) with K = 4096 on a grid
 // of 64: 8 K slices of 512 each (grid / work items = 16, at most the target's
-// max_ksplit = 16, but each slice at least ksplit_min_steps = 16 BK steps of
-// 32), 32 work items; a workspace (8 x 128 x 128 fp32 partials, then 4 u32 tile
+// max_ksplit = 16, but each slice at least ksplit_min_k = 512 of K), 32 work items; a workspace (8 x 128 x 128 fp32 partials, then 4 u32 tile
 // counters) is appended to the arena after its last buffer (offset 65536 ->
 // arena 65536 + 524288 + 16). Phase 1's gemm has the same shape but shares its
 // phase with a map of 64 items: the phase fills the grid, so no split.

@@ -788,106 +788,173 @@ __device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit
   return true;
 }
 
+// A pipeline's position, per thread: the stage the next K step uses and the
+// parity of that stage's current use. The producer thread and every consumer
+// thread walk the same work units, so their copies agree; a persistent caller
+// (the megakernel: several gemms, one pipeline) keeps one from gemm to gemm.
+struct PipeState {
+  int stage = 0;
+  uint32_t phase = 0;
+  __device__ __forceinline__ void advance(int stages) {
+    if (++stage == stages) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+};
+
+// The stages' base in dynamic shared memory (the swizzle atom needs 1024-byte
+// alignment; Shape::SMEM_BYTES has the slack), then full[s] and empty[s].
+__device__ __forceinline__ uint32_t stage_base(const void* smem_raw) {
+  return (gemm_detail::smem_u32(smem_raw) + 1023u) & ~1023u;
+}
+template <class Shape>
+__device__ __forceinline__ uint32_t full_bar(uint32_t base, int s) {
+  return base + Shape::STAGES * Shape::STAGE_BYTES + 8u * (uint32_t)s;
+}
+template <class Shape>
+__device__ __forceinline__ uint32_t empty_bar(uint32_t base, int s) {
+  return base + Shape::STAGES * Shape::STAGE_BYTES + 8u * (uint32_t)(Shape::STAGES + s);
+}
+
+// One thread initialises the barriers; the caller then syncs the block.
+template <class Shape>
+__device__ __forceinline__ void pipeline_init(uint32_t base) {
+  for (int s = 0; s < Shape::STAGES; ++s) {
+    ptx::mbar_init(full_bar<Shape>(base, s), 1);
+    ptx::mbar_init(empty_bar<Shape>(base, s), 4 * kConsumers);
+  }
+  ptx::mbar_fence_init();
+}
+
+// The block's work units first, first + stride, ... of one product, through
+// the pipeline at `base` (warpgroup 0: producer, thread 0 issues the TMA
+// copies; warpgroups 1 and 2: consumers). Every thread of the block calls it;
+// it returns as soon as the thread's part is done (the producer may run ahead
+// into the caller's next gemm, which is how its loads overlap this one's
+// epilogues). splitk_flag: one shared int (split-K's last-arrival vote).
+template <typename T, class Shape, bool TA, bool TB, class Epi>
+__device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
+                                           const GemmParams& p, const Epi& epi, uint32_t base,
+                                           int first, int stride, PipeState& pipe,
+                                           int* splitk_flag) {
+#if TK_HOPPER_DEVICE
+  constexpr int BM = Shape::BM, BN = Shape::BN, STAGES = Shape::STAGES;
+  const int wg = threadIdx.x / 128;
+  const int units = p.tiles_m * p.tiles_n * p.splits;
+  if (wg == 0) {
+    // ------------------------------------------------------------ producer
+    if (threadIdx.x == 0) {
+      for (int u = first; u < units; u += stride) {
+        const WorkUnit w = work_unit(p, u, BM, BN);
+        for (int kb = w.kb0; kb < w.kb1; ++kb) {
+          ptx::mbar_wait(empty_bar<Shape>(base, pipe.stage), pipe.phase ^ 1u);
+          const uint32_t full = full_bar<Shape>(base, pipe.stage);
+          ptx::mbar_arrive_expect_tx(full, Shape::STAGE_BYTES);
+          const uint32_t sa = base + pipe.stage * Shape::STAGE_BYTES;
+          for_each_box<Shape, TA, TB>(w, kb, [&](int op, uint32_t off, int c0, int c1) {
+            ptx::tma_load_2d(sa + off, op == 0 ? tma_a : tma_b, full, c0, c1);
+          });
+          pipe.advance(STAGES);
+        }
+      }
+    }
+    // Warp 0 leaves together: a caller's next block barrier (bar.sync is
+    // warp-aligned) must not see its lanes split around the producer loop.
+    __syncwarp();
+    return;
+  }
+  // -------------------------------------------------------------- consumers
+  const int c = wg - 1;                // which 64-row slab of the tile
+  const int t = threadIdx.x & 127;     // thread within the warpgroup
+  const int ctid = threadIdx.x - 128;  // thread among all consumers
+  const bool warp_leader = (threadIdx.x & 31) == 0;
+  float acc[BN / 2];
+  for (int u = first; u < units; u += stride) {
+    const WorkUnit w = work_unit(p, u, BM, BN);
+#pragma unroll
+    for (int r = 0; r < BN / 2; ++r) acc[r] = 0.0f;
+    int prev = -1;
+    for (int kb = w.kb0; kb < w.kb1; ++kb) {
+      ptx::mbar_wait(full_bar<Shape>(base, pipe.stage), pipe.phase);
+      const uint32_t st = base + pipe.stage * Shape::STAGE_BYTES;
+#pragma unroll
+      for (int r = 0; r < BN / 2; ++r) ptx::fence_operand(acc[r]);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int k = 0; k < kBK / 16; ++k) {
+        uint64_t da, db;
+        slab_descs<Shape, TA, TB>(st, c, k, da, db);
+        wgmma_k16<T, BN, TA, !TB>(acc, da, db);
+      }
+      ptx::wgmma_commit();
+#pragma unroll
+      for (int r = 0; r < BN / 2; ++r) ptx::fence_operand(acc[r]);
+      if (prev >= 0) {
+        ptx::wgmma_wait<1>();  // the previous K step's group has retired
+        if (warp_leader) ptx::mbar_arrive(empty_bar<Shape>(base, prev));
+      }
+      prev = pipe.stage;
+      pipe.advance(STAGES);
+    }
+    ptx::wgmma_wait<0>();
+#pragma unroll
+    for (int r = 0; r < BN / 2; ++r) ptx::fence_operand(acc[r]);
+    if (prev >= 0 && warp_leader) ptx::mbar_arrive(empty_bar<Shape>(base, prev));
+
+    if (p.splits > 1 && !splitk_fixup<BM, BN>(p, w, acc, ctid, splitk_flag)) continue;
+    if constexpr (detail::has_fragment_hook<Epi>::value)
+      epi.template fragment<BN>(acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
+    else
+      apply_epilogue<BN>(epi, acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
+  }
+#else
+  (void)tma_a;
+  (void)tma_b;
+  (void)p;
+  (void)epi;
+  (void)base;
+  (void)first;
+  (void)stride;
+  (void)pipe;
+  (void)splitk_flag;
+  __trap();  // built without sm_90a: see the header comment
+#endif
+}
+
+// Generic-proxy writes to global memory (a previous phase's stores) and the
+// async proxy's reads of them (TMA) are ordered only through a proxy fence:
+// the megakernel issues one on both sides of each grid barrier.
+__device__ __forceinline__ void fence_proxy_async_global() {
+#if TK_HOPPER_DEVICE
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+#endif
+}
+
+// The standalone kernel: one product, one pipeline, persistent blocks. The
+// producer gives registers to the consumers (setmaxnreg), so a 128 x 256
+// tile's accumulator (128 registers a thread) fits.
 template <typename T, class Shape, bool TA, bool TB, class Epi>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tma_a,
                 const __grid_constant__ CUtensorMap tma_b, const GemmParams p, const Epi epi) {
 #if TK_HOPPER_DEVICE
-  constexpr int BM = Shape::BM, BN = Shape::BN, STAGES = Shape::STAGES;
   extern __shared__ uint8_t smem_raw[];
   __shared__ int splitk_flag;
-  const uint32_t base = (gemm_detail::smem_u32(smem_raw) + 1023u) & ~1023u;
-  const uint32_t bars = base + STAGES * Shape::STAGE_BYTES;  // full[s] = bars + 8s
-  const uint32_t empties = bars + 8 * STAGES;               // empty[s] = empties + 8s
-  const int wg = threadIdx.x / 128;
-  const int units = p.tiles_m * p.tiles_n * p.splits;
-
+  const uint32_t base = stage_base(smem_raw);
   if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      ptx::mbar_init(bars + 8 * s, 1);
-      ptx::mbar_init(empties + 8 * s, 4 * kConsumers);
-    }
-    ptx::mbar_fence_init();
+    pipeline_init<Shape>(base);
     ptx::prefetch_tensormap(&tma_a);
     ptx::prefetch_tensormap(&tma_b);
   }
   __syncthreads();
-
-  if (wg == 0) {
-    // ------------------------------------------------------------ producer
+  if (threadIdx.x < 128)
     ptx::setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x == 0) {
-      int stage = 0;
-      uint32_t phase = 0;
-      for (int u = blockIdx.x; u < units; u += gridDim.x) {
-        const WorkUnit w = work_unit(p, u, BM, BN);
-        for (int kb = w.kb0; kb < w.kb1; ++kb) {
-          ptx::mbar_wait(empties + 8 * stage, phase ^ 1u);
-          const uint32_t full = bars + 8 * stage;
-          ptx::mbar_arrive_expect_tx(full, Shape::STAGE_BYTES);
-          const uint32_t sa = base + stage * Shape::STAGE_BYTES;
-          for_each_box<Shape, TA, TB>(w, kb, [&](int op, uint32_t off, int c0, int c1) {
-            ptx::tma_load_2d(sa + off, op == 0 ? &tma_a : &tma_b, full, c0, c1);
-          });
-          if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1u;
-          }
-        }
-      }
-    }
-  } else {
-    // ------------------------------------------------------------ consumers
+  else
     ptx::setmaxnreg_inc<kConsumerRegs>();
-    const int c = wg - 1;                  // which 64-row slab of the tile
-    const int t = threadIdx.x & 127;       // thread within the warpgroup
-    const int ctid = threadIdx.x - 128;    // thread among all consumers
-    const bool warp_leader = (threadIdx.x & 31) == 0;
-    int stage = 0;
-    uint32_t phase = 0;
-    float acc[BN / 2];
-    for (int u = blockIdx.x; u < units; u += gridDim.x) {
-      const WorkUnit w = work_unit(p, u, BM, BN);
-#pragma unroll
-      for (int r = 0; r < BN / 2; ++r) acc[r] = 0.0f;
-      int prev = -1;
-      for (int kb = w.kb0; kb < w.kb1; ++kb) {
-        ptx::mbar_wait(bars + 8 * stage, phase);
-        const uint32_t st = base + stage * Shape::STAGE_BYTES;
-#pragma unroll
-        for (int r = 0; r < BN / 2; ++r) ptx::fence_operand(acc[r]);
-        ptx::wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < kBK / 16; ++k) {
-          uint64_t da, db;
-          slab_descs<Shape, TA, TB>(st, c, k, da, db);
-          wgmma_k16<T, BN, TA, !TB>(acc, da, db);
-        }
-        ptx::wgmma_commit();
-#pragma unroll
-        for (int r = 0; r < BN / 2; ++r) ptx::fence_operand(acc[r]);
-        if (prev >= 0) {
-          ptx::wgmma_wait<1>();  // the previous K step's group has retired
-          if (warp_leader) ptx::mbar_arrive(empties + 8 * prev);
-        }
-        prev = stage;
-        if (++stage == STAGES) {
-          stage = 0;
-          phase ^= 1u;
-        }
-      }
-      ptx::wgmma_wait<0>();
-#pragma unroll
-      for (int r = 0; r < BN / 2; ++r) ptx::fence_operand(acc[r]);
-      if (prev >= 0 && warp_leader) ptx::mbar_arrive(empties + 8 * prev);
-
-      if (p.splits > 1 && !splitk_fixup<BM, BN>(p, w, acc, ctid, &splitk_flag)) continue;
-      if constexpr (detail::has_fragment_hook<Epi>::value)
-        epi.template fragment<BN>(acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
-      else
-        apply_epilogue<BN>(epi, acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
-    }
-  }
+  PipeState pipe;
+  gemm_units<T, Shape, TA, TB>(&tma_a, &tma_b, p, epi, base, blockIdx.x, gridDim.x, pipe,
+                               &splitk_flag);
 #else
   (void)tma_a;
   (void)tma_b;
@@ -1107,20 +1174,29 @@ inline cudaError_t make_tma_2d(CUtensorMap* map, const void* ptr, int dtype, uin
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+// The tensor maps of one product's operands (A: op(A) is M x K with row
+// stride lda, B: op(B) is K x N with row stride ldb; see "What it computes").
+// Fails (cudaErrorInvalidValue) where TMA cannot address an operand: a base
+// not 16-byte aligned or a row stride not a multiple of 16 bytes.
+template <typename T, class Shape, bool TA, bool TB>
+inline cudaError_t operand_maps(CUtensorMap* ma, CUtensorMap* mb, const void* A, long long lda,
+                                const void* B, long long ldb, int M, int N, int K) {
+  constexpr int dt = dtype_of<T>::value;
+  using Maps = OperandMaps<Shape, TA, TB>;
+  cudaError_t e = make_tma_2d(ma, A, dt, Maps::a_inner(M, K), Maps::a_outer(M, K), lda,
+                              Maps::a_box_inner, Maps::a_box_outer);
+  if (e != cudaSuccess) return e;
+  return make_tma_2d(mb, B, dt, Maps::b_inner(N, K), Maps::b_outer(N, K), ldb, Maps::b_box_inner,
+                     Maps::b_box_outer);
+}
+
 namespace detail {
 template <typename T, class Shape, bool TA, bool TB, class Epi>
 inline cudaError_t launch_tma(const Plan& plan, const T* A, long long lda, const T* B,
                               long long ldb, int M, int N, int K, const Epi& epi, float* partials,
                               int* counters, cudaStream_t stream) {
-  constexpr int dt = dtype_of<T>::value;
   CUtensorMap ma, mb;
-  cudaError_t e;
-  using Maps = OperandMaps<Shape, TA, TB>;
-  e = make_tma_2d(&ma, A, dt, Maps::a_inner(M, K), Maps::a_outer(M, K), lda, Maps::a_box_inner,
-                  Maps::a_box_outer);
-  if (e != cudaSuccess) return e;
-  e = make_tma_2d(&mb, B, dt, Maps::b_inner(N, K), Maps::b_outer(N, K), ldb, Maps::b_box_inner,
-                  Maps::b_box_outer);
+  cudaError_t e = operand_maps<T, Shape, TA, TB>(&ma, &mb, A, lda, B, ldb, M, N, K);
   if (e != cudaSuccess) return e;
   GemmParams p = gemm_params(plan, M, N, K);
   p.workspace = partials;
