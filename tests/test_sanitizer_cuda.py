@@ -1,6 +1,7 @@
 """compute-sanitizer (memcheck, racecheck, synccheck) on generated megakernels.
 
-Runs the tiny and online workloads for two steps under each tool and requires
+Runs the tiny, online (resident kernels) and small (a grid kernel on the wgmma
+engine: TMA, mbarriers, wgmma) workloads for two steps under each tool and requires
 "ERROR SUMMARY: 0 errors". GPU only; skipped where compute-sanitizer is absent.
 """
 
@@ -31,7 +32,7 @@ def _sanitizer() -> str | None:
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
-@pytest.mark.parametrize("workload", ["tiny", "online"])
+@pytest.mark.parametrize("workload", ["tiny", "online", "small"])
 def test_compute_sanitizer_reports_nothing(tool: str, workload: str, tmp_path):
     sanitizer = _sanitizer()
     if sanitizer is None:
