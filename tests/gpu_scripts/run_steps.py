@@ -1,6 +1,9 @@
 """Compile one workload and run a few training steps on the GPU (for compute-sanitizer).
 
-    python tests/gpu_scripts/run_steps.py WORKLOAD [DTYPE] [STEPS] [inplace|staged]
+    python tests/gpu_scripts/run_steps.py WORKLOAD [DTYPE] [STEPS] [inplace|staged] [ENGINE] [MAX_KSPLIT]
+
+ENGINE: the grid kernel's gemm engine (auto, mma, wgmma); MAX_KSPLIT: the
+target's split-K limit (1: no split-K), to tell a sanitizer report's cause.
 """
 
 import sys
@@ -16,10 +19,18 @@ def main() -> None:
     dtype = getattr(torch, sys.argv[2]) if len(sys.argv) > 2 else torch.bfloat16
     steps = int(sys.argv[3]) if len(sys.argv) > 3 else 2
     inplace = (sys.argv[4] if len(sys.argv) > 4 else "inplace") == "inplace"
+    engine = sys.argv[5] if len(sys.argv) > 5 else "auto"
+    if len(sys.argv) > 6:
+        import dataclasses
+
+        from trainkernel import target
+
+        target.TARGETS[target.H200.name] = dataclasses.replace(target.H200, max_ksplit=int(sys.argv[6]))
     w = WORKLOADS[name]
     params = w.init_params(0, "cuda")
     batches = w.make_batches(2, seed=1, device="cuda")
-    compiled = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]), inplace=inplace)
+    compiled = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]), inplace=inplace,
+                                             gemm_engine=engine)
     for s in range(steps):
         loss, grads, new = compiled(params, *batches[s % 2])
         params = new if inplace else tuple(p.clone() for p in new)
