@@ -2,8 +2,8 @@
 // small steps run on ONE block (every barrier then is a block barrier,
 // __syncthreads(), instead of a grid barrier); a phase with many expensive
 // work items gets a block per item, up to `max_grid`.
-// RUN: trainkernel-opt %s -p sched-to-tile | filecheck %s
-// RUN: trainkernel-opt %s -p 'sched-to-tile{max_grid=64}' | filecheck %s --check-prefix=CAP
+// RUN: trainkernel-opt %s -p 'sched-to-tile{engine=mma}' | filecheck %s
+// RUN: trainkernel-opt %s -p 'sched-to-tile{max_grid=64 engine=mma}' | filecheck %s --check-prefix=CAP
 
 // Two tiny phases: one block, and the grid barrier becomes a block barrier.
 // CHECK-LABEL: tile.kernel @tiny(

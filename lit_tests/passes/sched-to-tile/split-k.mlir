@@ -1,14 +1,15 @@
-// sched-to-tile: split-K for the gemms of a phase that leaves most of the grid
+// sched-to-tile: split-K (of the mma.sync engine; engine.mlir has the wgmma one)
+// for the gemms of a phase that leaves most of the grid
 // idle. Phase 0 has 4 output tiles (128x128 in 64x64) with K = 4096 on a grid
 // of 64: 8 K slices of 512 each (grid / work items = 16, at most the target's
 // max_ksplit = 16, but each slice at least ksplit_min_k = 512 of K), 32 work items; a workspace (8 x 128 x 128 fp32 partials, then 4 u32 tile
 // counters) is appended to the arena after its last buffer (offset 65536 ->
 // arena 65536 + 524288 + 16). Phase 1's gemm has the same shape but shares its
 // phase with a map of 64 items: the phase fills the grid, so no split.
-// RUN: trainkernel-opt %s -p 'sched-to-tile{grid=64}' | filecheck %s
-// RUN: trainkernel-opt %s -p 'sched-to-tile{grid=8}' | filecheck %s --check-prefix=EIGHT
-// RUN: trainkernel-opt %s -p 'sched-to-tile{grid=1}' | filecheck %s --check-prefix=ONE
-// RUN: trainkernel-opt %s -p 'sched-to-tile{grid=64}' -t cuda | filecheck %s --check-prefix=CUDA
+// RUN: trainkernel-opt %s -p 'sched-to-tile{grid=64 engine=mma}' | filecheck %s
+// RUN: trainkernel-opt %s -p 'sched-to-tile{grid=8 engine=mma}' | filecheck %s --check-prefix=EIGHT
+// RUN: trainkernel-opt %s -p 'sched-to-tile{grid=1 engine=mma}' | filecheck %s --check-prefix=ONE
+// RUN: trainkernel-opt %s -p 'sched-to-tile{grid=64 engine=mma}' -t cuda | filecheck %s --check-prefix=CUDA
 
 // CHECK:       tile.kernel @step({{.*}}) inputs 3 results [3, 4] arena 589840 config {grid = 64 : i64
 // CHECK:         tile.gemm {{.*}} config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 32 : i64, offset = 0 : i64, ksplit = 8 : i64, workspace = 65536 : i64} {

@@ -1,0 +1,79 @@
+// tile.gemm engine = "wgmma" (the Hopper tile in grid kernels): what the
+// verifier refuses; the valid form is made and printed by
+// lit_tests/passes/sched-to-tile/engine.mlir.
+// RUN: trainkernel-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+// An engine the tile level does not know.
+// CHECK: tile.gemm: engine 'tensor' is not one (only `wgmma`; mma.sync has none)
+tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 197728 : i64} {
+  tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 128, 128, 64>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64, engine = "tensor"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// fp32 products have no wgmma path here (the tile multiplies bf16 and f16).
+// CHECK: tile.gemm: the wgmma engine multiplies bf16 and f16, not simt.f32
+tile.kernel @k(%a: memref<256x1024xf32>, %b: memref<1024x256xf32>, %c: memref<256x256xf32>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 197728 : i64} {
+  tile.gemm ins(%a, %b : memref<256x1024xf32>, memref<1024x256xf32>) outs(%c : memref<256x256xf32>) config {tile = array<i64: 128, 128, 64>, mma = "simt.f32", items = 4 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1024xf32>, %q: tensor<1024x256xf32>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xf32>, tensor<1024x256xf32>) -> tensor<256x256xf32>
+    tk.yield %m : tensor<256x256xf32>
+  }
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// A tile the Hopper library does not have.
+// CHECK: tile.gemm: a wgmma tile is 128 x {64, 128, 256} x 64, got 64x64x32
+tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 197728 : i64} {
+  tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// Rows TMA cannot address: 1020 bf16 are 2040 bytes, not whole 16 bytes.
+// CHECK: tile.gemm: wgmma's TMA needs row strides of whole 16 bytes; the lhs rows are 1020 elements
+tile.kernel @k(%a: memref<256x1020xbf16>, %b: memref<1020x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 197728 : i64} {
+  tile.gemm ins(%a, %b : memref<256x1020xbf16>, memref<1020x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 128, 128, 64>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1020xbf16>, %q: tensor<1020x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1020xbf16>, tensor<1020x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// The pipeline needs its producer and two consumer warpgroups.
+// CHECK: tile.kernel: a kernel of wgmma gemms runs 384 threads (a producer warpgroup and two consumers), not 128
+tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 128 : i64, smem = 197728 : i64} {
+  tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 128, 128, 64>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// The stages and barriers must fit the kernel's shared memory.
+// CHECK: tile.kernel: smem 30720 is short of the wgmma pipeline's 197728 bytes
+tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 30720 : i64} {
+  tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 128, 128, 64>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+}
