@@ -237,6 +237,10 @@ def render_readme_block(data: Mapping) -> str:
     lines.append(f"torch {env.get('torch', '?')}, CUDA {env.get('cuda', '?')}, commit `{commit}`"
                  f"{' (dirty tree)' if env.get('git_dirty') else ''}, {data.get('created_utc', '')}. "
                  f"Reproduce: `{REPRODUCE}` (writes `results/h200/train_loop.json`).")
+    merged = data.get("merged_from")
+    if merged:  # several harness calls of one session (a device call is limited in time)
+        parts = "; ".join(f"{run}: {', '.join(w)}" for run, w in merged.items() if run != "note")
+        lines.append(f"Merged from {parts}" + (f" ({merged['note']})" if merged.get("note") else "") + ".")
     lines.append(END)
     return "\n".join(lines)
 

@@ -75,7 +75,8 @@ def _flat_types(captured: Captured, results: bool) -> list[tuple[tuple[int, ...]
     return [(tuple(t.get_shape()), elements.torch_dtype(t)) for t in types_]
 
 
-def lower(captured: Captured, inplace: bool = True, grid: int = 0, resident: str = "auto") -> Lowered:
+def lower(captured: Captured, inplace: bool = True, grid: int = 0, resident: str = "auto", target: str | None = None,
+          engine: str = "auto") -> Lowered:
     CALLS["lower"] += 1
     in_meta, out_meta = _flat_types(captured, False), _flat_types(captured, True)
     tree = pytree.tree_unflatten(list(range(len(out_meta))), captured.out_spec)
