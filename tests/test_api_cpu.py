@@ -419,7 +419,7 @@ def _ci_kernel_set():
 def test_gpu_suite_kernels_compile_for_sm90(tmp_path):
     from test_runtime_cuda import _compile_case
 
-    from trainkernel.backend.build import BuildError, build_many
+    from trainkernel.backend.build import BuildError, arch_for_source, build_many
 
     chosen = _ci_kernel_set()
     sources = [_compile_case(*case, dtype, inplace, tmp_path, build=False)[1].cuda_source
@@ -428,4 +428,6 @@ def test_gpu_suite_kernels_compile_for_sm90(tmp_path):
         results = build_many(sources, arch="sm_90", cache_dir=tmp_path)
     except BuildError as exc:
         pytest.fail(str(exc)[:20000])
-    assert all(r.path.is_file() and r.arch == "sm_90" for r in results)
+    # Kernels on the wgmma engine are built for the sm_90 device's "a" feature set.
+    assert all(r.path.is_file() and r.arch == arch_for_source(src, "sm_90") for r, src in zip(results, sources))
+    assert {r.arch for r in results} <= {"sm_90", "sm_90a"}

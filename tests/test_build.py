@@ -186,6 +186,16 @@ def test_normalize_arch():
         B.normalize_arch("hopper")
 
 
+def test_a_wgmma_kernel_is_built_for_sm90a_and_only_on_sm90():
+    from trainkernel.backend.cuda_target import WGMMA_REQUIRES
+
+    plain, wgmma = "// a kernel\n", f"// a kernel\n{WGMMA_REQUIRES}\n"
+    assert B.arch_for_source(plain, "sm_90") == "sm_90" and B.arch_for_source(plain, "sm_80") == "sm_80"
+    assert B.arch_for_source(wgmma, "sm_90") == "sm_90a" == B.arch_for_source(wgmma, "sm_90a")
+    with pytest.raises(B.BuildError, match="only sm_90 .Hopper. runs; the device is sm_100.*gemm_engine='mma'"):
+        B.arch_for_source(wgmma, "sm_100")
+
+
 def test_flags():
     flags = B.nvcc_flags("sm_90")
     for f in ("-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC", "-lineinfo", "-arch=sm_90"):
