@@ -88,28 +88,22 @@ def mlp_forward(params: Sequence[torch.Tensor], x: torch.Tensor, compute_dtype: 
     return h
 
 
-def mse_loss(
-    params: Sequence[torch.Tensor],
-    x: torch.Tensor,
-    y: torch.Tensor,
-    compute_dtype: torch.dtype,
-    loss_dtype: torch.dtype = torch.float32,
-) -> torch.Tensor:
-    """MSE in `loss_dtype` (f32; f64 for the benchmark's float64 reference)."""
-    out = mlp_forward(params, x, compute_dtype).to(loss_dtype)
-    return ((out - y.to(loss_dtype)) ** 2).mean()
+def mlp_loss(criterion: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], doc: str):
+    """The loss of the MLP's output (cast to `loss_dtype`: f32; f64 for the
+    benchmark's float64 reference) against a target: `criterion(out, target)`."""
+
+    def loss(params: Sequence[torch.Tensor], x: torch.Tensor, target: torch.Tensor, compute_dtype: torch.dtype,
+             loss_dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        out = mlp_forward(params, x, compute_dtype).to(loss_dtype)
+        return criterion(out, target.to(loss_dtype) if target.is_floating_point() else target)
+
+    loss.__doc__ = doc
+    return loss
 
 
-def cross_entropy_loss(
-    params: Sequence[torch.Tensor],
-    x: torch.Tensor,
-    labels: torch.Tensor,
-    compute_dtype: torch.dtype,
-    loss_dtype: torch.dtype = torch.float32,
-) -> torch.Tensor:
-    """Cross-entropy of the MLP's logits (cast to `loss_dtype`) against integer class labels."""
-    logits = mlp_forward(params, x, compute_dtype).to(loss_dtype)
-    return torch.nn.functional.cross_entropy(logits, labels)
+mse_loss = mlp_loss(lambda out, y: ((out - y) ** 2).mean(), "MSE of the MLP's output against `y`.")
+cross_entropy_loss = mlp_loss(torch.nn.functional.cross_entropy,
+                              "Cross-entropy of the MLP's logits against integer class labels.")
 
 
 LOSSES: dict[str, Callable[..., torch.Tensor]] = {"mse": mse_loss, "cross_entropy": cross_entropy_loss}

@@ -97,10 +97,18 @@ class DecomposeMean(RewritePattern):
         total = tk.SumOp(x, op.axes_list, _with_element(result_type, acc), keepdim)
         count = tk.FillOp(float(n), TensorType(acc, []))
         mean = tk.DivOp(total, count, _with_element(result_type, acc))
-        new_ops += [total, count, mean]
-        if low:
-            new_ops.append(tk.CastOp(mean, result_type))
-        rewriter.replace(op, new_ops)
+        new_ops += [total, count]
+        _replace_rounded(rewriter, op, new_ops, mean, low)
+
+
+def _replace_rounded(rewriter: PatternRewriter, op: Operation, new_ops: list[Operation], value: Operation,
+                     low: bool) -> None:
+    """Replace `op` by `new_ops` and `value`, the result computed in f32 for a
+    low-precision `op` and then rounded once to its type (as PyTorch does)."""
+    new_ops.append(value)
+    if low:
+        new_ops.append(tk.CastOp(value.results[0], op.results[0].type))
+    rewriter.replace(op, new_ops)
 
 
 class DecomposeAddmm(RewritePattern):
@@ -117,11 +125,8 @@ class DecomposeAddmm(RewritePattern):
             a, b, bias = op.lhs, op.rhs, op.bias
             acc_type = result_type
         product = tk.MatmulOp(a, b, acc_type)
-        total = tk.AddOp(product, bias, acc_type)
-        new_ops += [product, total]
-        if low:
-            new_ops.append(tk.CastOp(total, result_type))
-        rewriter.replace(op, new_ops)
+        new_ops.append(product)
+        _replace_rounded(rewriter, op, new_ops, tk.AddOp(product, bias, acc_type), low)
 
 
 class DecomposePow(RewritePattern):
