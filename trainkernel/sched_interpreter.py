@@ -23,6 +23,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from trainkernel.dialects import sched, tile
 from trainkernel.elements import nbytes, torch_dtype
 from trainkernel.numerics import run_block
+from trainkernel.util import ceil_div
 
 
 class SchedInterpreterError(RuntimeError):
@@ -197,7 +198,7 @@ class _Partition:
                 self.split_of[op.result] = inverse.get(src, -1) if src >= 0 else -1
 
     def _slice(self, size: int, rank: int) -> slice:
-        c = -(-size // self.P)
+        c = ceil_div(size, self.P)
         return slice(min(size, rank * c), min(size, (rank + 1) * c))
 
     def _keep(self, t: torch.Tensor, axis: int, rank: int, fill: float) -> torch.Tensor:

@@ -51,6 +51,7 @@ from trainkernel.dialects.base import ComputeLikeOp, ProgramLikeOp, ScopedSyncOp
 from trainkernel.dialects.sched import BufferOp, ViewOp
 from trainkernel.elements import MMA_KINDS, find_mma
 from trainkernel.target import DEFAULT as TARGET
+from trainkernel.util import align_up, ceil_div, numel
 
 
 INT32_MAX = 2**31 - 1
@@ -66,16 +67,6 @@ def _int(op: IRDLOperation, name: str) -> int:
         raise VerifyException(f"{op.name}: `{name} = {value}` is not a 64-bit integer (the printer pastes it into C++)")
     return value
 
-
-def _count(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
-def _ceil(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def _yield_shapes(op: IRDLOperation) -> list[tuple[int, ...]]:
@@ -224,11 +215,11 @@ class GemmOp(TileWorkOp):
         if ks < 1 or (ks > 1) != (self.workspace is not None):
             raise VerifyException(
                 f"tile.gemm: ksplit {ks} must be >= 1, and a workspace is given exactly when ksplit > 1")
-        if ks > 1 and (ks - 1) * _ceil(_ceil(k, ks), bk) * bk >= k:
+        if ks > 1 and (ks - 1) * ceil_div(ceil_div(k, ks), bk) * bk >= k:
             raise VerifyException(f"tile.gemm: ksplit {ks} leaves a K slice empty (K = {k}, slices of whole {bk}-steps)")
-        if self.items < -(-m // bm) * -(-n // bn):
+        if self.items < ceil_div(m, bm) * ceil_div(n, bn):
             raise VerifyException(f"tile.gemm: {self.items} items do not cover the {m}x{n} output in {bm}x{bn} tiles")
-        _check_items(self, _ceil(m, bm) * _ceil(n, bn) * ks,
+        _check_items(self, ceil_div(m, bm) * ceil_div(n, bn) * ks,
                      f"a {m}x{n} output in {bm}x{bn} tiles" + (f", {ks} K slices each" if ks > 1 else ""))
         if max(m, n, k) > INT32_MAX or max(self.tile_shape) > INT32_MAX:
             raise VerifyException(f"tile.gemm: extents {m}x{n}x{k} exceed the device GEMM's int extents ({INT32_MAX})")
@@ -297,12 +288,12 @@ class MapOp(TileWorkOp):
         shapes = _yield_shapes(self)
         if shapes:
             _check_yields(self, shapes[0], "its iteration space (its first output)")
-        n = _count(shapes[0]) if shapes else 0
+        n = numel(shapes[0]) if shapes else 0
         if self.items * self.chunk < n:
             raise VerifyException(
                 f"tile.map: {self.items} items of {self.chunk} elements do not cover its {n} elements"
             )
-        _check_items(self, _ceil(n, self.chunk), f"{n} elements in chunks of {self.chunk}")
+        _check_items(self, ceil_div(n, self.chunk), f"{n} elements in chunks of {self.chunk}")
 
 
 @irdl_op_definition
@@ -349,7 +340,7 @@ class ReduceOp(TileWorkOp):
         red = reds[0]
         in_shape = tuple(red.input.type.get_shape())
         axes = list(red.axes_list)
-        n_out = _count(red.result.type.get_shape())
+        n_out = numel(red.result.type.get_shape())
         _check_yields(self, tuple(red.result.type.get_shape()), "its reduction")
         if self.rows > 1:
             # A column reduction: thread t of an item owns output column item * rows + t
@@ -359,7 +350,7 @@ class ReduceOp(TileWorkOp):
                     f"tile.reduce: rows = {self.rows} (a column reduction) needs reduced axes that lead and kept "
                     f"axes after them, got axes {axes} of {list(in_shape)}"
                 )
-            _check_items(self, _ceil(n_out, self.rows), f"{n_out} output columns, {self.rows} per item")
+            _check_items(self, ceil_div(n_out, self.rows), f"{n_out} output columns, {self.rows} per item")
         else:
             _check_items(self, n_out, f"one item per output element, {n_out} outputs")
 
@@ -464,26 +455,20 @@ def largest_extent(kernel: "KernelOp") -> int:
     op's body of `kernel` (the iteration spaces are among the body tensors)."""
     from trainkernel.dialects.tk import shape_of
 
-    def count(shape) -> int:
-        n = 1
-        for d in shape:
-            n *= d
-        return n
-
-    most = max((count(a.type.get_shape()) for a in kernel.block.args), default=0)
+    most = max((numel(a.type.get_shape()) for a in kernel.block.args), default=0)
     for op in kernel.block.ops:
         for r in op.results:
             if isinstance(r.type, MemRefType):
-                most = max(most, count(r.type.get_shape()))
+                most = max(most, numel(r.type.get_shape()))
         if isinstance(op, TileWorkOp):
             for v in list(op.body.block.args) + [r for inner in op.body.block.ops for r in inner.results]:
-                most = max(most, count(shape_of(v)))
+                most = max(most, numel(shape_of(v)))
     return most
 
 
 def shard_extent(size: int, parts: int) -> int:
     """Elements of one block's slice when `size` is split over `parts` blocks."""
-    return -(-size // parts)
+    return ceil_div(size, parts)
 
 
 def local_shape(t: MemRefType, split: int, cluster: int) -> tuple[int, ...]:
@@ -500,10 +485,7 @@ def local_bytes(t: MemRefType, split: int, cluster: int, pitch: int | None = Non
     local = list(local_shape(t, split, cluster))
     if pitch is not None:
         local[-1] = pitch
-    n = 1
-    for d in local:
-        n *= d
-    return n * element_bytes(t.get_element_type())
+    return numel(local) * element_bytes(t.get_element_type())
 
 
 def home_pitch(t: MemRefType, split: int, cluster: int) -> int | None:
@@ -518,7 +500,7 @@ def home_pitch(t: MemRefType, split: int, cluster: int) -> int | None:
     if len(local) != 2 or local[0] < 2:
         return None
     esize = element_bytes(t.get_element_type())
-    units = -(-local[1] * esize // 16)
+    units = ceil_div(local[1] * esize, 16)
     if units <= 1:
         return None
     if units % 2 == 0:
@@ -871,7 +853,7 @@ def _homes_of(kernel: "KernelOp") -> dict[SSAValue, SmemOp]:
 
 def gemm_k_slice(k: int, ksplit: int, bk: int) -> int:
     """Length of each K slice of a split gemm (whole BK steps; the last takes the rest)."""
-    return _ceil(_ceil(k, ksplit), bk) * bk
+    return ceil_div(ceil_div(k, ksplit), bk) * bk
 
 
 def gemm_workspace_bytes(op: "GemmOp") -> int:
@@ -885,21 +867,17 @@ def gemm_workspace_bytes(op: "GemmOp") -> int:
     mm = next(o for o in op.body.block.ops if isinstance(o, MatmulOp))
     m, n = mm.result.type.get_shape()
     bm, bn, _ = op.tile_shape
-    tiles = _ceil(m, bm) * _ceil(n, bn)
+    tiles = ceil_div(m, bm) * ceil_div(n, bn)
     if op.engine == "wgmma":  # tk::hopper: whole tiles [tile][slice][BM * BN] in fragment order
-        return _align16(tiles * op.ksplit * bm * bn * 4) + 4 * tiles
-    return _align16(op.ksplit * m * n * 4) + 4 * tiles
-
-
-def _align16(n: int) -> int:
-    return -(-n // 16) * 16
+        return align_up(tiles * op.ksplit * bm * bn * 4, 16) + 4 * tiles
+    return align_up(op.ksplit * m * n * 4, 16) + 4 * tiles
 
 
 def _scratch_bytes(op: TileWorkOp) -> int:
     if isinstance(op, GemmOp):
         m, n, _ = iteration_space(op)
         return 4 * m * n
-    return 4 * _count(op.reduction().result.type.get_shape())
+    return 4 * numel(op.reduction().result.type.get_shape())
 
 
 def _ranges(kernel: "KernelOp", root: SSAValue, write: bool, homes) -> list[tuple[object, int, int, str]]:

@@ -32,10 +32,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from trainkernel.dialects import sched, tile, tk
 from trainkernel.elements import mma_kind
 from trainkernel.target import DEFAULT, TargetOptions, get_target
-
-
-def _ceil(a: int, b: int) -> int:
-    return -(-a // b)
+from trainkernel.util import align_up, ceil_div, numel
 
 
 def column_block(red: tk.ReductionOp, target: TargetOptions) -> int:
@@ -65,28 +62,24 @@ def tile_op_for(compute: sched.ComputeOp, offset: int, target: TargetOptions, en
         mma = mma_kind(tk.element_type_of(mm.result))
         bm, bn, bk = target.wgmma_tile if engine == "wgmma" else target.gemm_tile(mma)
         m, n = tk.shape_of(mm.result)
-        items = max(1, _ceil(m, bm) * _ceil(n, bn))
+        items = max(1, ceil_div(m, bm) * ceil_div(n, bn))
         cfg = tile.config(tile=(bm, bn, bk), mma=mma, items=items, offset=offset)
         if engine == "wgmma":
             cfg.update(tile.config(engine="wgmma"))
         return tile.GemmOp(ins, outs, body, cfg)
     if reductions:
         red = reductions[0]
-        n_out = 1
-        for d in tk.shape_of(red.result):
-            n_out *= d
+        n_out = numel(tk.shape_of(red.result))
         rows = column_block(red, target)
-        items = _ceil(n_out, rows) if rows > 1 else n_out
+        items = ceil_div(n_out, rows) if rows > 1 else n_out
         cfg = tile.config(items=max(1, items), offset=offset, rows=rows)
         return tile.ReduceOp(ins, outs, body, cfg)
     shapes = {tuple(tk.shape_of(v)) for v in body.block.last_op.operands}
     if len(shapes) > 1:
         raise DiagnosticException(f"sched-to-tile: a pointwise compute writes several shapes {sorted(shapes)}")
-    n = 1
-    for d in shapes.pop() if shapes else ():
-        n *= d
+    n = numel(shapes.pop() if shapes else ())
     chunk = target.map_chunk
-    cfg = tile.config(items=max(1, _ceil(n, chunk)), offset=offset, chunk=chunk)
+    cfg = tile.config(items=max(1, ceil_div(n, chunk)), offset=offset, chunk=chunk)
     return tile.MapOp(ins, outs, body, cfg)
 
 
@@ -94,11 +87,9 @@ def copy_op(commit: sched.CommitOp, offset: int, target: TargetOptions) -> tile.
     t = sched.tensor_type_of(commit.source.type)
     block = Block(arg_types=[t])
     block.add_op(tk.YieldOp(block.args[0]))
-    n = 1
-    for d in t.get_shape():
-        n *= d
+    n = numel(t.get_shape())
     chunk = target.map_chunk
-    cfg = tile.config(items=max(1, _ceil(n, chunk)), offset=offset, chunk=chunk)
+    cfg = tile.config(items=max(1, ceil_div(n, chunk)), offset=offset, chunk=chunk)
     return tile.MapOp([commit.source], [commit.target], Region(block), cfg)
 
 
@@ -119,11 +110,7 @@ def item_cost_us(op: tile.TileWorkOp, target: TargetOptions) -> float:
         return costs.item_overhead_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma)
     if isinstance(op, tile.ReduceOp):
         red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp))
-        n_in, n_out = 1, 1
-        for d in tk.shape_of(red.input):
-            n_in *= d
-        for d in tk.shape_of(red.result):
-            n_out *= d
+        n_in, n_out = numel(tk.shape_of(red.input)), numel(tk.shape_of(red.result))
         return costs.item_overhead_us + (n_in // max(n_out, 1)) * op.rows * costs.reduce_us_per_element
     return costs.map_chunk_us
 
@@ -131,7 +118,7 @@ def item_cost_us(op: tile.TileWorkOp, target: TargetOptions) -> float:
 def estimate_us(phases: list[list[tile.TileWorkOp]], grid: int, target: TargetOptions) -> float:
     total = target.grid_costs.sync_us("block" if grid == 1 else "grid") * (len(phases) - 1)
     for ops in phases:
-        longest = max((-(-op.items // grid)) * item_cost_us(op, target) for op in ops)
+        longest = max(ceil_div(op.items, grid) * item_cost_us(op, target) for op in ops)
         spread = sum(op.items * item_cost_us(op, target) for op in ops) / grid
         total += max(longest, spread)
     return total
@@ -261,7 +248,7 @@ def split_k(phases: list[list[tile.TileWorkOp]], grid: int, arena: int, target: 
                 splits -= 1
             if splits < 2:
                 continue
-            arena = -(-arena // 16) * 16
+            arena = align_up(arena, 16)
             op.properties.update(tile.config(ksplit=splits, workspace=arena, items=tiles * splits))
             arena += op.workspace_bytes()
             changed = True

@@ -49,6 +49,7 @@ from xdsl.passes import ModulePass
 
 from trainkernel.dialects import sched, tile, tk
 from trainkernel.target import DEFAULT, ResidentCosts, TargetOptions, get_target
+from trainkernel.util import align_up, ceil_div, numel
 
 Axis = tuple[object, int]
 """A union-find node: (buffer root value or tile op, axis or iteration dimension)."""
@@ -391,17 +392,14 @@ def _local_bytes(v: SSAValue, split: int, cluster: int) -> int:
 
 
 def _align(n: int, a: int = tile.SMEM_ALIGNMENT) -> int:
-    return -(-n // a) * a
+    return align_up(n, a)
 
 
 def _result_elems(op: tile.TileWorkOp) -> int:
     if isinstance(op, tile.GemmOp):
         m, n, _ = iteration_space(op)
         return m * n
-    n = 1
-    for d in _shape(op.reduction().result):
-        n *= d
-    return n
+    return numel(_shape(op.reduction().result))
 
 
 def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts) -> Placement | None:
@@ -460,7 +458,7 @@ def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts
     for phase, op in ops:
         if cluster > 1 and is_partial(op, plan.op_split[op]):
             n = _result_elems(op)
-            items.append((_align(4 * cluster * -(-n // cluster)), since, phase, op))
+            items.append((_align(4 * cluster * ceil_div(n, cluster)), since, phase, op))
             since = phase
     placed: list[tuple[int, int, int, int]] = []  # (offset, size, lo, hi)
     offsets: dict[object, int] = {}
@@ -501,7 +499,7 @@ def estimate(kernel, plan: Plan, cluster: int, homes, costs: ResidentCosts, last
     for _, op in tile_ops(kernel):
         split = plan.op_split[op]
         space = iteration_space(op)
-        local = [(-(-d // cluster) if k == split else d) for k, d in enumerate(space)]
+        local = [(ceil_div(d, cluster) if k == split else d) for k, d in enumerate(space)]
         work = 1
         for d in local:
             work *= d
@@ -601,7 +599,7 @@ def make_resident(kernel: tile.KernelOp, plan: Plan, placement: Placement, targe
             # multiplies from shared memory with mma.sync tiles.
             m, n = tk.shape_of(next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp)).result)
             bm, bn, bk = target.gemm_tile(op.mma)
-            op.properties.update(tile.config(tile=(bm, bn, bk), items=-(-m // bm) * -(-n // bn)))
+            op.properties.update(tile.config(tile=(bm, bn, bk), items=ceil_div(m, bm) * ceil_div(n, bn)))
             del op.properties["engine"]
         if op in placement.scratch:
             op.properties["scratch"] = IntegerAttr(placement.scratch[op], 64)
