@@ -27,7 +27,7 @@ STAGES = ("tk", "sched", "tile")
 
 # Passes that take the module from the previous stage to this one.
 _STAGE_PASSES = {
-    "tk": "tk-mark-state-updates{{state={state}}},canonicalize,tk-decompose,tk-split-reductions,tk-legalize-masks,canonicalize,cse,dce,tk-fuse-elementwise",
+    "tk": "tk-mark-state-updates{{state={state}}},canonicalize,tk-decompose,tk-split-reductions,tk-legalize-masks,canonicalize,cse,dce,tk-fuse",
     "sched": "tk-to-sched{{inplace={inplace}}},sched-inplace-state,sched-allocate",
     "tile": "sched-to-tile{{grid={grid}{target}{engine}}},tile-resident{{mode={resident}{target}}}",
 }

@@ -2,7 +2,7 @@
 // masks (the `EXPR` table of the printer). Formulas and float constants are
 // those of PyTorch's CUDA kernels; masks are 0/1 floats after
 // tk-legalize-masks; each value is rounded to bf16 right after its op.
-// RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse-elementwise,tk-to-sched{inplace=false},sched-allocate,sched-to-tile' -t cuda | filecheck %s
+// RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse,tk-to-sched{inplace=false},sched-allocate,sched-to-tile' -t cuda | filecheck %s
 
 // Every map loads its operands first (tk_l<k>[u]), then computes.
 // CHECK: tk_l0[u] = tk::to_float(b0_x[(i0)*8 + (i1)]);

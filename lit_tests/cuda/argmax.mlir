@@ -5,8 +5,8 @@
 // the larger value, then the smaller index): the first maximum, the first NaN.
 // The result is the index itself, stored as long long (never through a float);
 // an epilogue reads it through tk-legalize-masks' cast, as a float.
-// RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse-elementwise,tk-to-sched{inplace=false},sched-allocate,sched-to-tile' -t cuda | filecheck %s --check-prefix=GRID
-// RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse-elementwise,tk-to-sched{inplace=false},sched-allocate,sched-to-tile,tile-resident{mode=force}' -t cuda | filecheck %s --check-prefix=RES
+// RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse,tk-to-sched{inplace=false},sched-allocate,sched-to-tile' -t cuda | filecheck %s --check-prefix=GRID
+// RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse,tk-to-sched{inplace=false},sched-allocate,sched-to-tile,tile-resident{mode=force}' -t cuda | filecheck %s --check-prefix=RES
 
 // GRID-LABEL: __global__ void __launch_bounds__(128) tk_am_kernel(TkParams p)
 // GRID:       __shared__ float scratch[64];

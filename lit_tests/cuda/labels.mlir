@@ -1,6 +1,6 @@
 // -t cuda on integer labels (tk-legalize-masks makes them f32): an int64
 // argument is read as a float, tk.iota is its own index, the one-hot a compare.
-// RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse-elementwise,tk-to-sched{inplace=false},sched-allocate,sched-to-tile' -t cuda | filecheck %s
+// RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse,tk-to-sched{inplace=false},sched-allocate,sched-to-tile' -t cuda | filecheck %s
 
 // CHECK-LABEL: tk_labels_kernel
 // CHECK:       long long* b0_t = (long long*)p.buf[0];

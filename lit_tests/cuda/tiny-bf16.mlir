@@ -2,10 +2,10 @@
 // captured by `trainkernel.capture` with the state updates marked as
 // `trainkernel.pipeline.lower` marks them, and lowered with the compile
 // pipeline's pass list (`pass_pipeline("tile")`).
-// RUN: trainkernel-opt %s -p 'canonicalize,tk-decompose,canonicalize,cse,dce,tk-fuse-elementwise,tk-to-sched{inplace=true},sched-inplace-state,sched-allocate,sched-to-tile' -t cuda | filecheck %s
-// RUN: trainkernel-opt %s -p 'canonicalize,tk-decompose,canonicalize,cse,dce,tk-fuse-elementwise,tk-to-sched{inplace=true},sched-inplace-state,sched-allocate,sched-to-tile' -t cuda | filecheck %s --check-prefix=ONEBLOCK
-// RUN: trainkernel-opt %s -p 'canonicalize,tk-decompose,canonicalize,cse,dce,tk-fuse-elementwise,tk-to-sched{inplace=true},sched-inplace-state,sched-allocate,sched-to-tile{grid=66}' -t cuda | filecheck %s --check-prefix=GRID
-// RUN: trainkernel-opt %s -p 'canonicalize,tk-decompose,canonicalize,cse,dce,tk-fuse-elementwise,tk-to-sched{inplace=true},sched-inplace-state,sched-allocate' | filecheck %s --check-prefix=SCHED
+// RUN: trainkernel-opt %s -p 'canonicalize,tk-decompose,canonicalize,cse,dce,tk-fuse,tk-to-sched{inplace=true},sched-inplace-state,sched-allocate,sched-to-tile' -t cuda | filecheck %s
+// RUN: trainkernel-opt %s -p 'canonicalize,tk-decompose,canonicalize,cse,dce,tk-fuse,tk-to-sched{inplace=true},sched-inplace-state,sched-allocate,sched-to-tile' -t cuda | filecheck %s --check-prefix=ONEBLOCK
+// RUN: trainkernel-opt %s -p 'canonicalize,tk-decompose,canonicalize,cse,dce,tk-fuse,tk-to-sched{inplace=true},sched-inplace-state,sched-allocate,sched-to-tile{grid=66}' -t cuda | filecheck %s --check-prefix=GRID
+// RUN: trainkernel-opt %s -p 'canonicalize,tk-decompose,canonicalize,cse,dce,tk-fuse,tk-to-sched{inplace=true},sched-inplace-state,sched-allocate' | filecheck %s --check-prefix=SCHED
 
 // Header: only the CUDA runtime and the package's own device library.
 // CHECK:       #include <cuda_runtime.h>

@@ -1357,7 +1357,7 @@ ACTIVATION_OPS: tuple[type[IRDLOperation], ...] = (
 CONSTANT_OPS: tuple[type[IRDLOperation], ...] = (FillOp, IotaOp)
 """Ops without operands whose elements cost nothing to compute: never given a
 kernel stage or a buffer of their own, they are cloned into every body that
-reads them (`outline`, tk-fuse-elementwise, tk-to-sched)."""
+reads them (`outline`, tk-fuse, tk-to-sched)."""
 
 ELEMENTWISE_OPS: tuple[type[IRDLOperation], ...] = (
     AddOp,

@@ -52,7 +52,7 @@ _PROJECT_PASSES: dict[str, tuple[str, str]] = {
     "tk-decompose": ("tk_decompose", "TkDecomposePass"),
     "tk-legalize-masks": ("tk_legalize_masks", "TkLegalizeMasksPass"),
     "tk-split-reductions": ("tk_split_reductions", "TkSplitReductionsPass"),
-    "tk-fuse-elementwise": ("tk_fuse_elementwise", "TkFuseElementwisePass"),
+    "tk-fuse": ("tk_fuse", "TkFusePass"),
     "tk-to-sched": ("tk_to_sched", "TkToSchedPass"),
     "sched-inplace-state": ("sched_inplace_state", "SchedInplaceStatePass"),
     "sched-allocate": ("sched_allocate", "SchedAllocatePass"),

@@ -1,6 +1,6 @@
 // canonicalize folds a 2-D tk.transpose feeding a matmul into the matmul's
 // transpose flags (toggling them), so backward-pass t() views never
-// materialize; the only home of this rewrite (tk-fuse-elementwise relies on it).
+// materialize; the only home of this rewrite (tk-fuse relies on it).
 // RUN: trainkernel-opt %s -p canonicalize | filecheck %s
 
 // lhs (dW = h^T @ d), rhs (dX = d @ W^T), and a transpose read twice.

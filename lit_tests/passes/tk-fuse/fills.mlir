@@ -1,7 +1,7 @@
-// tk-fuse-elementwise clones a tk.fill into every group that reads it (a
+// tk-fuse clones a tk.fill into every group that reads it (a
 // constant costs nothing per element) and erases the original once unused;
 // views stay outside groups.
-// RUN: trainkernel-opt %s -p tk-fuse-elementwise | filecheck %s
+// RUN: trainkernel-opt %s -p tk-fuse | filecheck %s
 
 // CHECK-LABEL: func.func @shared_fill(
 // CHECK-NOT:     tk.fill

@@ -1,8 +1,8 @@
-// tk-fuse-elementwise must NOT join: a pointwise op whose result shape differs
+// tk-fuse must NOT join: a pointwise op whose result shape differs
 // from the group's iteration shape, a join that would make two groups depend
 // on each other, a matmul or reduction into a pointwise group (they root
 // their own groups), views.
-// RUN: trainkernel-opt %s -p tk-fuse-elementwise | filecheck %s
+// RUN: trainkernel-opt %s -p tk-fuse | filecheck %s
 
 // exp on 1x8 then an add broadcasting to 4x8: the add has another iteration
 // shape, so it starts a new group (and the neg after it joins THAT group).

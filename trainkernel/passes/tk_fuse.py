@@ -1,5 +1,6 @@
-"""`tk-fuse-elementwise`: group ops into `tk.fused` regions that lower to one
-kernel stage each.
+"""`tk-fuse`: group ops into `tk.fused` regions that lower to one
+kernel stage each: pointwise chains, and the pointwise epilogues of matmuls
+and reductions (hence not "elementwise" alone: it was `tk-fuse-elementwise`).
 
 A group has a root and an iteration shape:
 - a `tk.matmul` root: its pointwise consumers become the GEMM epilogue (bias,
@@ -179,10 +180,10 @@ def fuse_function(f: func.FuncOp) -> None:
 
 
 @dataclass(frozen=True)
-class TkFuseElementwisePass(ModulePass):
+class TkFusePass(ModulePass):
     """Group pointwise chains and matmul/reduction epilogues into tk.fused."""
 
-    name = "tk-fuse-elementwise"
+    name = "tk-fuse"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for f in op.walk():

@@ -1,7 +1,7 @@
-// tk-fuse-elementwise does not fold transposes into matmuls (canonicalize
+// tk-fuse does not fold transposes into matmuls (canonicalize
 // does, see passes/canonicalize/matmul-transpose.mlir, and the pipeline runs
 // it first): a transpose feeding a matmul stays a view outside the group.
-// RUN: trainkernel-opt %s -p tk-fuse-elementwise | filecheck %s
+// RUN: trainkernel-opt %s -p tk-fuse | filecheck %s
 
 // CHECK-LABEL: func.func @left_to_canonicalize(
 // CHECK-NEXT:    %at = tk.transpose %a perm [1, 0] : tensor<16x32xf32> -> tensor<32x16xf32>

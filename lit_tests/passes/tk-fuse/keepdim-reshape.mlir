@@ -1,7 +1,7 @@
-// tk-fuse-elementwise folds `reshape(sum(x, axes, keepdim))` that only drops
+// tk-fuse folds `reshape(sum(x, axes, keepdim))` that only drops
 // the kept size-1 axes into a plain `sum(x, axes)`, so the bias gradient's
 // cast and SGD update join the reduction as its epilogue (one phase less).
-// RUN: trainkernel-opt %s -p tk-fuse-elementwise | filecheck %s
+// RUN: trainkernel-opt %s -p tk-fuse | filecheck %s
 
 // The bias gradient and update of the tiny workload.
 // CHECK-LABEL: func.func @bias_update(

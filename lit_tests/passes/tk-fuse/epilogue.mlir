@@ -1,7 +1,7 @@
-// tk-fuse-elementwise: pointwise consumers of a matmul become its epilogue;
+// tk-fuse: pointwise consumers of a matmul become its epilogue;
 // pointwise consumers of a reduction on the reduced shape become its epilogue;
 // a pointwise chain over one shape becomes one group.
-// RUN: trainkernel-opt %s -p tk-fuse-elementwise | filecheck %s
+// RUN: trainkernel-opt %s -p tk-fuse | filecheck %s
 
 // Bias add and relu join the matmul: one tk.fused, one result.
 // CHECK-LABEL: func.func @linear_relu(
