@@ -196,6 +196,11 @@ def test_a_wgmma_kernel_is_built_for_sm90a_and_only_on_sm90():
         B.arch_for_source(wgmma, "sm_100")
 
 
+def test_an_arch_feature_set_is_one_gencode_without_ptx():
+    assert "-gencode=arch=compute_90a,code=sm_90a" in B.nvcc_flags("sm_90a")
+    assert not any(f.startswith("-arch") for f in B.nvcc_flags("sm_90a"))
+
+
 def test_flags():
     flags = B.nvcc_flags("sm_90")
     for f in ("-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC", "-lineinfo", "-arch=sm_90"):
