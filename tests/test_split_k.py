@@ -74,3 +74,11 @@ def test_the_arena_starts_zeroed_for_the_tile_counters():
         arena = c._arena(torch.device("cpu"), fresh=fresh)
         assert arena.numel() == c.meta.arena_bytes and not arena.any()
 
+
+
+def test_the_wgmma_engine_needs_room_for_its_tensor_maps(monkeypatch):
+    # Two 128-byte maps a gemm travel in the kernel parameters: past the
+    # target's limit the kernel keeps the mma.sync tiles.
+    monkeypatch.setitem(target.TARGETS, target.H200.name, dataclasses.replace(target.H200, wgmma_max_gemms=4))
+    k, _ = _kernel("medium", engine="auto")  # five gemms
+    assert all(g.engine == "mma" for g in _gemms(k)) and k.threads == 128

@@ -154,6 +154,9 @@ class TargetOptions:
     wgmma_arch: str = "sm_90a"  # nvcc's -arch for kernels that use it
     wgmma_threads: int = 384
     wgmma_tile: tuple[int, int, int] = (128, 128, 64)  # BM, BN, BK: tk::hopper::TileById<1>
+    # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
+    # 32764 bytes of parameters (12.1+), the buffers' pointers included.
+    wgmma_max_gemms: int = 120
     grid_costs: GridCosts = GridCosts()
     resident_costs: ResidentCosts = ResidentCosts()
 

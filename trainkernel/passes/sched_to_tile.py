@@ -139,18 +139,19 @@ def choose_grid(phases: list[list[tile.TileWorkOp]], max_grid: int, target: Targ
 def wgmma_fits(program: sched.ProgramOp, target: TargetOptions) -> bool:
     """Whether the wgmma engine can run every gemm of `program`: the target
     has it, there is a gemm, every gemm multiplies bf16/f16, and every operand's
-    rows are whole 16 bytes (TMA) in arena buffers at 16-byte offsets."""
+    rows are whole 16 bytes (TMA) in arena buffers at 16-byte offsets, and
+    their tensor maps fit the kernel parameters (`wgmma_max_gemms`)."""
     if not target.wgmma:
         return False
     offsets = {op.result: op.offset_value or 0 for op in program.body.block.ops if isinstance(op, sched.BufferOp)}
-    found = False
+    found = 0
     for compute in program.walk():
         if not isinstance(compute, sched.ComputeOp):
             continue
         for mm in compute.body.block.ops:
             if not isinstance(mm, tk.MatmulOp):
                 continue
-            found = True
+            found += 1
             if mma_kind(tk.element_type_of(mm.result)) not in ("mma.bf16", "mma.f16"):
                 return False
             for arg in (mm.lhs, mm.rhs):
@@ -158,7 +159,7 @@ def wgmma_fits(program: sched.ProgramOp, target: TargetOptions) -> bool:
                     return False
                 if isinstance(arg, BlockArgument) and offsets.get(compute.ins[arg.index], 0) % 16:
                     return False
-    return found
+    return 0 < found <= target.wgmma_max_gemms  # their tensor maps must fit the kernel parameters
 
 
 def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOptions,
@@ -169,8 +170,9 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
         raise DiagnosticException("sched-to-tile: run sched-allocate first (the arena has no size)")
     if engine == "wgmma" and not wgmma_fits(program, target):
         raise DiagnosticException(
-            "sched-to-tile: engine=wgmma needs bf16/f16 gemms whose operand rows are whole 16 bytes "
-            "(and a target with wgmma)")
+            "sched-to-tile: engine=wgmma needs bf16/f16 gemms whose operand rows are whole 16 bytes, "
+            f"at most {target.wgmma_max_gemms} of them (their tensor maps travel in the kernel parameters), "
+            "and a target with wgmma")
     engines = ["mma", "wgmma"] if engine == "auto" and wgmma_fits(program, target) else [engine if engine != "auto" else "mma"]
     if len(engines) == 1:
         return _lower(program, max_grid, grid, target, engines[0])[0]
