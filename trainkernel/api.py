@@ -42,7 +42,8 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from trainkernel.backend.build import BuildResult, build as _build, default_arch, normalize_arch, verify_library
+from trainkernel.backend.build import (BuildResult, build as _build, default_arch, normalize_arch, verify_library,
+                                      wgmma_runs_on)
 from trainkernel.pipeline import STAGES
 from trainkernel.target import DEFAULT as DEFAULT_TARGET
 
@@ -245,7 +246,7 @@ def compile_training(
         raise ValueError(f"resident must be 'auto', 'force' or 'off', got {resident!r}")
     if gemm_engine not in ("auto", "mma", "wgmma"):
         raise ValueError(f"gemm_engine must be auto, mma or wgmma, got {gemm_engine!r}")
-    if gemm_engine == "auto" and normalize_arch(arch) not in ("sm_90", "sm_90a"):
+    if gemm_engine == "auto" and not wgmma_runs_on(normalize_arch(arch)):
         gemm_engine = "mma"  # wgmma is Hopper's alone
     lowered = _lower_fn()(captured, inplace=inplace, grid=grid, resident=resident, engine=gemm_engine)
     t_passes = lowered.pass_seconds

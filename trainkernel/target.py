@@ -31,8 +31,7 @@ from dataclasses import dataclass
 
 # tk::hopper's tile table (kHopperTiles / TileById in hopper_gemm.cuh): BN ->
 # (its id, pipeline stages); BM = 128 and BK = 64 for all three.
-WGMMA_TILES: dict[int, int] = {256: 0, 128: 1, 64: 2}
-WGMMA_STAGES: dict[int, int] = {256: 4, 128: 6, 64: 8}
+WGMMA_TILES: dict[int, tuple[int, int]] = {256: (0, 4), 128: (1, 6), 64: (2, 8)}
 
 
 @dataclass(frozen=True)
@@ -151,7 +150,7 @@ class TargetOptions:
     # block per SM (the stages take ~200 KB). sched-to-tile prices both
     # engines with GridCosts and keeps the faster.
     wgmma: bool = True
-    wgmma_arch: str = "sm_90a"  # nvcc's -arch for kernels that use it
+    wgmma_arch: str = "sm_90a"  # the feature set its kernels are built for; they run on this arch less the "a"
     wgmma_threads: int = 384
     wgmma_tile: tuple[int, int, int] = (128, 128, 64)  # BM, BN, BK: tk::hopper::TileById<1>
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
@@ -187,7 +186,7 @@ class TargetOptions:
         """Mirror of tk::hopper::TileShape::SMEM_BYTES for the 128 x bn tile:
         alignment slack, the stages (A and B tiles of 64-wide K, bf16/f16), two
         mbarriers a stage."""
-        stages = WGMMA_STAGES[bn]
+        stages = WGMMA_TILES[bn][1]
         return 1024 + stages * (128 + bn) * 64 * 2 + 16 * stages
 
     def for_wgmma(self) -> "TargetOptions":

@@ -204,6 +204,11 @@ def normalize_arch(arch: str | int | tuple[int, int] | None) -> str:
     return text
 
 
+def wgmma_runs_on(arch: str) -> bool:
+    """Whether a device of `arch` runs kernels of the target's wgmma feature set (sm_90a: Hopper)."""
+    return arch in (DEFAULT_TARGET.wgmma_arch, DEFAULT_TARGET.wgmma_arch.rstrip("a"))
+
+
 def arch_for_source(source: str, arch: str) -> str:
     """The architecture to build `source` for on a device of `arch`: a kernel
     that says it requires sm_90a (wgmma gemms: the printer's WGMMA_REQUIRES
@@ -213,8 +218,8 @@ def arch_for_source(source: str, arch: str) -> str:
 
     if WGMMA_REQUIRES not in source:
         return arch
-    if arch in ("sm_90", "sm_90a"):
-        return "sm_90a"
+    if wgmma_runs_on(arch):
+        return DEFAULT_TARGET.wgmma_arch
     raise BuildError(
         f"this kernel's gemms use wgmma, which only sm_90 (Hopper) runs; the device is {arch}. "
         "Compile it with gemm_engine='mma' (the pass option sched-to-tile{engine=mma}).")

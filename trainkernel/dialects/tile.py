@@ -707,17 +707,13 @@ def verify_wgmma_kernel(kernel: "KernelOp") -> None:
     need = TargetOptions.wgmma_smem_bytes(wgmma[0].tile_shape[1])
     if kernel.smem < need:
         raise VerifyException(f"tile.kernel: smem {kernel.smem} is short of the wgmma pipeline's {need} bytes")
-    offsets = {op.result: op.offset_value or 0 for op in kernel.block.ops if isinstance(op, sched.BufferOp)}
-    views = {op.result: op.source for op in kernel.block.ops if isinstance(op, sched.ViewOp)}
     for op in wgmma:
         mm = next(o for o in op.body.block.ops if isinstance(o, MatmulOp))
         for arg in (mm.lhs, mm.rhs):
-            buf = op.ins[arg.index]
-            while buf in views:
-                buf = views[buf]
-            if buf in offsets and offsets[buf] % 16:
+            buf = sched.root_buffer(op.ins[arg.index]).owner
+            if isinstance(buf, sched.BufferOp) and (buf.offset_value or 0) % 16:
                 raise VerifyException(
-                    f"tile.gemm: a wgmma operand's arena offset {offsets[buf]} is not 16-byte aligned (TMA)")
+                    f"tile.gemm: a wgmma operand's arena offset {buf.offset_value} is not 16-byte aligned (TMA)")
 
 
 def verify_resident_reads(kernel: "KernelOp", accesses) -> None:
@@ -856,21 +852,29 @@ def gemm_k_slice(k: int, ksplit: int, bk: int) -> int:
     return ceil_div(ceil_div(k, ksplit), bk) * bk
 
 
+def _gemm_tiles(op: "GemmOp") -> int:
+    m, n, _ = iteration_space(op)
+    bm, bn, _ = op.tile_shape
+    return ceil_div(m, bm) * ceil_div(n, bn)
+
+
+def gemm_partials_bytes(op: "GemmOp") -> int:
+    """Where a split gemm's tile counters start in its workspace: after the fp32
+    partials ([ksplit][M][N]; for the wgmma engine whole tiles [tile][ksplit][BM
+    x BN] in fragment order, tk::hopper's), 16-byte aligned."""
+    if op.engine == "wgmma":
+        bm, bn, _ = op.tile_shape
+        return align_up(_gemm_tiles(op) * op.ksplit * bm * bn * 4, 16)
+    m, n, _ = iteration_space(op)
+    return align_up(op.ksplit * m * n * 4, 16)
+
+
 def gemm_workspace_bytes(op: "GemmOp") -> int:
-    """A split gemm's arena workspace: fp32 partials ([ksplit][M][N]; for the
-    wgmma engine [tile][ksplit][BM x BN]), 16-byte aligned, then one u32
-    arrival counter per output tile."""
+    """A split gemm's arena workspace: its partials (`gemm_partials_bytes`), then
+    one u32 arrival counter per output tile; 0 when not split."""
     if op.ksplit <= 1:
         return 0
-    from trainkernel.dialects.tk import MatmulOp
-
-    mm = next(o for o in op.body.block.ops if isinstance(o, MatmulOp))
-    m, n = mm.result.type.get_shape()
-    bm, bn, _ = op.tile_shape
-    tiles = ceil_div(m, bm) * ceil_div(n, bn)
-    if op.engine == "wgmma":  # tk::hopper: whole tiles [tile][slice][BM * BN] in fragment order
-        return align_up(tiles * op.ksplit * bm * bn * 4, 16) + 4 * tiles
-    return align_up(op.ksplit * m * n * 4, 16) + 4 * tiles
+    return gemm_partials_bytes(op) + 4 * _gemm_tiles(op)
 
 
 def _scratch_bytes(op: TileWorkOp) -> int:

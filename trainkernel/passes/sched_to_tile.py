@@ -99,9 +99,7 @@ def copy_op(commit: sched.CommitOp, offset: int, target: TargetOptions) -> tile.
 def item_cost_us(op: tile.TileWorkOp, target: TargetOptions) -> float:
     costs = target.grid_costs
     if isinstance(op, tile.GemmOp):
-        mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
-        sa = tk.shape_of(mm.lhs)
-        k = sa[0] if mm.transpose_a is not None else sa[1]
+        k = tile.iteration_space(op)[2]
         bm, bn, bk = op.tile_shape
         if op.ksplit > 1:
             k = tile.gemm_k_slice(k, op.ksplit, bk)
@@ -143,7 +141,6 @@ def wgmma_fits(program: sched.ProgramOp, target: TargetOptions) -> bool:
     their tensor maps fit the kernel parameters (`wgmma_max_gemms`)."""
     if not target.wgmma:
         return False
-    offsets = {op.result: op.offset_value or 0 for op in program.body.block.ops if isinstance(op, sched.BufferOp)}
     found = 0
     for compute in program.walk():
         if not isinstance(compute, sched.ComputeOp):
@@ -157,7 +154,8 @@ def wgmma_fits(program: sched.ProgramOp, target: TargetOptions) -> bool:
             for arg in (mm.lhs, mm.rhs):
                 if tk.shape_of(arg)[-1] % 8:
                     return False
-                if isinstance(arg, BlockArgument) and offsets.get(compute.ins[arg.index], 0) % 16:
+                buf = sched.root_buffer(compute.ins[arg.index]).owner if isinstance(arg, BlockArgument) else None
+                if isinstance(buf, sched.BufferOp) and (buf.offset_value or 0) % 16:
                     return False
     return 0 < found <= target.wgmma_max_gemms  # their tensor maps must fit the kernel parameters
 
@@ -173,11 +171,12 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
             "sched-to-tile: engine=wgmma needs bf16/f16 gemms whose operand rows are whole 16 bytes, "
             f"at most {target.wgmma_max_gemms} of them (their tensor maps travel in the kernel parameters), "
             "and a target with wgmma")
-    engines = ["mma", "wgmma"] if engine == "auto" and wgmma_fits(program, target) else [engine if engine != "auto" else "mma"]
-    if len(engines) == 1:
-        return _lower(program, max_grid, grid, target, engines[0])[0]
-    options = [_lower(program.clone(), max_grid, grid, target, e) for e in engines]
-    return min(options, key=lambda o: o[1])[0]
+    if engine == "auto":
+        if not wgmma_fits(program, target):
+            return _lower(program, max_grid, grid, target, "mma")[0]
+        options = [_lower(program.clone(), max_grid, grid, target, e) for e in ("mma", "wgmma")]
+        return min(options, key=lambda o: o[1])[0]
+    return _lower(program, max_grid, grid, target, engine)[0]
 
 
 def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOptions,
@@ -240,9 +239,7 @@ def split_k(phases: list[list[tile.TileWorkOp]], grid: int, arena: int, target: 
         for op in ops:
             if not isinstance(op, tile.GemmOp) or grid < 2:
                 continue
-            mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
-            sa = tk.shape_of(mm.lhs)
-            k = sa[0] if mm.transpose_a is not None else sa[1]
+            k = tile.iteration_space(op)[2]
             bk = op.tile_shape[2]
             tiles = op.items
             splits = min(grid // busy, target.max_ksplit, k // target.ksplit_min_k) if 2 * busy <= grid else 1

@@ -597,7 +597,7 @@ def make_resident(kernel: tile.KernelOp, plan: Plan, placement: Placement, targe
         if isinstance(op, tile.GemmOp) and op.engine == "wgmma":
             # So is the wgmma engine (TMA from global memory); a resident kernel
             # multiplies from shared memory with mma.sync tiles.
-            m, n = tk.shape_of(next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp)).result)
+            m, n, _ = iteration_space(op)
             bm, bn, bk = target.gemm_tile(op.mma)
             op.properties.update(tile.config(tile=(bm, bn, bk), items=ceil_div(m, bm) * ceil_div(n, bn)))
             del op.properties["engine"]
