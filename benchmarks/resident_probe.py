@@ -143,6 +143,15 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
                 from trainkernel.backend import cuda_target
 
                 cuda_target.TARGET = dataclasses.replace(target.DEFAULT, programmatic_launch=label == "pdl")
+            if label.startswith("wgmma-maps="):  # the h200 target with another wgmma_map_elems_per_thread
+                from trainkernel import target
+
+                target.TARGETS[target.H200.name] = dataclasses.replace(
+                    target.H200, wgmma_map_elems_per_thread=int(label[11:]))
+            if label == "staged":
+                from trainkernel import target
+
+                target.TARGETS[target.H200.name] = target.H200
             if label.startswith("threads="):  # the h200 target with another resident_threads
                 from trainkernel import target
 
@@ -186,6 +195,9 @@ if __name__ == "__main__":
         main(sys.argv[2:] or ["small", "mlp4", "medium"], variants={"ksplit": "", "no-ksplit": ""})
     elif sys.argv[1:2] == ["--pdl"]:  # programmatic dependent launch against plain stream order, one run
         main(sys.argv[2:] or DEFAULT, variants={"pdl": "", "no-pdl": ""})
+    elif sys.argv[1:2] == ["--epilogue"]:  # staged gemm epilogues against inline loads; map items of 8 elements
+        main(sys.argv[2:] or ["small", "mlp4", "medium", "large"],
+             variants={"staged": "", "inline": "-DTK_EPILOGUE_LOADS_INLINE", "wgmma-maps=8": ""})
     elif sys.argv[1:2] == ["--threads"]:
         main(sys.argv[3:] or DEFAULT, variants={f"threads={n}": "" for n in sys.argv[2].split(",")})
     elif sys.argv[1:2] == ["--variants"]:

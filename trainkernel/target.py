@@ -156,6 +156,11 @@ class TargetOptions:
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.
     wgmma_max_gemms: int = 120
+    # A map item's elements per thread under the wgmma engine: one block of
+    # 384 threads per SM, so each thread needs more loads in flight than on
+    # the mma.sync grid (4 blocks of 128): 8 reached 1.1-2.0 TB/s on medium's
+    # and large's casts (perf-log steps 9 and 11).
+    wgmma_map_elems_per_thread: int = 32
     grid_costs: GridCosts = GridCosts()
     resident_costs: ResidentCosts = ResidentCosts()
 
@@ -191,11 +196,9 @@ class TargetOptions:
 
     def for_wgmma(self) -> "TargetOptions":
         """The grid-kernel settings under the wgmma engine: its block size, one
-        block per SM, and map items of twice the elements per thread (one block
-        of 384 threads per SM instead of four of 128: medium's casts took 41k
-        cycles at 4 a thread against 32k on the mma.sync grid, run-7b1d145)."""
+        block per SM, and map items of wgmma_map_elems_per_thread."""
         return dataclasses.replace(self, name=f"{self.name}+wgmma", threads=self.wgmma_threads, max_blocks_per_sm=1,
-                                   map_elems_per_thread=2 * self.map_elems_per_thread)
+                                   map_elems_per_thread=self.wgmma_map_elems_per_thread)
 
     def gemm_smem_bytes(self, mma: str) -> int:
         """Mirror of tk::gemm_smem_bytes: gemm_stages x (A tile + B tile), rows padded by 16 B."""

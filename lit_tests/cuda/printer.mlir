@@ -16,23 +16,36 @@
 // CHECK-NEXT:    __half* t8_u = (__half*)(p.arena + 1024);
 
 // f32 GEMM (SIMT tiles), x^T @ w, with a bias (broadcast along rows) and relu.
+// The epilogue reads an operand, so it is staged (tk/epilogue.cuh): the tile
+// issues the loads of a chunk of elements before any of their stores.
 // CHECK:       { // tile.gemm 4x8x4 simt.f32 TN
 // CHECK-NEXT:    for (int item = blockIdx.x; item < 1; item += G) {
 // CHECK-NEXT:      tk::gemm_tile_nt<kThreads, float, 64, 64, 16, true, false>(b0_x, 4, b1_w, 8, 4, 8, 4, item / 1, item % 1, smem,
-// CHECK-NEXT:        [&](int i, int j, float acc) {
-// CHECK-NEXT:          const float mmv = acc;
-// CHECK-NEXT:          const float v1 = mmv + tk::to_float(b3_b[(j)]);
-// CHECK-NEXT:          const float v2 = ((v1) > 0.0f || (v1) != (v1) ? (v1) : 0.0f);
-// CHECK-NEXT:          t6_t[(i)*8 + (j)] = tk::from_float<float>(v2);
-// CHECK-NEXT:        });
+// CHECK-NEXT:        tk::staged_epilogue(
+// CHECK-NEXT:          [&](int i, int j) {
+// CHECK-NEXT:            tk::EpilogueLoads<1> tk_l;
+// CHECK-NEXT:            tk_l.v[0] = tk::to_float(b3_b[(j)]);
+// CHECK-NEXT:            return tk_l;
+// CHECK-NEXT:          },
+// CHECK-NEXT:          [&](int i, int j, float acc, const tk::EpilogueLoads<1>& tk_l) {
+// CHECK-NEXT:            const float mmv = acc;
+// CHECK-NEXT:            const float v1 = mmv + tk_l.v[0];
+// CHECK-NEXT:            const float v2 = ((v1) > 0.0f || (v1) != (v1) ? (v1) : 0.0f);
+// CHECK-NEXT:            t6_t[(i)*8 + (j)] = tk::from_float<float>(v2);
+// CHECK-NEXT:          })
+// CHECK-NEXT:        );
 
 // f16 GEMM (tensor cores) in the same phase, NT, starting one block later;
-// the f16 result is rounded once, right after the matmul.
+// the f16 result is rounded once, right after the matmul. Its epilogue reads
+// nothing: a plain per-element lambda.
 // CHECK:       { // tile.gemm 8x8x8 mma.f16 NT
 // CHECK-NEXT:    for (int item = (blockIdx.x + G - 1 % G) % G; item < 1; item += G) {
 // CHECK-NEXT:      tk::gemm_tile_nt<kThreads, __half, 64, 64, 32, false, true>(b2_h, 8, b2_h, 8, 8, 8, 8, item / 1, item % 1, smem,
-// CHECK:               const float mmv = tk::to_float(tk::from_float<__half>(acc));
+// CHECK-NEXT:        [&](int i, int j, float acc) {
+// CHECK-NEXT:          const float mmv = tk::to_float(tk::from_float<__half>(acc));
 // CHECK:               t8_u[(i)*8 + (j)] = tk::from_float<__half>(mmv);
+// CHECK-NEXT:        }
+// CHECK-NEXT:        );
 
 // A pointwise op over 32 elements in one chunk: a scalar fill operand becomes
 // a literal; the multiply of f32 values is not rounded. Each thread first

@@ -291,9 +291,11 @@ class BodyPrinter:
     indent: str
     counter: int = 0
     wide: bool = False  # 64-bit index products (`_linear`)
-    # A grid map's loads, hoisted: load expression -> the register array that
-    # holds it (`tk_l<k>[u]`), filled in order of first use; None: loads inline.
-    hoisted: dict[str, str] | None = None
+    # Loads hoisted out of the body (a grid map's, a staged gemm epilogue's):
+    # load expression -> its number k, in order of first use; the body reads
+    # load k as hoist_ref.format(k). None: loads inline.
+    hoisted: dict[str, int] | None = None
+    hoist_ref: str = "tk_l{}[u]"
 
     def fresh(self) -> str:
         self.counter += 1
@@ -309,7 +311,7 @@ class BodyPrinter:
         expr = f"tk::to_float({ptr}[{_linear(broadcast_index(index, shape), shape, self.wide)}])"
         if self.hoisted is None:
             return expr
-        return self.hoisted.setdefault(expr, f"tk_l{len(self.hoisted)}") + "[u]"
+        return self.hoist_ref.format(self.hoisted.setdefault(expr, len(self.hoisted)))
 
     def value_at(self, v: SSAValue, index: list[str], env: dict[SSAValue, str]) -> str:
         """C expression of value v at the iteration index (v broadcasts to it)."""
@@ -593,9 +595,9 @@ class CudaPrinter:
         # Loading every element of the item first puts them all in flight at once;
         # safe because an in-place output is read only at the elements it writes
         # (the kernel verifier), which are this thread's own.
-        for name in loads.values():
-            self.w(f"      float {name}[{per_thread}];")
-        load_lines = [f"          {name}[u] = {expr};\n" for expr, name in loads.items()]
+        for k in loads.values():
+            self.w(f"      float tk_l{k}[{per_thread}];")
+        load_lines = [f"          tk_l{k}[u] = {expr};\n" for expr, k in loads.items()]
         for lines in ([load_lines] if load_lines else []) + [[body.getvalue()]]:
             self.w("#pragma unroll")
             self.w(f"      for (int u = 0; u < {per_thread}; ++u) {{")
@@ -632,9 +634,8 @@ class CudaPrinter:
                 + (f"(int)(item / {tiles_n}), (int)(item % {tiles_n})" if self.wide else f"item / {tiles_n}, item % {tiles_n}")
                 + ", smem,"
             )
-            self.w("        [&](int i, int j, float acc) {")
-            self._gemm_epilogue(op, mm, "          ")
-            self.w("        });")
+            self._epilogue_functor(op, mm, "        ")
+            self.w("        );")
             self.w("    }")
             self.w("  }")
             return
@@ -699,9 +700,8 @@ class CudaPrinter:
         start = f"(int)((blockIdx.x + G - {op.offset} % G) % G)" if op.offset else "(int)blockIdx.x"
         self.w(f"    tk::hopper::gemm_units<{t}, TkShape, {str(ta).lower()}, {str(tb).lower()}>("
                f"&p.maps[{2 * g}], &p.maps[{2 * g + 1}], tk_gp,")
-        self.w("      [&](int i, int j, float acc) {")
-        self._gemm_epilogue(op, mm, "        ")
-        self.w(f"      }}, tk_hbase, {start}, G, tk_pipe, &tk_splitk_flag);")
+        self._epilogue_functor(op, mm, "      ")
+        self.w(f"      , tk_hbase, {start}, G, tk_pipe, &tk_splitk_flag);")
         self.w("  }")
 
     def _host_pointer(self, v: SSAValue) -> str:
@@ -727,6 +727,35 @@ class CudaPrinter:
                 f"{str(tb).lower()}>(&p.maps[{2 * g}], &p.maps[{2 * g + 1}], {a}, {lda}, {b}, {ldb}, {m}, {n}, "
                 f"{kdim})) != cudaSuccess) return (int)e;")
         return "\n".join(lines)
+
+    def _epilogue_functor(self, op: tile.GemmOp, mm: tk.MatmulOp, indent: str) -> None:
+        """The gemm's epilogue as the functor a tile calls with (i, j, acc):
+        staged (tk/epilogue.cuh: the tile issues a chunk of elements' loads
+        before their stores) where the epilogue reads operands, else a plain
+        per-element lambda."""
+        body = io.StringIO()
+        bp = BodyPrinter(body, self.names, op, indent + "    ", wide=self.wide, hoisted={}, hoist_ref="tk_l.v[{}]")
+        env: dict[SSAValue, str] = {mm.result: "mmv"}
+        bp.line(f"const float mmv = {_round('acc', mm.result.type)};")
+        bp.emit_ops(["i", "j"], env, skip=(mm,))
+        bp.store_outputs(["i", "j"], env)
+        loads = bp.hoisted
+        if not loads:
+            self.w(f"{indent}[&](int i, int j, float acc) {{")
+            self.out.write(body.getvalue().replace(indent + "    ", indent + "  "))
+            self.w(f"{indent}}}")
+            return
+        regs = f"tk::EpilogueLoads<{len(loads)}>"
+        self.w(f"{indent}tk::staged_epilogue(")
+        self.w(f"{indent}  [&](int i, int j) {{")
+        self.w(f"{indent}    {regs} tk_l;")
+        for expr, k in loads.items():
+            self.w(f"{indent}    tk_l.v[{k}] = {expr};")
+        self.w(f"{indent}    return tk_l;")
+        self.w(f"{indent}  }},")
+        self.w(f"{indent}  [&](int i, int j, float acc, const {regs}& tk_l) {{")
+        self.out.write(body.getvalue())
+        self.w(f"{indent}  }})")
 
     def _gemm_epilogue(self, op: tile.GemmOp, mm: tk.MatmulOp, indent: str, bp: "BodyPrinter | None" = None) -> None:
         """The gemm's pointwise epilogue at output (i, j), from the fp32 `acc`

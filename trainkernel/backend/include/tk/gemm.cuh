@@ -138,6 +138,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "epilogue.cuh"
 #include "types.cuh"
 
 namespace tk {
@@ -504,18 +505,36 @@ __device__ __forceinline__ void gemm_tile_mma(const T* A, int lda, const T* B, i
   __syncthreads();
 
   if (active) {
+    if constexpr (is_staged_epilogue<Epilogue>) {  // a chunk's loads before its stores (tk/epilogue.cuh)
+      constexpr int kAll = MI * NI * 4;
+      constexpr int kChunk = Epilogue::kChunk < kAll ? Epilogue::kChunk : kAll;
 #pragma unroll
-    for (int i = 0; i < MI; ++i)
+      for (int c0 = 0; c0 < kAll; c0 += kChunk)
+        stage_epilogue_chunk<kChunk>(
+            epi,
+            [&](int x, int& gi, int& gj) {
+              const int i = (c0 + x) / (NI * 4), j = (c0 + x) / 4 % NI, e = (c0 + x) % 4;
+              int r, c;
+              acc_coord(lane, e, r, c);
+              gi = m0 + wm * WM + i * 16 + r;
+              gj = n0 + wn * WN + j * 8 + c;
+              return gi < M && gj < N;
+            },
+            [&](int x) { return acc[(c0 + x) / (NI * 4)][(c0 + x) / 4 % NI][(c0 + x) % 4]; });
+    } else {
 #pragma unroll
-      for (int j = 0; j < NI; ++j)
+      for (int i = 0; i < MI; ++i)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          int r, c;
-          acc_coord(lane, e, r, c);
-          const int gi = m0 + wm * WM + i * 16 + r;
-          const int gj = n0 + wn * WN + j * 8 + c;
-          if (gi < M && gj < N) epi(gi, gj, acc[i][j][e]);
-        }
+        for (int j = 0; j < NI; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            int r, c;
+            acc_coord(lane, e, r, c);
+            const int gi = m0 + wm * WM + i * 16 + r;
+            const int gj = n0 + wn * WN + j * 8 + c;
+            if (gi < M && gj < N) epi(gi, gj, acc[i][j][e]);
+          }
+    }
   }
 }
 
@@ -605,14 +624,29 @@ __device__ __forceinline__ void gemm_tile_simt(const float* A, int lda, const fl
   __syncthreads();
 
   if (active) {
+    if constexpr (is_staged_epilogue<Epilogue>) {  // a chunk's loads before its stores (tk/epilogue.cuh)
+      constexpr int kAll = TM * TN;
+      constexpr int kChunk = Epilogue::kChunk < kAll ? Epilogue::kChunk : kAll;
 #pragma unroll
-    for (int r = 0; r < TM; ++r)
+      for (int c0 = 0; c0 < kAll; c0 += kChunk)
+        stage_epilogue_chunk<kChunk>(
+            epi,
+            [&](int x, int& gi, int& gj) {
+              gi = m0 + ty + (c0 + x) / TN * TYC;
+              gj = n0 + tx + (c0 + x) % TN * TXC;
+              return gi < M && gj < N;
+            },
+            [&](int x) { return acc[(c0 + x) / TN][(c0 + x) % TN]; });
+    } else {
 #pragma unroll
-      for (int c = 0; c < TN; ++c) {
-        const int gi = m0 + ty + r * TYC;
-        const int gj = n0 + tx + c * TXC;
-        if (gi < M && gj < N) epi(gi, gj, acc[r][c]);
-      }
+      for (int r = 0; r < TM; ++r)
+#pragma unroll
+        for (int c = 0; c < TN; ++c) {
+          const int gi = m0 + ty + r * TYC;
+          const int gj = n0 + tx + c * TXC;
+          if (gi < M && gj < N) epi(gi, gj, acc[r][c]);
+        }
+    }
   }
 }
 #endif  // __CUDACC__

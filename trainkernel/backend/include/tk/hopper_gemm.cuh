@@ -203,6 +203,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "epilogue.cuh"
 #include "gemm.cuh"
 #include "types.cuh"
 
@@ -647,6 +648,20 @@ struct has_fragment_hook<E, decltype((void)E::kFragmentEpilogue)> {
 template <int BN, class Epi>
 __device__ __forceinline__ void apply_epilogue(const Epi& epi, const float (&acc)[BN / 2], int t,
                                                int row0, int col0, int M, int N) {
+  if constexpr (is_staged_epilogue<Epi>) {  // a chunk's loads before its stores (tk/epilogue.cuh)
+    constexpr int kChunk = Epi::kChunk < BN / 2 ? Epi::kChunk : BN / 2;
+#pragma unroll
+    for (int r0 = 0; r0 < BN / 2; r0 += kChunk)
+      stage_epilogue_chunk<kChunk>(
+          epi,
+          [&](int e, int& i, int& j) {
+            i = row0 + frag_row(t, r0 + e);
+            j = col0 + frag_col(t, r0 + e);
+            return i < M && j < N;
+          },
+          [&](int e) { return acc[r0 + e]; });
+    return;
+  }
 #pragma unroll
   for (int r = 0; r < BN / 2; r += 2) {
     const int i = row0 + frag_row(t, r);

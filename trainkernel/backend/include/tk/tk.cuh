@@ -7,6 +7,7 @@
 //   types.cuh      to_float / from_float<T> (RNE, as PyTorch), Vec<T,N> loads
 //   grid.cuh       grid_sync() (cooperative launch), block_sync()
 //   reduce.cuh     deterministic warp / block / two-level grid reductions
+//   epilogue.cuh   staged_epilogue(load, store): a chunk's loads before its stores
 //   gemm.cuh       gemm_tile<T,BM,BN,BK,TA,TB>(...): mma.sync (bf16/f16) or
 //                  SIMT fp32 block tile with a per-element epilogue functor
 //   pointwise.cuh  for_each_index(n, f): grid-stride loops

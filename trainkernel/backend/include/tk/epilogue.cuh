@@ -1,0 +1,91 @@
+// tk/epilogue.cuh -- gemm epilogues whose operand loads run ahead of their stores.
+//
+// Part of the TrainKernel device library (header-only, namespace tk).
+//
+// A fused epilogue reads operands (a bias, a target, the fp32 weight it
+// updates) and stores results. Generated code cannot promise the compiler
+// that the buffers do not alias (an in-place update reads and writes the same
+// one), so with a per-element functor every element's loads wait behind the
+// previous element's stores: one load in flight per thread, a full memory
+// latency per element (medium's dW1 epilogue: 64 of them per tile).
+//
+// A staged epilogue comes in two halves:
+//   Loads load(int i, int j)                        the element's operands
+//   void store(int i, int j, float acc, const Loads&)   compute and store
+// and the tiles call load for a chunk of the thread's elements before any of
+// their stores (stage_epilogue_chunk). Exact wherever an output may alias an
+// operand only at the elements it writes (the kernel verifier's in-place
+// rule): those elements are the thread's own, loaded before it stores them.
+//
+// TK_EPILOGUE_LOADS_INLINE (a probe knob, benchmarks/resident_probe.py
+// --epilogue) makes the tiles call load and store element by element again.
+#pragma once
+
+#include <utility>
+
+namespace tk {
+
+// The loads of one element: N floats.
+template <int N>
+struct EpilogueLoads {
+  float v[N];
+};
+
+// Elements a thread stages at a time: 16 floats of loads in flight, whatever
+// the number of operands (registers: the tiles' accumulators stay live).
+constexpr int epilogue_chunk(int loads_per_element) {
+  return loads_per_element <= 1 ? 16 : loads_per_element <= 2 ? 8 : 4;
+}
+
+template <class Load, class Store>
+struct StagedEpilogue {
+  static constexpr bool kStaged = true;
+  using Loads = decltype(std::declval<const Load&>()(0, 0));
+  static constexpr int kChunk = epilogue_chunk(sizeof(Loads) / sizeof(float));
+  Load load;
+  Store store;
+  // Per-element form (the tiles that do not stage, the TMA fallback).
+  __device__ __forceinline__ void operator()(int i, int j, float acc) const { store(i, j, acc, load(i, j)); }
+};
+
+template <class Load, class Store>
+__device__ __forceinline__ StagedEpilogue<Load, Store> staged_epilogue(Load load, Store store) {
+  return StagedEpilogue<Load, Store>{load, store};
+}
+
+namespace detail {
+template <class E, class = void>
+struct is_staged {
+  static constexpr bool value = false;
+};
+template <class E>
+struct is_staged<E, decltype((void)E::kStaged)> {
+#ifdef TK_EPILOGUE_LOADS_INLINE
+  static constexpr bool value = false;
+#else
+  static constexpr bool value = E::kStaged;
+#endif
+};
+}  // namespace detail
+
+template <class E>
+constexpr bool is_staged_epilogue = detail::is_staged<E>::value;
+
+// The chunk's elements e = 0 .. n-1: where(e, i, j) says where element e is
+// (false: out of bounds), value(e) its accumulator. Every load, then every store.
+template <int kN, class Epi, class Where, class Value>
+__device__ __forceinline__ void stage_epilogue_chunk(const Epi& epi, Where where, Value value) {
+  typename Epi::Loads loads[kN];
+#pragma unroll
+  for (int e = 0; e < kN; ++e) {
+    int i, j;
+    if (where(e, i, j)) loads[e] = epi.load(i, j);
+  }
+#pragma unroll
+  for (int e = 0; e < kN; ++e) {
+    int i, j;
+    if (where(e, i, j)) epi.store(i, j, value(e), loads[e]);
+  }
+}
+
+}  // namespace tk
