@@ -23,6 +23,8 @@ from trainkernel.dialects.tile import home_pitch as HOME_PITCH  # restored after
 from trainkernel.passes.tk_split_reductions import SplitLongReduction
 from trainkernel.workloads import LARGE, WORKLOADS
 
+from trainkernel.backend.cuda_target import COLUMN_LOADS  # restored after a `col-loads=` variant
+
 SPLIT = SplitLongReduction.match_and_rewrite  # `--reduce` swaps it for a no-op and back
 
 DEFAULT = ["tiny", "online", "classification", "small", "mlp4",
@@ -148,10 +150,23 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
 
                 target.TARGETS[target.H200.name] = dataclasses.replace(
                     target.H200, wgmma_map_elems_per_thread=int(label[11:]))
-            if label == "staged":
+            if label in ("staged", "default"):  # the h200 target and printer as they are
                 from trainkernel import target
+                from trainkernel.backend import cuda_target
 
                 target.TARGETS[target.H200.name] = target.H200
+                cuda_target.COLUMN_LOADS = COLUMN_LOADS
+            if label.startswith("wgmma-n="):  # the wgmma tile widths sched-to-tile may choose from
+                from trainkernel import target
+
+                target.TARGETS[target.H200.name] = dataclasses.replace(
+                    target.H200, wgmma_tiles_n=tuple(int(v) for v in label[8:].split(",")))
+            if label.startswith("col-loads="):  # column reductions' loads in flight a thread
+                from trainkernel import target
+                from trainkernel.backend import cuda_target
+
+                target.TARGETS[target.H200.name] = target.H200
+                cuda_target.COLUMN_LOADS = int(label[10:])
             if label.startswith("threads="):  # the h200 target with another resident_threads
                 from trainkernel import target
 
@@ -198,6 +213,9 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--epilogue"]:  # staged gemm epilogues against inline loads; map items of 8 elements
         main(sys.argv[2:] or ["small", "mlp4", "medium", "large"],
              variants={"staged": "", "inline": "-DTK_EPILOGUE_LOADS_INLINE", "wgmma-maps=8": ""})
+    elif sys.argv[1:2] == ["--wide"]:  # 128 x 256 wgmma tiles where the cost model picks them; column loads
+        main(sys.argv[2:] or ["small", "mlp4", "medium", "large"],
+             variants={"default": "", "wgmma-n=128": "", "col-loads=1": ""})
     elif sys.argv[1:2] == ["--threads"]:
         main(sys.argv[3:] or DEFAULT, variants={f"threads={n}": "" for n in sys.argv[2].split(",")})
     elif sys.argv[1:2] == ["--variants"]:

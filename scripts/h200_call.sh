@@ -12,6 +12,7 @@
 #   probe-engine  resident_probe --engine on $ENGINE_SPECS (wgmma gemm engine against mma.sync)
 #   probe-tiles   resident_probe --tiles on $TILE_SPECS (grid gemm tile and block size)
 #   probe-epilogue resident_probe --epilogue on $ENGINE_SPECS (staged gemm epilogues against inline loads)
+#   probe-wide    resident_probe --wide on $ENGINE_SPECS (128 x 256 wgmma tiles, column-reduction loads)
 #   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles)
 #   tests         the GPU suite without the Hopper GEMM and runtime tests, pytest-xdist -n $JOBS ($TESTS: files)
 #   tests-runtime tests/test_runtime_cuda.py without xdist: its session fixture builds every case
@@ -59,6 +60,8 @@ for item in "$@"; do
              ${TILE_SPECS:-small mlp4 medium large} > "$W/probe_tiles.log" 2>&1 ;;
     probe-epilogue) mkdir -p "$W/epilogue"; OUT=$W/epilogue timeout "$t" python3 -m benchmarks.resident_probe --epilogue \
              ${ENGINE_SPECS:-small mlp4 medium large} > "$W/probe_epilogue.log" 2>&1 ;;
+    probe-wide) mkdir -p "$W/wide"; OUT=$W/wide timeout "$t" python3 -m benchmarks.resident_probe --wide \
+             ${ENGINE_SPECS:-small mlp4 medium large} > "$W/probe_wide.log" 2>&1 ;;
     timer) timeout "$t" python3 -m benchmarks.resident_probe --timer \
              ${TIMER_SPECS:-tiny online classification small mlp4 medium large} > "$W/timer.log" 2>&1 ;;
     tests) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 -n "${JOBS:-12}" \

@@ -55,17 +55,22 @@ class GridCosts:
     # against the megakernel's mma.sync tiles at 95-176 (four blocks per SM),
     # so ~3.5x per SM, ~14x per block.
     wgmma_flop_per_us: float = 4.2e7
+    # A 128 x 256 unit's rate over a 128 x 128 one's. Both are bound by what
+    # L2 delivers to the SMs (~4.7-6.9 TB/s implied by the phase timer and
+    # gemm.json): 85 FLOP per operand byte against 64 (perf-log step 12).
+    wgmma_wide_speedup: float = 1.3
     wgmma_unit_us: float = 0.6  # a unit's pipeline ramp and epilogue start (hopper_gemm.cuh's model)
 
     def sync_us(self, scope: str) -> float:
         """A barrier of `scope` (grid or block)."""
         return self.grid_sync_us if scope == "grid" else self.block_sync_us
 
-    def gemm_flop_per_us(self, mma: str, engine: str = "mma") -> float:
+    def gemm_flop_per_us(self, mma: str, engine: str = "mma", bn: int = 128) -> float:
         """Per block, for a gemm tile of mma kind `mma` (`mma.bf16`, `mma.f16`,
-        `simt.f32`) on `engine` (`mma`: mma.sync tiles, `wgmma`: the Hopper tile)."""
+        `simt.f32`) on `engine` (`mma`: mma.sync tiles, `wgmma`: the Hopper
+        tile, `bn` wide)."""
         if engine == "wgmma":
-            return self.wgmma_flop_per_us
+            return self.wgmma_flop_per_us * (self.wgmma_wide_speedup if bn > 128 else 1.0)
         return self.simt_flop_per_us if mma.startswith("simt") else self.mma_flop_per_us
 
 
@@ -152,7 +157,11 @@ class TargetOptions:
     wgmma: bool = True
     wgmma_arch: str = "sm_90a"  # the feature set its kernels are built for; they run on this arch less the "a"
     wgmma_threads: int = 384
-    wgmma_tile: tuple[int, int, int] = (128, 128, 64)  # BM, BN, BK: tk::hopper::TileById<1>
+    wgmma_tile: tuple[int, int, int] = (128, 128, 64)  # BM, BN, BK of a wgmma kernel's gemms (one shape a kernel)
+    # The tile widths sched-to-tile tries (WGMMA_TILES has them); a kernel with
+    # 256-wide tiles hands the producer's registers to the consumers during
+    # each gemm (tk::hopper::grid_gemm_units).
+    wgmma_tiles_n: tuple[int, ...] = (128, 256)
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.
     wgmma_max_gemms: int = 120
@@ -194,11 +203,13 @@ class TargetOptions:
         stages = WGMMA_TILES[bn][1]
         return 1024 + stages * (128 + bn) * 64 * 2 + 16 * stages
 
-    def for_wgmma(self) -> "TargetOptions":
+    def for_wgmma(self, bn: int | None = None) -> "TargetOptions":
         """The grid-kernel settings under the wgmma engine: its block size, one
-        block per SM, and map items of wgmma_map_elems_per_thread."""
+        block per SM, map items of wgmma_map_elems_per_thread, and (`bn`) the
+        tile width."""
+        tile = self.wgmma_tile if bn is None else (self.wgmma_tile[0], bn, self.wgmma_tile[2])
         return dataclasses.replace(self, name=f"{self.name}+wgmma", threads=self.wgmma_threads, max_blocks_per_sm=1,
-                                   map_elems_per_thread=self.wgmma_map_elems_per_thread)
+                                   map_elems_per_thread=self.wgmma_map_elems_per_thread, wgmma_tile=tile)
 
     def gemm_smem_bytes(self, mma: str) -> int:
         """Mirror of tk::gemm_smem_bytes: gemm_stages x (A tile + B tile), rows padded by 16 B."""

@@ -121,10 +121,14 @@ tile.kernel @wide_gemm(%x: memref<50000x64xbf16>, %w: memref<64x50000xbf16>, %s:
 // CHECK-NEXT:      float accum = 0.0f;
 // CHECK-NEXT:      if (c < 4) {
 // CHECK-NEXT:        const long long r0 = 0, r1 = 1000000000;
-// CHECK-NEXT: #pragma unroll 4
-// CHECK-NEXT:        for (long long r = r0; r < r1; ++r) {
-// CHECK-NEXT:          const long long q0 = (r);
-// CHECK-NEXT:          accum = accum + tk::to_float(b0_g[(long long)(q0)*4 + (o0)]);
+// CHECK-NEXT:        long long r = r0;
+// CHECK-NEXT:        for (; r + 16 <= r1; r += 16) {
+// CHECK-NEXT:          float tk_v[16];
+// CHECK-NEXT: #pragma unroll
+// CHECK-NEXT:          for (int u = 0; u < 16; ++u) {
+// CHECK-NEXT:            const long long rr = r + u;
+// CHECK-NEXT:            const long long q0 = (rr);
+// CHECK-NEXT:            tk_v[u] = tk::to_float(b0_g[(long long)(q0)*4 + (o0)]);
 tile.kernel @wide_columns(%g: memref<1000000000x4xf32>, %db: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
   tile.reduce ins(%g : memref<1000000000x4xf32>) outs(%db : memref<4xf32>) config {items = 1 : i64, offset = 0 : i64, rows = 128 : i64} {
   ^bb0(%a: tensor<1000000000x4xf32>):

@@ -127,6 +127,8 @@ tile.kernel @k(%x: memref<4x4xf32>, %w: memref<4x8xf32>, %h: memref<8x8xf16>, %b
 // A single-block kernel: `tile.sync block` is __syncthreads(); a column
 // reduction with rows = 128 outputs per item (as many as the threads) gives
 // each thread one column and adds all rows in order: one slice, no partials.
+// The rows go 16 loads at a time (all issued, then added in row order), the
+// remainder one by one.
 // CHECK:       // kernel one: 2 buffers, arena 0 bytes, grid 1, 128 threads
 // CHECK:       static constexpr int kSmem = 0;
 // CHECK:       { // tile.map: 12 elements
@@ -138,7 +140,10 @@ tile.kernel @k(%x: memref<4x4xf32>, %w: memref<4x8xf32>, %h: memref<8x8xf16>, %b
 // CHECK-NEXT:      const int c = item * 128 + threadIdx.x % 128;
 // CHECK:             if (c < 4) {
 // CHECK-NEXT:          const int r0 = 0, r1 = 3;
-// CHECK:               for (int r = r0; r < r1; ++r) {
+// CHECK-NEXT:          int r = r0;
+// CHECK-NEXT:          for (; r + 16 <= r1; r += 16) {
+// CHECK:                 for (int u = 0; u < 16; ++u) accum = accum + tk_v[u];
+// CHECK:               for (; r < r1; ++r) {
 // CHECK-NOT:     tk_part
 // CHECK:           b1_s[(o0)] = tk::from_float<float>(
 // CHECK-NOT:   tk::grid_sync
@@ -172,8 +177,9 @@ tile.kernel @one(%x: memref<3x4xf32>, %s: memref<4xf32>) inputs 1 results [1] ar
 // CHECK-NEXT:      if (c < 40) {
 // CHECK-NEXT:        const int r0 = (int)(threadIdx.x / 32) * 3;
 // CHECK-NEXT:        const int r1 = r0 + 3 < 10 ? r0 + 3 : 10;
-// CHECK-NEXT: #pragma unroll 4
-// CHECK-NEXT:        for (int r = r0; r < r1; ++r) {
+// CHECK-NEXT:        int r = r0;
+// CHECK-NEXT:        for (; r + 16 <= r1; r += 16) {
+// CHECK:             for (; r < r1; ++r) {
 // CHECK:           tk_part[threadIdx.x] = accum;
 // CHECK-NEXT:      __syncthreads();
 // CHECK-NEXT:      if (threadIdx.x < 32 && c < 40) {

@@ -385,6 +385,10 @@ def _accum_decl(red: tk.ReductionOp) -> str:
     return f"float accum = {'0.0f' if isinstance(red, tk.SumOp) else '-INFINITY'};"
 
 
+COLUMN_LOADS = 16
+"""Rows a column reduction's thread loads before folding them (loads in flight)."""
+
+
 def _fold(red: tk.ReductionOp, value: str, index: str) -> str:
     """The statement that folds the element `value` at reduced index `index` into the accumulator."""
     if isinstance(red, tk.ArgmaxOp):
@@ -698,7 +702,7 @@ class CudaPrinter:
         self.w(f"    const tk::hopper::GemmParams tk_gp{{{m}, {n}, {kdim}, {ceil_div(m, bm)}, {ceil_div(n, bn)}, {ks}, "
                f"{kb_total}, {kb_per}, {ws}, {counters}}};")
         start = f"(int)((blockIdx.x + G - {op.offset} % G) % G)" if op.offset else "(int)blockIdx.x"
-        self.w(f"    tk::hopper::gemm_units<{t}, TkShape, {str(ta).lower()}, {str(tb).lower()}>("
+        self.w(f"    tk::hopper::grid_gemm_units<{t}, TkShape, {str(ta).lower()}, {str(tb).lower()}>("
                f"&p.maps[{2 * g}], &p.maps[{2 * g + 1}], tk_gp,")
         self._epilogue_functor(op, mm, "      ")
         self.w(f"      , tk_hbase, {start}, G, tk_pipe, &tk_splitk_flag);")
@@ -845,13 +849,31 @@ class CudaPrinter:
             self.w(f"        const {ix} r1 = r0 + {chunk} < {length} ? r0 + {chunk} : {length};")
         else:
             self.w(f"        const {ix} r0 = 0, r1 = {length};")
-        self.w("#pragma unroll 4")
-        self.w(f"        for ({ix} r = r0; r < r1; ++r) {{")
-        rdecls, ridx = _multi_index("r", in_shape[:nred], "q", ix)
+        # A slice's rows COLUMN_LOADS at a time: every load of the group
+        # issued, then folded in row order (the same order and bits as one
+        # at a time; a lone warp's serial loads were latency-bound: large's
+        # 8192 bias columns over 2048 rows took ~80 us).
+        rdecls, ridx = _multi_index("rr", in_shape[:nred], "q", ix)
+        bp = BodyPrinter(self.out, self.names, op, "            ", wide=self.wide)
+        value = bp.value_at(src, ridx + kidx, {})
+        self.w(f"        {ix} r = r0;")
+        self.w(f"        for (; r + {COLUMN_LOADS} <= r1; r += {COLUMN_LOADS}) {{")
+        self.w(f"          float tk_v[{COLUMN_LOADS}];")
+        self.w("#pragma unroll")
+        self.w(f"          for (int u = 0; u < {COLUMN_LOADS}; ++u) {{")
+        self.w(f"            const {ix} rr = r + u;")
+        for d in rdecls:
+            self.w("            " + d)
+        self.w(f"            tk_v[u] = {value};")
+        self.w("          }")
+        self.w("#pragma unroll")
+        self.w(f"          for (int u = 0; u < {COLUMN_LOADS}; ++u) {_fold(red, 'tk_v[u]', 'r + u')}")
+        self.w("        }")
+        self.w(f"        for (; r < r1; ++r) {{")
+        self.w(f"          const {ix} rr = r;")
         for d in rdecls:
             self.w("          " + d)
-        bp = BodyPrinter(self.out, self.names, op, "          ", wide=self.wide)
-        self.w(f"          {_fold(red, bp.value_at(src, ridx + kidx, {}), 'r')}")
+        self.w(f"          {_fold(red, value, 'r')}")
         self.w("        }")
         self.w("      }")
         if slices > 1:

@@ -104,7 +104,7 @@ def item_cost_us(op: tile.TileWorkOp, target: TargetOptions) -> float:
         if op.ksplit > 1:
             k = tile.gemm_k_slice(k, op.ksplit, bk)
         if op.engine == "wgmma":
-            return costs.wgmma_unit_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma, "wgmma")
+            return costs.wgmma_unit_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma, "wgmma", bn)
         return costs.item_overhead_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma)
     if isinstance(op, tile.ReduceOp):
         red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp))
@@ -163,7 +163,8 @@ def wgmma_fits(program: sched.ProgramOp, target: TargetOptions) -> bool:
 def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOptions,
                   engine: str = "auto") -> tile.KernelOp:
     """The tile kernel of `program`. `engine` auto: the gemm engine (mma.sync
-    tiles, or the wgmma one where `wgmma_fits`) with the smaller estimate."""
+    tiles, or the wgmma one where `wgmma_fits`) with the smaller estimate;
+    wgmma: its tile width (`target.wgmma_tiles_n`) with the smaller estimate."""
     if program.arena_bytes.data < 0:
         raise DiagnosticException("sched-to-tile: run sched-allocate first (the arena has no size)")
     if engine == "wgmma" and not wgmma_fits(program, target):
@@ -171,18 +172,19 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
             "sched-to-tile: engine=wgmma needs bf16/f16 gemms whose operand rows are whole 16 bytes, "
             f"at most {target.wgmma_max_gemms} of them (their tensor maps travel in the kernel parameters), "
             "and a target with wgmma")
-    if engine == "auto":
-        if not wgmma_fits(program, target):
-            return _lower(program, max_grid, grid, target, "mma")[0]
-        options = [_lower(program.clone(), max_grid, grid, target, e) for e in ("mma", "wgmma")]
-        return min(options, key=lambda o: o[1])[0]
-    return _lower(program, max_grid, grid, target, engine)[0]
+    if engine == "mma" or not wgmma_fits(program, target):
+        return _lower(program, max_grid, grid, target, "mma")[0]
+    # The wgmma engine at each tile width (and, for auto, the mma.sync tiles):
+    # the cheapest by the cost model.
+    choices = ([("mma", 0)] if engine == "auto" else []) + [("wgmma", bn) for bn in target.wgmma_tiles_n]
+    options = [_lower(program.clone(), max_grid, grid, target, e, bn) for e, bn in choices]
+    return min(options, key=lambda o: o[1])[0]
 
 
 def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOptions,
-           engine: str) -> tuple[tile.KernelOp, float]:
+           engine: str, bn: int = 0) -> tuple[tile.KernelOp, float]:
     if engine == "wgmma":
-        target = target.for_wgmma()
+        target = target.for_wgmma(bn or None)
         max_grid = min(max_grid, target.max_grid)
     body = program.detach_region(program.body)
     block = body.block

@@ -29,11 +29,11 @@
 // CUDA:       __launch_bounds__(384, 1) tk_step_kernel(const __grid_constant__ TkParams p)
 // CUDA:         if (threadIdx.x == 0) tk::hopper::pipeline_init<TkShape>(tk_hbase);
 // CUDA:         tk::hopper::PipeState tk_pipe;
-// CUDA:         tk::hopper::gemm_units<__nv_bfloat16, TkShape, false, false>(&p.maps[0], &p.maps[1], tk_gp,
+// CUDA:         tk::hopper::grid_gemm_units<__nv_bfloat16, TkShape, false, false>(&p.maps[0], &p.maps[1], tk_gp,
 // CUDA:         tk::hopper::fence_proxy_async_global();
 // CUDA-NEXT:    tk::grid_sync();
 // CUDA-NEXT:    tk::hopper::fence_proxy_async_global();
-// CUDA:         tk::hopper::gemm_units<__nv_bfloat16, TkShape, false, true>(&p.maps[2], &p.maps[3], tk_gp,
+// CUDA:         tk::hopper::grid_gemm_units<__nv_bfloat16, TkShape, false, true>(&p.maps[2], &p.maps[3], tk_gp,
 // CUDA:       tk::hopper::operand_maps<__nv_bfloat16, TkShape, false, false>(&p.maps[0], &p.maps[1], buffers[0], 1024, buffers[1], 1024, 1024, 1024, 1024)
 // CUDA:       tk::hopper::operand_maps<__nv_bfloat16, TkShape, false, true>(&p.maps[2], &p.maps[3], (char*)arena + 0, 1024, buffers[1], 1024, 1024, 1024, 1024)
 

@@ -226,6 +226,7 @@ constexpr int kConsumers = 2;  // consumer warpgroups (BM = 64 * kConsumers)
 constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kProducerRegs = 40;   // 128 * (40 + 2 * 232) = 64512 <= 65536
 constexpr int kConsumerRegs = 232;
+constexpr int kBaseRegs = 168;      // 65536 / 384 rounded down to 8: every thread of a 384-thread block
 constexpr int kGroupM = 16;  // tile-rows per raster group (L2 reuse)
 
 enum DType : int { kF32 = 0, kBF16 = 1, kF16 = 2 };
@@ -649,7 +650,9 @@ template <int BN, class Epi>
 __device__ __forceinline__ void apply_epilogue(const Epi& epi, const float (&acc)[BN / 2], int t,
                                                int row0, int col0, int M, int N) {
   if constexpr (is_staged_epilogue<Epi>) {  // a chunk's loads before its stores (tk/epilogue.cuh)
-    constexpr int kChunk = Epi::kChunk < BN / 2 ? Epi::kChunk : BN / 2;
+    // A 256-wide tile's accumulator (128 registers) leaves room for half the chunk.
+    constexpr int kRoom = BN > 128 ? Epi::kChunk / 2 : Epi::kChunk;
+    constexpr int kChunk = kRoom < BN / 2 ? kRoom : BN / 2;
 #pragma unroll
     for (int r0 = 0; r0 < BN / 2; r0 += kChunk)
       stage_epilogue_chunk<kChunk>(
@@ -660,22 +663,22 @@ __device__ __forceinline__ void apply_epilogue(const Epi& epi, const float (&acc
             return i < M && j < N;
           },
           [&](int e) { return acc[r0 + e]; });
-    return;
-  }
+  } else {
 #pragma unroll
-  for (int r = 0; r < BN / 2; r += 2) {
-    const int i = row0 + frag_row(t, r);
-    const int j = col0 + frag_col(t, r);
-    if (i < M) {
-      if (j + 1 < N) {
-        if constexpr (detail::has_pair<Epi>::value) {
-          epi.pair(i, j, acc[r], acc[r + 1]);
-        } else {
+    for (int r = 0; r < BN / 2; r += 2) {
+      const int i = row0 + frag_row(t, r);
+      const int j = col0 + frag_col(t, r);
+      if (i < M) {
+        if (j + 1 < N) {
+          if constexpr (detail::has_pair<Epi>::value) {
+            epi.pair(i, j, acc[r], acc[r + 1]);
+          } else {
+            epi(i, j, acc[r]);
+            epi(i, j + 1, acc[r + 1]);
+          }
+        } else if (j < N) {
           epi(i, j, acc[r]);
-          epi(i, j + 1, acc[r + 1]);
         }
-      } else if (j < N) {
-        epi(i, j, acc[r]);
       }
     }
   }
@@ -846,43 +849,44 @@ __device__ __forceinline__ void pipeline_init(uint32_t base) {
   ptx::mbar_fence_init();
 }
 
-// The block's work units first, first + stride, ... of one product, through
-// the pipeline at `base` (warpgroup 0: producer, thread 0 issues the TMA
-// copies; warpgroups 1 and 2: consumers). Every thread of the block calls it;
-// it returns as soon as the thread's part is done (the producer may run ahead
-// into the caller's next gemm, which is how its loads overlap this one's
-// epilogues). splitk_flag: one shared int (split-K's last-arrival vote).
+// The producer warpgroup's part of gemm_units (thread 0 issues the copies).
+template <typename T, class Shape, bool TA, bool TB>
+__device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
+                                              const GemmParams& p, uint32_t base, int first,
+                                              int stride, PipeState& pipe) {
+#if TK_HOPPER_DEVICE
+  constexpr int BM = Shape::BM, BN = Shape::BN, STAGES = Shape::STAGES;
+  const int units = p.tiles_m * p.tiles_n * p.splits;
+  if (threadIdx.x == 0) {
+    for (int u = first; u < units; u += stride) {
+      const WorkUnit w = work_unit(p, u, BM, BN);
+      for (int kb = w.kb0; kb < w.kb1; ++kb) {
+        ptx::mbar_wait(empty_bar<Shape>(base, pipe.stage), pipe.phase ^ 1u);
+        const uint32_t full = full_bar<Shape>(base, pipe.stage);
+        ptx::mbar_arrive_expect_tx(full, Shape::STAGE_BYTES);
+        const uint32_t sa = base + pipe.stage * Shape::STAGE_BYTES;
+        for_each_box<Shape, TA, TB>(w, kb, [&](int op, uint32_t off, int c0, int c1) {
+          ptx::tma_load_2d(sa + off, op == 0 ? tma_a : tma_b, full, c0, c1);
+        });
+        pipe.advance(STAGES);
+      }
+    }
+  }
+  // Warp 0 leaves together: a caller's next block barrier (bar.sync is
+  // warp-aligned) must not see its lanes split around the producer loop.
+  __syncwarp();
+#endif
+}
+
+// The consumer warpgroups' part of gemm_units.
 template <typename T, class Shape, bool TA, bool TB, class Epi>
-__device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
-                                           const GemmParams& p, const Epi& epi, uint32_t base,
-                                           int first, int stride, PipeState& pipe,
-                                           int* splitk_flag) {
+__device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& epi, uint32_t base,
+                                              int first, int stride, PipeState& pipe,
+                                              int* splitk_flag) {
 #if TK_HOPPER_DEVICE
   constexpr int BM = Shape::BM, BN = Shape::BN, STAGES = Shape::STAGES;
   const int wg = threadIdx.x / 128;
   const int units = p.tiles_m * p.tiles_n * p.splits;
-  if (wg == 0) {
-    // ------------------------------------------------------------ producer
-    if (threadIdx.x == 0) {
-      for (int u = first; u < units; u += stride) {
-        const WorkUnit w = work_unit(p, u, BM, BN);
-        for (int kb = w.kb0; kb < w.kb1; ++kb) {
-          ptx::mbar_wait(empty_bar<Shape>(base, pipe.stage), pipe.phase ^ 1u);
-          const uint32_t full = full_bar<Shape>(base, pipe.stage);
-          ptx::mbar_arrive_expect_tx(full, Shape::STAGE_BYTES);
-          const uint32_t sa = base + pipe.stage * Shape::STAGE_BYTES;
-          for_each_box<Shape, TA, TB>(w, kb, [&](int op, uint32_t off, int c0, int c1) {
-            ptx::tma_load_2d(sa + off, op == 0 ? tma_a : tma_b, full, c0, c1);
-          });
-          pipe.advance(STAGES);
-        }
-      }
-    }
-    // Warp 0 leaves together: a caller's next block barrier (bar.sync is
-    // warp-aligned) must not see its lanes split around the producer loop.
-    __syncwarp();
-    return;
-  }
   // -------------------------------------------------------------- consumers
   const int c = wg - 1;                // which 64-row slab of the tile
   const int t = threadIdx.x & 127;     // thread within the warpgroup
@@ -927,6 +931,25 @@ __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUten
     else
       apply_epilogue<BN>(epi, acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
   }
+#endif
+}
+
+// The block's work units first, first + stride, ... of one product, through
+// the pipeline at `base` (warpgroup 0: producer, thread 0 issues the TMA
+// copies; warpgroups 1 and 2: consumers). Every thread of the block calls it;
+// it returns as soon as the thread's part is done (the producer may run ahead
+// into the caller's next gemm, which is how its loads overlap this one's
+// epilogues). splitk_flag: one shared int (split-K's last-arrival vote).
+template <typename T, class Shape, bool TA, bool TB, class Epi>
+__device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
+                                           const GemmParams& p, const Epi& epi, uint32_t base,
+                                           int first, int stride, PipeState& pipe,
+                                           int* splitk_flag) {
+#if TK_HOPPER_DEVICE
+  if (threadIdx.x < 128)
+    produce_units<T, Shape, TA, TB>(tma_a, tma_b, p, base, first, stride, pipe);
+  else
+    consume_units<T, Shape, TA, TB>(p, epi, base, first, stride, pipe, splitk_flag);
 #else
   (void)tma_a;
   (void)tma_b;
@@ -939,6 +962,36 @@ __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUten
   (void)splitk_flag;
   __trap();  // built without sm_90a: see the header comment
 #endif
+}
+
+// gemm_units for a kernel whose other work runs every thread at the base
+// register count (the megakernel). A tile wider than 128 (a 64 x 256 fp32
+// accumulator: 128 registers a consumer thread) cannot fit at 168: for the
+// gemm, the producer warpgroup gives its registers to the consumers
+// (setmaxnreg) and takes them back after; the producer's take-back waits for
+// the consumers' release, so it does not run ahead into the next gemm.
+template <typename T, class Shape, bool TA, bool TB, class Epi>
+__device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
+                                                const GemmParams& p, const Epi& epi, uint32_t base,
+                                                int first, int stride, PipeState& pipe,
+                                                int* splitk_flag) {
+#if TK_HOPPER_DEVICE
+  if constexpr (Shape::BN > 128) {
+    const bool producer = threadIdx.x < 128;
+    // Two separate paths: ptxas allocates each under its own register limit.
+    if (producer) {
+      ptx::setmaxnreg_dec<kProducerRegs>();
+      produce_units<T, Shape, TA, TB>(tma_a, tma_b, p, base, first, stride, pipe);
+      ptx::setmaxnreg_inc<kBaseRegs>();
+    } else {
+      ptx::setmaxnreg_inc<kConsumerRegs>();
+      consume_units<T, Shape, TA, TB>(p, epi, base, first, stride, pipe, splitk_flag);
+      ptx::setmaxnreg_dec<kBaseRegs>();
+    }
+    return;
+  }
+#endif
+  gemm_units<T, Shape, TA, TB>(tma_a, tma_b, p, epi, base, first, stride, pipe, splitk_flag);
 }
 
 // Generic-proxy writes to global memory (a previous phase's stores) and the
