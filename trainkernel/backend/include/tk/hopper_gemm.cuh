@@ -227,6 +227,7 @@ constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kProducerRegs = 40;   // 128 * (40 + 2 * 232) = 64512 <= 65536
 constexpr int kConsumerRegs = 232;
 constexpr int kBaseRegs = 168;      // 65536 / 384 rounded down to 8: every thread of a 384-thread block
+constexpr int kRegsBarrier = 2;     // named barrier of grid_gemm_units' register hand-back (1: split-K's)
 constexpr int kGroupM = 16;  // tile-rows per raster group (L2 reuse)
 
 enum DType : int { kF32 = 0, kBF16 = 1, kF16 = 2 };
@@ -968,8 +969,12 @@ __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUten
 // register count (the megakernel). A tile wider than 128 (a 64 x 256 fp32
 // accumulator: 128 registers a consumer thread) cannot fit at 168: for the
 // gemm, the producer warpgroup gives its registers to the consumers
-// (setmaxnreg) and takes them back after; the producer's take-back waits for
-// the consumers' release, so it does not run ahead into the next gemm.
+// (setmaxnreg) and takes them back after. The take-back waits at a block
+// barrier (id 2) that the consumers reach only after their release: without
+// it a producer with little or nothing to load (a block without units, a
+// unit of a few K steps) could re-take the registers it freed before the
+// consumers took them, and their setmaxnreg.inc would wait forever. So the
+// producer does not run ahead into the next gemm here.
 template <typename T, class Shape, bool TA, bool TB, class Epi>
 __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                                 const GemmParams& p, const Epi& epi, uint32_t base,
@@ -982,11 +987,13 @@ __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const 
     if (producer) {
       ptx::setmaxnreg_dec<kProducerRegs>();
       produce_units<T, Shape, TA, TB>(tma_a, tma_b, p, base, first, stride, pipe);
+      ptx::named_barrier(kRegsBarrier, kThreads);
       ptx::setmaxnreg_inc<kBaseRegs>();
     } else {
       ptx::setmaxnreg_inc<kConsumerRegs>();
       consume_units<T, Shape, TA, TB>(p, epi, base, first, stride, pipe, splitk_flag);
       ptx::setmaxnreg_dec<kBaseRegs>();
+      ptx::named_barrier(kRegsBarrier, kThreads);
     }
     return;
   }
