@@ -40,8 +40,7 @@ def test_medium_splits_only_the_gemm_that_leaves_the_grid_idle():
     assert src.count("tk::split_k_last(") == 1 and "__ldcg(tk_ws" in src
 
 
-def test_medium_on_the_wgmma_engine_splits_the_same_gemm_in_its_tiles(monkeypatch):
-    monkeypatch.setitem(target.TARGETS, target.H200.name, dataclasses.replace(target.H200, wgmma_tiles_n=(128,)))
+def test_medium_on_the_wgmma_engine_splits_the_same_gemm_in_its_tiles():
     k, src = _kernel("medium", engine="wgmma")
     split = [g for g in _gemms(k) if g.ksplit > 1]
     # 1024x256 in 128x128 tiles: 16 tiles on 132 blocks, K = 4096 in 8 slices of 512.
@@ -52,10 +51,12 @@ def test_medium_on_the_wgmma_engine_splits_the_same_gemm_in_its_tiles(monkeypatc
     assert "split_k_last" not in src and src.count("tk::hopper::grid_gemm_units<") == 5
 
 
-def test_the_cost_model_picks_the_wgmma_tile_width_per_step():
-    # medium's products have 128-256 tiles of 128 x 128 on 132 blocks: the
-    # 256-wide tile halves them (one wave) and moves fewer operand bytes a
-    # flop; small's have 8-16, which 256-wide tiles would leave mostly idle.
+def test_the_cost_model_picks_the_wgmma_tile_width_per_step(monkeypatch):
+    # With both widths offered: medium's products have 128-256 tiles of
+    # 128 x 128 on 132 blocks; the 256-wide tile halves them (one wave) and
+    # moves fewer operand bytes a flop; small's have 8-16, which 256-wide
+    # tiles would leave mostly idle.
+    monkeypatch.setitem(target.TARGETS, target.H200.name, dataclasses.replace(target.H200, wgmma_tiles_n=(128, 256)))
     medium, msrc = _kernel("medium", engine="wgmma")
     assert {g.tile_shape for g in _gemms(medium)} == {(128, 256, 64)}
     assert "TileById<0>" in msrc and msrc.count("tk::hopper::grid_gemm_units<") == 5

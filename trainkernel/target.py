@@ -160,8 +160,11 @@ class TargetOptions:
     wgmma_tile: tuple[int, int, int] = (128, 128, 64)  # BM, BN, BK of a wgmma kernel's gemms (one shape a kernel)
     # The tile widths sched-to-tile tries (WGMMA_TILES has them); a kernel with
     # 256-wide tiles hands the producer's registers to the consumers during
-    # each gemm (tk::hopper::grid_gemm_units).
-    wgmma_tiles_n: tuple[int, ...] = (128, 256)
+    # each gemm (tk::hopper::grid_gemm_units). 128 only for now: the 256-wide
+    # kernels ran faster launched one by one (phase timer: large 998 -> 854
+    # µs) but slower in-place in the harness's 20-step graph (medium 164 ->
+    # 281, large 987 -> 1260; staged commit 190), unexplained (perf-log step 13).
+    wgmma_tiles_n: tuple[int, ...] = (128,)
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.
     wgmma_max_gemms: int = 120
