@@ -17,6 +17,9 @@
 // operand only at the elements it writes (the kernel verifier's in-place
 // rule): those elements are the thread's own, loaded before it stores them.
 //
+// Host-callable too: tests/device/epilogue_order.cu drives the tiles' chunking
+// on the CPU.
+//
 // TK_EPILOGUE_LOADS_INLINE (a probe knob, benchmarks/resident_probe.py
 // --epilogue) makes the tiles call load and store element by element again.
 #pragma once
@@ -45,11 +48,13 @@ struct StagedEpilogue {
   Load load;
   Store store;
   // Per-element form (the tiles that do not stage, the TMA fallback).
-  __device__ __forceinline__ void operator()(int i, int j, float acc) const { store(i, j, acc, load(i, j)); }
+  __host__ __device__ __forceinline__ void operator()(int i, int j, float acc) const {
+    store(i, j, acc, load(i, j));
+  }
 };
 
 template <class Load, class Store>
-__device__ __forceinline__ StagedEpilogue<Load, Store> staged_epilogue(Load load, Store store) {
+__host__ __device__ __forceinline__ StagedEpilogue<Load, Store> staged_epilogue(Load load, Store store) {
   return StagedEpilogue<Load, Store>{load, store};
 }
 
@@ -74,7 +79,7 @@ constexpr bool is_staged_epilogue = detail::is_staged<E>::value;
 // The chunk's elements e = 0 .. n-1: where(e, i, j) says where element e is
 // (false: out of bounds), value(e) its accumulator. Every load, then every store.
 template <int kN, class Epi, class Where, class Value>
-__device__ __forceinline__ void stage_epilogue_chunk(const Epi& epi, Where where, Value value) {
+__host__ __device__ __forceinline__ void stage_epilogue_chunk(const Epi& epi, Where where, Value value) {
   typename Epi::Loads loads[kN];
 #pragma unroll
   for (int e = 0; e < kN; ++e) {

@@ -648,7 +648,7 @@ struct has_fragment_hook<E, decltype((void)E::kFragmentEpilogue)> {
 // Hand the fragment (global slab origin row0, col0) to the epilogue, element
 // by element (or pair by pair), in-bounds elements only.
 template <int BN, class Epi>
-__device__ __forceinline__ void apply_epilogue(const Epi& epi, const float (&acc)[BN / 2], int t,
+__host__ __device__ __forceinline__ void apply_epilogue(const Epi& epi, const float (&acc)[BN / 2], int t,
                                                int row0, int col0, int M, int N) {
   if constexpr (is_staged_epilogue<Epi>) {  // a chunk's loads before its stores (tk/epilogue.cuh)
     // A 256-wide tile's accumulator (128 registers) leaves room for half the chunk.

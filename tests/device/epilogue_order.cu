@@ -1,0 +1,99 @@
+// Host program (no GPU): tk::hopper::apply_epilogue with a staged epilogue
+// (tk/epilogue.cuh), driven by tests/test_epilogue_order.py. For every
+// warpgroup thread t of a 64 x BN slab it records each load and store the
+// epilogue makes, and checks:
+//   - every in-bounds element is loaded once and stored once, no other;
+//   - within a thread, each load comes before every store of its chunk, and
+//     each element's load before its own store (what makes an in-place
+//     update exact);
+//   - an in-place SGD update (w -= lr * acc, the gradient stored too) gives
+//     the bits of the per-element form.
+// stdout: one line per case, "BN M N ok run R" or "BN M N FAIL <what> run R",
+// R: the longest run of loads before a store (the chunk the tile staged).
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "tk/hopper_gemm.cuh"
+
+static size_t longest_run;  // the longest run of loads before a store (the chunk)
+
+struct Event {
+  bool store;
+  int i, j;
+};
+
+template <int BN>
+static const char* run_case(int M, int N) {
+  const int rows = 64, row0 = 0, col0 = 0;
+  std::vector<float> w0(rows * BN), acc_all(128 * (BN / 2));
+  for (int k = 0; k < rows * BN; ++k) w0[k] = 0.25f * (float)((k * 37) % 101) - 3.0f;
+  for (int k = 0; k < (int)acc_all.size(); ++k) acc_all[k] = 0.125f * (float)((k * 53) % 97) - 5.0f;
+  std::vector<float> w_staged = w0, w_plain = w0, g_staged(rows * BN, 0.0f), g_plain(rows * BN, 0.0f);
+  std::vector<int> loads(rows * BN, 0), stores(rows * BN, 0);
+  const float lr = 0.001f;
+  for (int t = 0; t < 128; ++t) {
+    float acc[BN / 2];
+    for (int r = 0; r < BN / 2; ++r) acc[r] = acc_all[t * (BN / 2) + r];
+    std::vector<Event> log;
+    auto staged = tk::staged_epilogue(
+        [&](int i, int j) {
+          log.push_back({false, i, j});
+          tk::EpilogueLoads<1> l;
+          l.v[0] = w_staged[i * BN + j];
+          return l;
+        },
+        [&](int i, int j, float a, const tk::EpilogueLoads<1>& l) {
+          log.push_back({true, i, j});
+          g_staged[i * BN + j] = a;
+          w_staged[i * BN + j] = l.v[0] - a * lr;
+        });
+    tk::hopper::apply_epilogue<BN>(staged, acc, t, row0, col0, M, N);
+    auto plain = [&](int i, int j, float a) {
+      const float old = w_plain[i * BN + j];
+      g_plain[i * BN + j] = a;
+      w_plain[i * BN + j] = old - a * lr;
+    };
+    tk::hopper::apply_epilogue<BN>(plain, acc, t, row0, col0, M, N);
+    // A thread's log: runs of loads, each followed by the run of its stores.
+    size_t k = 0;
+    while (k < log.size()) {
+      size_t l0 = k;
+      while (k < log.size() && !log[k].store) ++k;
+      size_t s0 = k;
+      if (s0 - l0 > longest_run) longest_run = s0 - l0;
+      while (k < log.size() && log[k].store) ++k;
+      if (k - s0 != s0 - l0) return "a chunk stores other elements than it loads";
+      for (size_t x = 0; x < s0 - l0; ++x)
+        if (log[l0 + x].i != log[s0 + x].i || log[l0 + x].j != log[s0 + x].j) return "store order differs from load order";
+    }
+    for (const Event& e : log) {
+      if (e.i >= M || e.j >= N) return "out-of-bounds element touched";
+      (e.store ? stores : loads)[e.i * BN + e.j] += 1;
+    }
+  }
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < BN; ++j) {
+      const int want = (i < M && j < N) ? 1 : 0;
+      if (loads[i * BN + j] != want || stores[i * BN + j] != want) return "an element loaded or stored other than once";
+    }
+  if (std::memcmp(w_staged.data(), w_plain.data(), w0.size() * sizeof(float)) ||
+      std::memcmp(g_staged.data(), g_plain.data(), w0.size() * sizeof(float)))
+    return "in-place update differs from the per-element form";
+  return nullptr;
+}
+
+template <int BN>
+static void report(int M, int N) {
+  longest_run = 0;
+  const char* err = run_case<BN>(M, N);
+  std::printf("%d %d %d %s%s run %zu\n", BN, M, N, err ? "FAIL " : "ok", err ? err : "", longest_run);
+}
+
+int main() {
+  for (int m : {64, 37, 1}) {
+    for (int n : {128, 101, 2, 1}) report<128>(m, n);
+    for (int n : {256, 129, 1}) report<256>(m, n);
+  }
+  return 0;
+}

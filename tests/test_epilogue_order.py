@@ -1,0 +1,46 @@
+"""Staged gemm epilogues (tk/epilogue.cuh) on the CPU: the Hopper tile's
+fragment walk (tk::hopper::apply_epilogue), compiled for the host
+(tests/device/epilogue_order.cu), loads each in-bounds element once and
+stores it once, every load of a chunk before the chunk's stores, and an
+in-place SGD update through it gives the per-element form's bits. On the GPU
+the same epilogues run in every workload's kernel (tests/test_runtime_cuda.py)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+INCLUDE = REPO / "trainkernel" / "backend" / "include"
+NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else None)
+
+
+def _run(tmp_path: Path, *defines: str) -> list[list[str]]:
+    if NVCC is None:
+        pytest.skip("nvcc not found")
+    exe = tmp_path / "epilogue_order"
+    cmd = [NVCC, "-std=c++17", "-O2", *defines, "-I", str(INCLUDE), str(REPO / "tests" / "device" / "epilogue_order.cu"),
+           "-o", str(exe)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    return [line.split() for line in out.splitlines()]
+
+
+def test_staged_epilogue_loads_a_chunk_before_its_stores(tmp_path):
+    rows = _run(tmp_path)
+    assert len(rows) == 21
+    for bn, m, n, verdict, *rest in rows:
+        assert verdict == "ok", (bn, m, n, rest)
+    # Full slabs: 16 elements a chunk with one operand, 8 on the 256-wide tile
+    # (its 128 accumulator registers leave room for half).
+    runs = {(r[0], r[1], r[2]): int(r[-1]) for r in rows}
+    assert runs[("128", "64", "128")] == 16 and runs[("256", "64", "256")] == 8
+
+
+def test_the_probe_knob_makes_it_per_element_again(tmp_path):
+    rows = _run(tmp_path, "-DTK_EPILOGUE_LOADS_INLINE")
+    assert all(r[3] == "ok" and r[-1] == "1" for r in rows), rows
