@@ -854,25 +854,26 @@ class CudaPrinter:
         # at a time; a lone warp's serial loads were latency-bound: large's
         # 8192 bias columns over 2048 rows took ~80 us).
         rdecls, ridx = _multi_index("rr", in_shape[:nred], "q", ix)
-        bp = BodyPrinter(self.out, self.names, op, "            ", wide=self.wide)
-        value = bp.value_at(src, ridx + kidx, {})
+        value = BodyPrinter(self.out, self.names, op, "", wide=self.wide).value_at(src, ridx + kidx, {})
+
+        def row(first: str, indent: str) -> None:  # declare row rr = first and its multi-index
+            self.w(f"{indent}const {ix} rr = {first};")
+            for d in rdecls:
+                self.w(indent + d)
+
         self.w(f"        {ix} r = r0;")
         self.w(f"        for (; r + {COLUMN_LOADS} <= r1; r += {COLUMN_LOADS}) {{")
         self.w(f"          float tk_v[{COLUMN_LOADS}];")
         self.w("#pragma unroll")
         self.w(f"          for (int u = 0; u < {COLUMN_LOADS}; ++u) {{")
-        self.w(f"            const {ix} rr = r + u;")
-        for d in rdecls:
-            self.w("            " + d)
+        row("r + u", "            ")
         self.w(f"            tk_v[u] = {value};")
         self.w("          }")
         self.w("#pragma unroll")
         self.w(f"          for (int u = 0; u < {COLUMN_LOADS}; ++u) {_fold(red, 'tk_v[u]', 'r + u')}")
         self.w("        }")
-        self.w(f"        for (; r < r1; ++r) {{")
-        self.w(f"          const {ix} rr = r;")
-        for d in rdecls:
-            self.w("          " + d)
+        self.w("        for (; r < r1; ++r) {")
+        row("r", "          ")
         self.w(f"          {_fold(red, value, 'r')}")
         self.w("        }")
         self.w("      }")

@@ -167,16 +167,19 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
     wgmma: its tile width (`target.wgmma_tiles_n`) with the smaller estimate."""
     if program.arena_bytes.data < 0:
         raise DiagnosticException("sched-to-tile: run sched-allocate first (the arena has no size)")
-    if engine == "wgmma" and not wgmma_fits(program, target):
+    fits = wgmma_fits(program, target)
+    if engine == "wgmma" and not fits:
         raise DiagnosticException(
             "sched-to-tile: engine=wgmma needs bf16/f16 gemms whose operand rows are whole 16 bytes, "
             f"at most {target.wgmma_max_gemms} of them (their tensor maps travel in the kernel parameters), "
             "and a target with wgmma")
-    if engine == "mma" or not wgmma_fits(program, target):
-        return _lower(program, max_grid, grid, target, "mma")[0]
-    # The wgmma engine at each tile width (and, for auto, the mma.sync tiles):
-    # the cheapest by the cost model.
-    choices = ([("mma", 0)] if engine == "auto" else []) + [("wgmma", bn) for bn in target.wgmma_tiles_n]
+    # The mma.sync tiles (unless engine=wgmma) and, where it fits, the wgmma
+    # engine at each tile width: the cheapest by the cost model.
+    choices = [("mma", 0)] if engine != "wgmma" else []
+    if engine != "mma" and fits:
+        choices += [("wgmma", bn) for bn in target.wgmma_tiles_n]
+    if len(choices) == 1:
+        return _lower(program, max_grid, grid, target, *choices[0])[0]
     options = [_lower(program.clone(), max_grid, grid, target, e, bn) for e, bn in choices]
     return min(options, key=lambda o: o[1])[0]
 

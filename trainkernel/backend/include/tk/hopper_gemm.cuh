@@ -888,7 +888,6 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
   constexpr int BM = Shape::BM, BN = Shape::BN, STAGES = Shape::STAGES;
   const int wg = threadIdx.x / 128;
   const int units = p.tiles_m * p.tiles_n * p.splits;
-  // -------------------------------------------------------------- consumers
   const int c = wg - 1;                // which 64-row slab of the tile
   const int t = threadIdx.x & 127;     // thread within the warpgroup
   const int ctid = threadIdx.x - 128;  // thread among all consumers
