@@ -75,7 +75,7 @@ def test_inplace_store_of_a_replicated_staged_argument_is_ordered_after_every_pr
     bad = unordered_inplace_stores(kernel)
     assert bad, "the probe step no longer has an unordered replicated in-place store"
     src = ResidentPrinter(kernel).print()
-    assert "tk::stage_wait();\n  cooperative_groups::this_cluster().sync();" in src, (
+    assert "tk::stage_wait();\n  tk::cluster_sync();" in src, (
         f"rank 0 stores {bad} before any cluster barrier while other blocks may still be staging it"
     )
 
@@ -88,4 +88,4 @@ def test_no_prologue_barrier_where_an_exchange_orders_the_stores():
 
     *_, kernel, _ = workload("online", None, torch.bfloat16)
     assert kernel.cluster == 16 and unordered_inplace_stores(kernel) == []
-    assert "cooperative_groups::this_cluster().sync();" not in ResidentPrinter(kernel).print()
+    assert "tk::cluster_sync();" not in ResidentPrinter(kernel).print()

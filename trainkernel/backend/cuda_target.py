@@ -1155,7 +1155,7 @@ class ResidentPrinter(CudaPrinter):
         self.w("  tk::stage_wait();")
         if prologue_sync:
             # Rank 0 stores an argument other blocks stage before any exchange orders them.
-            self.w("  cooperative_groups::this_cluster().sync();")
+            self.w("  tk::cluster_sync();")
         if timer:
             self.w("  tk_t[1] = clock64();")
         phase = 0

@@ -27,7 +27,6 @@
 // barriers); 1-D blocks of NT threads.
 #pragma once
 
-#include <cooperative_groups.h>
 #include <stdint.h>
 
 #include "gemm.cuh"
@@ -349,9 +348,17 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory"); }
 
+// The whole cluster's barrier with release/acquire at cluster scope (what
+// cooperative_groups' cluster.sync() does, without its header's compile cost:
+// see tk/grid.cuh).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.aligned;\n" ::: "memory");
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+}
+
 template <typename T>
 __device__ __forceinline__ T* at_rank(T* p, int rank) {
-  return cooperative_groups::this_cluster().map_shared_rank(p, rank);
+  return static_cast<T*>(__cluster_map_shared_rank(p, (unsigned)rank));
 }
 
 template <int CLUSTER>
@@ -367,8 +374,7 @@ __device__ __forceinline__ void push_partial(float* recv, int n, int e, float v,
 
 template <int CLUSTER, class Op, class Epi>
 __device__ __forceinline__ void exchange(float* recv, int n, int rank, Epi epi) {
-  cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-  cluster.sync();  // every push landed (release/acquire at cluster scope)
+  cluster_sync();  // every push landed (release/acquire at cluster scope)
   const int chunk = exchange_chunk<CLUSTER>(n), lo = rank * chunk, count = min(chunk, n - lo);
   Op op;
   for (int el = threadIdx.x; el < count; el += blockDim.x) {
@@ -377,7 +383,7 @@ __device__ __forceinline__ void exchange(float* recv, int n, int rank, Epi epi) 
     for (int r = 1; r < CLUSTER; ++r) acc = op(acc, recv[r * chunk + el]);
     epi(lo + el, acc);
   }
-  cluster.sync();  // the epilogue's remote stores landed; no block leaves while others store into it
+  cluster_sync();  // the epilogue's remote stores landed; no block leaves while others store into it
 }
 
 }  // namespace tk
