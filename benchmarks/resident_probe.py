@@ -95,6 +95,75 @@ def timer_run(specs: list[str]) -> None:
     cuda_target.PHASE_TIMER = False
 
 
+def launch_run(specs: list[str], widths: tuple[str, ...] = ("128", "256")) -> None:
+    """Why a kernel can be slower in an in-place graph than alone: per spec and
+    wgmma tile width, the in-place step timed as a 20-step graph, as 20 direct
+    launches, and compiled with inplace=False as a graph (kernel + state copy);
+    then the phase timer's cycles and wall ns, printed by block 0, for direct
+    launches and for every step of one in-place graph replay."""
+    from trainkernel import target
+    from trainkernel.backend import cuda_target
+
+    out = os.environ.get("OUT", "/tmp")
+    results, rows = {}, []
+    for spec in specs:
+        name, sizes, dt = (spec.split(":") + ["", ""])[:3]
+        w = LARGE if name == "large" else WORKLOADS[name]
+        if sizes:
+            s = [int(v) for v in sizes.split(",")]
+            w = w.with_sizes(s[0], s[1:])
+        dtype = {"": torch.bfloat16, "bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dt]
+        for width in widths:
+            key = f"{spec}/wgmma-n={width}"
+            target.TARGETS[target.H200.name] = dataclasses.replace(target.H200, wgmma_tiles_n=(int(width),))
+            try:
+                params = w.init_params(0, "cuda")
+                batches = w.make_batches(4, seed=1, device="cuda")
+                c = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]))
+                err = check(w, dtype, c)
+                graph_us, graph_s = time_program(c.capture(params, *batches[0], steps=STEPS, batches=batches))
+                direct_s = []
+                for rep in range(33):
+                    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    a.record()
+                    for i in range(STEPS):
+                        c(params, *batches[i % 4])
+                    b.record()
+                    b.synchronize()
+                    if rep >= 3:
+                        direct_s.append(a.elapsed_time(b) * 1000 / STEPS)
+                staged = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]), inplace=False)
+                staged_us, staged_s = time_program(staged.capture(params, *batches[0], steps=STEPS, batches=batches))
+                results[key] = {"max_rel_err": err, "graph_us": graph_us, "graph_samples": graph_s,
+                                "direct_us": statistics.median(direct_s), "direct_samples": direct_s,
+                                "staged_graph_us": staged_us, "staged_samples": staged_s}
+                rows.append(f"{key:28s} err {err:.1e}  graph {graph_us:8.1f}  direct {statistics.median(direct_s):8.1f}"
+                            f"  staged-graph {staged_us:8.1f} us/step")
+                print(rows[-1], flush=True)
+                cuda_target.PHASE_TIMER = True
+                try:
+                    timed = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]))
+                    print(f"--- {key}: timer, 3 direct launches", flush=True)
+                    for i in range(3):
+                        timed(params, *batches[i % 4])
+                    torch.cuda.synchronize()
+                    prog = timed.capture(params, *batches[0], steps=STEPS, batches=batches)
+                    torch.cuda.synchronize()
+                    print(f"--- {key}: timer, one in-place graph replay ({STEPS} steps)", flush=True)
+                    prog.replay()
+                    torch.cuda.synchronize()
+                    print(f"--- {key}: timer end", flush=True)
+                finally:
+                    cuda_target.PHASE_TIMER = False
+            except Exception as e:  # a probe: report and go on
+                results[key] = {"error": repr(e)[:2000]}
+                rows.append(f"{key:28s} ERROR {repr(e)[:300]}")
+                print(rows[-1], flush=True)
+            json.dump(results, open(f"{out}/launch_probe.json", "w"), indent=1)
+    target.TARGETS[target.H200.name] = target.H200
+    print("\n".join(["", "=== launch probe ==="] + rows))
+
+
 # Device-library variants (`--variants`): a name and the nvcc defines that
 # select it; the build cache keys on NVCC_APPEND_FLAGS, so each builds apart.
 VARIANTS = {"auto": "", "scalar-gemm": "-DTK_RESIDENT_SCALAR_GEMM"}
@@ -197,6 +266,8 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--timer"]:
         timer_run(sys.argv[2:] or DEFAULT)
+    elif sys.argv[1:2] == ["--launch"]:  # in-place graph against direct launches and a staged graph, per tile width
+        launch_run(sys.argv[2:] or ["medium", "large"])
     elif sys.argv[1:2] == ["--pitch"]:  # padded homes (tile.home_pitch) against dense ones, one run
         main(sys.argv[2:] or DEFAULT, variants={"padded": "", "dense": ""})
     elif sys.argv[1:2] == ["--reduce"]:  # sliced column sums + split long reductions against neither, one run

@@ -14,6 +14,7 @@
 #   probe-epilogue resident_probe --epilogue on $ENGINE_SPECS (staged gemm epilogues against inline loads)
 #   probe-wide    resident_probe --wide on $ENGINE_SPECS (128 x 256 wgmma tiles, column-reduction loads)
 #   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles)
+#   probe-launch  resident_probe --launch on $LAUNCH_SPECS (in-place graph vs direct launches vs staged graph)
 #   tests         the GPU suite without the Hopper GEMM and runtime tests, pytest-xdist -n $JOBS ($TESTS: files)
 #   tests-runtime tests/test_runtime_cuda.py without xdist: its session fixture builds every case
 #                 at once (build_many, all cores); under xdist each worker would build them all again
@@ -35,6 +36,10 @@ tag=$1; shift
 root=${OUT:-/tmp/out}; W=$root/$tag; mkdir -p "$W"
 export PYTHONUNBUFFERED=1
 PROBE_SPECS=${PROBE_SPECS:-tiny online classification small online:33,100,300,7}
+# The SM clock, power and throttle reasons every 250 ms through the whole call.
+(nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+   --format=csv -lms 250 > "$W/smi.csv" 2>&1 || nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu \
+   --format=csv -lms 250 > "$W/smi.csv" 2>&1) & SMI=$!
 log() { echo "[$(date +%T)] $*" | tee -a "$W/calls.log"; }
 for item in "$@"; do
   part=${item%%:*}; t=${item#*:}; [[ $t == "$item" ]] && t=570
@@ -62,6 +67,8 @@ for item in "$@"; do
              ${ENGINE_SPECS:-small mlp4 medium large} > "$W/probe_epilogue.log" 2>&1 ;;
     probe-wide) mkdir -p "$W/wide"; OUT=$W/wide timeout "$t" python3 -m benchmarks.resident_probe --wide \
              ${ENGINE_SPECS:-small mlp4 medium large} > "$W/probe_wide.log" 2>&1 ;;
+    probe-launch) mkdir -p "$W/launch"; OUT=$W/launch timeout "$t" python3 -m benchmarks.resident_probe --launch \
+             ${LAUNCH_SPECS:-medium large} > "$W/probe_launch.log" 2>&1 ;;
     timer) timeout "$t" python3 -m benchmarks.resident_probe --timer \
              ${TIMER_SPECS:-tiny online classification small mlp4 medium large} > "$W/timer.log" 2>&1 ;;
     tests) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 -n "${JOBS:-12}" \
@@ -81,5 +88,6 @@ for item in "$@"; do
   esac
   log "end $part rc=$?"
 done
+kill $SMI 2>/dev/null; pkill -f "nvidia-smi --query-gpu" 2>/dev/null
 tar czf "$root/$tag.tgz" -C "$W" .
 tail -n 25 "$W"/*.log | cut -c1-240 | tail -n 150
