@@ -134,12 +134,16 @@ def launch_run(specs: list[str], widths: tuple[str, ...] = ("128", "256")) -> No
                         direct_s.append(a.elapsed_time(b) * 1000 / STEPS)
                 staged = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]), inplace=False)
                 staged_us, staged_s = time_program(staged.capture(params, *batches[0], steps=STEPS, batches=batches))
-                results[key] = {"max_rel_err": err, "graph_us": graph_us, "graph_samples": graph_s,
-                                "direct_us": statistics.median(direct_s), "direct_samples": direct_s,
-                                "staged_graph_us": staged_us, "staged_samples": staged_s}
-                rows.append(f"{key:28s} err {err:.1e}  graph {graph_us:8.1f}  direct {statistics.median(direct_s):8.1f}"
-                            f"  staged-graph {staged_us:8.1f} us/step")
-                print(rows[-1], flush=True)
+                # the staged kernel back to back: no state copy between launches
+                nofeed_us, nofeed_s = time_program(staged.capture(params, *batches[0], steps=STEPS, batches=batches,
+                                                                  feed_back=False))
+                cuda_target.FINAL_GRID_SYNC = True
+                try:
+                    fin = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]))
+                    fin_err = check(w, dtype, fin)
+                    fin_us, fin_s = time_program(fin.capture(params, *batches[0], steps=STEPS, batches=batches))
+                finally:
+                    cuda_target.FINAL_GRID_SYNC = False
                 cuda_target.PHASE_TIMER = True
                 try:
                     timed = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]))
@@ -153,8 +157,19 @@ def launch_run(specs: list[str], widths: tuple[str, ...] = ("128", "256")) -> No
                     prog.replay()
                     torch.cuda.synchronize()
                     print(f"--- {key}: timer end", flush=True)
+                    timer_us, timer_s = time_program(prog, n=5)
                 finally:
                     cuda_target.PHASE_TIMER = False
+                results[key] = {"max_rel_err": err, "graph_us": graph_us, "graph_samples": graph_s,
+                                "direct_us": statistics.median(direct_s), "direct_samples": direct_s,
+                                "staged_graph_us": staged_us, "staged_samples": staged_s,
+                                "staged_no_feedback_us": nofeed_us, "staged_no_feedback_samples": nofeed_s,
+                                "final_sync_err": fin_err, "final_sync_graph_us": fin_us, "final_sync_samples": fin_s,
+                                "timer_graph_us": timer_us, "timer_samples": timer_s}
+                rows.append(f"{key:22s} err {err:.1e} graph {graph_us:7.1f} direct {statistics.median(direct_s):7.1f}"
+                            f" staged {staged_us:7.1f} staged-nofeed {nofeed_us:7.1f} final-sync {fin_us:7.1f}"
+                            f" (err {fin_err:.1e}) timer-build {timer_us:7.1f} us/step")
+                print(rows[-1], flush=True)
             except Exception as e:  # a probe: report and go on
                 results[key] = {"error": repr(e)[:2000]}
                 rows.append(f"{key:28s} ERROR {repr(e)[:300]}")
@@ -267,7 +282,7 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--timer"]:
         timer_run(sys.argv[2:] or DEFAULT)
     elif sys.argv[1:2] == ["--launch"]:  # in-place graph against direct launches and a staged graph, per tile width
-        launch_run(sys.argv[2:] or ["medium", "large"])
+        launch_run(sys.argv[2:] or ["medium", "large"], tuple(os.environ.get("LAUNCH_WIDTHS", "128,256").split(",")))
     elif sys.argv[1:2] == ["--pitch"]:  # padded homes (tile.home_pitch) against dense ones, one run
         main(sys.argv[2:] or DEFAULT, variants={"padded": "", "dense": ""})
     elif sys.argv[1:2] == ["--reduce"]:  # sliced column sums + split long reductions against neither, one run

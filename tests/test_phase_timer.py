@@ -30,7 +30,7 @@ def test_grid_kernel_reads_the_clock_after_every_grid_barrier(monkeypatch, tmp_p
     assert src.count("= clock64();") == barriers + 1  # the start, then one per barrier
     assert f"tk_t[{body_barriers + 1}] = clock64();" in src
     fields = " ".join(f"p{i}=%lld" for i in range(body_barriers + 1))
-    assert f'printf("tk-timer small_sgd_bf16 grid %d {fields} ns=%llu\\n"' in src  # wall ns: a clock drop shows
+    assert f'printf("tk-timer small_sgd_bf16 grid %d {fields} ns=%llu at=%llu\\n"' in src  # wall ns too
     _compiles(src, tmp_path)
 
 

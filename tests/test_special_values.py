@@ -138,7 +138,7 @@ CASES = {
     "where": (lambda a, b: (torch.where(a > b, a, b), torch.where(a == b, b, a)), pairs, {"tk.cmp", "tk.select"}),
     "masked_fill": (lambda a, b: (a.masked_fill(b < a, -0.0), a.masked_fill(a != a, 1.0)), pairs, {"tk.select"}),
     "compare": (lambda a, b: (a < b, a <= b, a == b, a != b, a >= b, a > b), pairs, {"tk.cmp"}),
-    "iota": (lambda a, b: (a * torch.arange(N, dtype=a.dtype), b + torch.arange(N, dtype=b.dtype)), pairs, {"tk.iota"}),
+    "iota": (lambda a, b: (a * torch.arange(N, dtype=a.dtype, device=a.device), b + torch.arange(N, dtype=b.dtype, device=b.device)), pairs, {"tk.iota"}),
     "fused_chain": (lambda a, b: (torch.relu(a * b + a) - b,), pairs, {"tk.fused"}),
 }
 

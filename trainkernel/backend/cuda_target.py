@@ -545,7 +545,10 @@ class CudaPrinter:
             self.w('  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tk_ns1));')
             fmt = " ".join(f"p{i}=%lld" for i in range(phase + 1))
             deltas = ", ".join(f"tk_t[{i + 1}] - tk_t[{i}]" for i in range(phase + 1))
-            self.w(f'  if (blockIdx.x == 0 && threadIdx.x == 0) printf("tk-timer {k.sym_name.data} grid %d {fmt} ns=%llu\\n", G, {deltas}, tk_ns1 - tk_ns0);')
+            self.w(f'  if (blockIdx.x == 0 && threadIdx.x == 0) printf("tk-timer {k.sym_name.data} grid %d {fmt} '
+                   f'ns=%llu at=%llu\\n", G, {deltas}, tk_ns1 - tk_ns0, tk_ns0);')
+        elif FINAL_GRID_SYNC:
+            self.w("  tk::grid_sync();  // probe: no block exits before the last")
         self.w("}")
         self.launcher()
         return self.out.getvalue()
@@ -1051,6 +1054,10 @@ class ResidentBodyPrinter(BodyPrinter):
             self.line(f"{{ const int tk_r = {place.owner(index)}; "
                       f"tk::at_rank({place.ptr}, tk_r)[{place.address(index, 'tk_r')}] = {val}; }}")
 
+
+FINAL_GRID_SYNC = False
+"""Development probe only (benchmarks/resident_probe.py --launch): a grid kernel
+ends with one more grid barrier, as the phase timer's build does."""
 
 PHASE_TIMER = False
 """Development probe only (benchmarks/resident_probe.py --timer): resident kernels
