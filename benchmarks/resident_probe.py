@@ -115,7 +115,8 @@ def launch_run(specs: list[str], widths: tuple[str, ...] = ("128", "256")) -> No
         dtype = {"": torch.bfloat16, "bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dt]
         for width in widths:
             key = f"{spec}/wgmma-n={width}"
-            target.TARGETS[target.H200.name] = dataclasses.replace(target.H200, wgmma_tiles_n=(int(width),))
+            target.TARGETS[target.H200.name] = dataclasses.replace(
+                target.H200, wgmma_tiles_n=(int(width),), final_grid_sync="never")
             try:
                 params = w.init_params(0, "cuda")
                 batches = w.make_batches(4, seed=1, device="cuda")
@@ -137,13 +138,13 @@ def launch_run(specs: list[str], widths: tuple[str, ...] = ("128", "256")) -> No
                 # the staged kernel back to back: no state copy between launches
                 nofeed_us, nofeed_s = time_program(staged.capture(params, *batches[0], steps=STEPS, batches=batches,
                                                                   feed_back=False))
-                cuda_target.FINAL_GRID_SYNC = True
-                try:
-                    fin = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]))
-                    fin_err = check(w, dtype, fin)
-                    fin_us, fin_s = time_program(fin.capture(params, *batches[0], steps=STEPS, batches=batches))
-                finally:
-                    cuda_target.FINAL_GRID_SYNC = False
+                target.TARGETS[target.H200.name] = dataclasses.replace(
+                    target.H200, wgmma_tiles_n=(int(width),), final_grid_sync="always")
+                fin = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]))
+                fin_err = check(w, dtype, fin)
+                fin_us, fin_s = time_program(fin.capture(params, *batches[0], steps=STEPS, batches=batches))
+                target.TARGETS[target.H200.name] = dataclasses.replace(
+                    target.H200, wgmma_tiles_n=(int(width),), final_grid_sync="never")
                 cuda_target.PHASE_TIMER = True
                 try:
                     timed = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]))
@@ -251,6 +252,18 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
 
                 target.TARGETS[target.H200.name] = target.H200
                 cuda_target.COLUMN_LOADS = int(label[10:])
+            if label.startswith("final="):  # how grid kernels end: target.final_grid_sync never|wide|always
+                from trainkernel import target
+                from trainkernel.backend import cuda_target
+
+                cuda_target.FINAL_FENCE = False
+                target.TARGETS[target.H200.name] = dataclasses.replace(target.H200, final_grid_sync=label[6:])
+            if label == "fence":  # no final grid barrier; each block fences its stores before it exits
+                from trainkernel import target
+                from trainkernel.backend import cuda_target
+
+                cuda_target.FINAL_FENCE = True
+                target.TARGETS[target.H200.name] = dataclasses.replace(target.H200, final_grid_sync="never")
             if label.startswith("threads="):  # the h200 target with another resident_threads
                 from trainkernel import target
 
@@ -283,6 +296,9 @@ if __name__ == "__main__":
         timer_run(sys.argv[2:] or DEFAULT)
     elif sys.argv[1:2] == ["--launch"]:  # in-place graph against direct launches and a staged graph, per tile width
         launch_run(sys.argv[2:] or ["medium", "large"], tuple(os.environ.get("LAUNCH_WIDTHS", "128,256").split(",")))
+    elif sys.argv[1:2] == ["--final"]:  # how grid kernels end: a final grid barrier (per target rule), none, a fence
+        main(sys.argv[2:] or ["small", "mlp4", "medium", "large"],
+             variants={"final=wide": "", "final=never": "", "fence": "", "final=always": ""})
     elif sys.argv[1:2] == ["--pitch"]:  # padded homes (tile.home_pitch) against dense ones, one run
         main(sys.argv[2:] or DEFAULT, variants={"padded": "", "dense": ""})
     elif sys.argv[1:2] == ["--reduce"]:  # sliced column sums + split long reductions against neither, one run

@@ -14,6 +14,7 @@
 #   probe-epilogue resident_probe --epilogue on $ENGINE_SPECS (staged gemm epilogues against inline loads)
 #   probe-wide    resident_probe --wide on $ENGINE_SPECS (128 x 256 wgmma tiles, column-reduction loads)
 #   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles)
+#   probe-final   resident_probe --final on $ENGINE_SPECS (final grid barrier by rule / never / a fence / always)
 #   probe-launch  resident_probe --launch on $LAUNCH_SPECS (in-place graph vs direct launches vs staged graph)
 #   tests         the GPU suite without the Hopper GEMM and runtime tests, pytest-xdist -n $JOBS ($TESTS: files)
 #   tests-runtime tests/test_runtime_cuda.py without xdist: its session fixture builds every case
@@ -67,6 +68,8 @@ for item in "$@"; do
              ${ENGINE_SPECS:-small mlp4 medium large} > "$W/probe_epilogue.log" 2>&1 ;;
     probe-wide) mkdir -p "$W/wide"; OUT=$W/wide timeout "$t" python3 -m benchmarks.resident_probe --wide \
              ${ENGINE_SPECS:-small mlp4 medium large} > "$W/probe_wide.log" 2>&1 ;;
+    probe-final) mkdir -p "$W/final"; OUT=$W/final timeout "$t" python3 -m benchmarks.resident_probe --final \
+             ${ENGINE_SPECS:-small mlp4 medium large} > "$W/probe_final.log" 2>&1 ;;
     probe-launch) mkdir -p "$W/launch"; OUT=$W/launch timeout "$t" python3 -m benchmarks.resident_probe --launch \
              ${LAUNCH_SPECS:-medium large} > "$W/probe_launch.log" 2>&1 ;;
     timer) timeout "$t" python3 -m benchmarks.resident_probe --timer \

@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 import torch
 
 import trainkernel
 from trainkernel import target
 from trainkernel.dialects import tile
 from trainkernel.ir import parse_module
-from trainkernel.workloads import WORKLOADS
+from trainkernel.workloads import LARGE, WORKLOADS
 
 
-def _kernel(name: str, resident: str = "auto", engine: str = "mma") -> tuple[tile.KernelOp, str]:
-    w = WORKLOADS[name]
+def _kernel(name, resident: str = "auto", engine: str = "mma") -> tuple[tile.KernelOp, str]:
+    w = WORKLOADS[name] if isinstance(name, str) else name
     c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False, resident=resident,
                                      gemm_engine=engine)
     module = parse_module(c.ir("tile"))
@@ -51,19 +52,37 @@ def test_medium_on_the_wgmma_engine_splits_the_same_gemm_in_its_tiles():
     assert "split_k_last" not in src and src.count("tk::hopper::grid_gemm_units<") == 5
 
 
-def test_the_cost_model_picks_the_wgmma_tile_width_per_step(monkeypatch):
-    # With both widths offered: medium's products have 128-256 tiles of
-    # 128 x 128 on 132 blocks; the 256-wide tile halves them (one wave) and
-    # moves fewer operand bytes a flop; small's have 8-16, which 256-wide
-    # tiles would leave mostly idle.
-    monkeypatch.setitem(target.TARGETS, target.H200.name, dataclasses.replace(target.H200, wgmma_tiles_n=(128, 256)))
-    medium, msrc = _kernel("medium", engine="wgmma")
-    assert {g.tile_shape for g in _gemms(medium)} == {(128, 256, 64)}
-    assert "TileById<0>" in msrc and msrc.count("tk::hopper::grid_gemm_units<") == 5
-    split = [g for g in _gemms(medium) if g.ksplit > 1]
-    assert [(g.ksplit, g.tile_shape[1]) for g in split] == [(8, 256)]  # h @ W2: 8 tiles, K = 4096
-    small, ssrc = _kernel("small", engine="wgmma")
-    assert {g.tile_shape for g in _gemms(small)} == {(128, 128, 64)} and "TileById<1>" in ssrc
+def test_the_cost_model_picks_the_wgmma_tile_width_per_step():
+    # Both widths are offered (the H200's default). large's products have
+    # 256-1024 tiles of 128 x 128 on 132 blocks: the 256-wide tile's faster
+    # rate pays for its longer fixed part (GridCosts, fitted to the phase
+    # timer). medium's split h @ W2 would have 64 units instead of 128 and its
+    # dH/dW2 phase 160 instead of 320 (measured 187 against 167 us), small's
+    # products 8-16 tiles: both stay 128 wide.
+    assert target.H200.wgmma_tiles_n == (128, 256)
+    large, lsrc = _kernel(LARGE, engine="wgmma")
+    assert {g.tile_shape for g in _gemms(large)} == {(128, 256, 64)}
+    assert "TileById<0>" in lsrc and lsrc.count("tk::hopper::grid_gemm_units<") == 5
+    # The 256-wide kernel ends with a grid barrier (sched_to_tile.ends_with_grid_sync).
+    assert isinstance(list(large.block.ops)[-1], tile.SyncOp)
+    for name in ("medium", "small"):
+        k, src = _kernel(name, engine="wgmma")
+        assert {g.tile_shape for g in _gemms(k)} == {(128, 128, 64)} and "TileById<1>" in src, name
+        assert not isinstance(list(k.block.ops)[-1], tile.SyncOp), name
+
+
+def test_a_final_grid_barrier_by_the_target_rule(monkeypatch):
+    # final_grid_sync: "always" ends every grid kernel with one, "never" none
+    # (even 256 wide).
+    for mode, name, width, want in (("always", "small", (128,), True), ("never", "medium", (256,), False),
+                                    ("wide", "medium", (256,), True), ("wide", "medium", (128,), False)):
+        monkeypatch.setitem(target.TARGETS, target.H200.name,
+                            dataclasses.replace(target.H200, final_grid_sync=mode, wgmma_tiles_n=width))
+        k, _ = _kernel(name, engine="wgmma")
+        assert isinstance(list(k.block.ops)[-1], tile.SyncOp) == want, (mode, name, width)
+    monkeypatch.setitem(target.TARGETS, target.H200.name, dataclasses.replace(target.H200, final_grid_sync="sometimes"))
+    with pytest.raises(Exception, match="final_grid_sync must be never, wide or always"):
+        _kernel("small", engine="wgmma")
 
 
 def test_resident_kernels_drop_split_k(monkeypatch):

@@ -55,10 +55,16 @@ class GridCosts:
     # against the megakernel's mma.sync tiles at 95-176 (four blocks per SM),
     # so ~3.5x per SM, ~14x per block.
     wgmma_flop_per_us: float = 4.2e7
-    # A 128 x 256 unit's rate over a 128 x 128 one's. Both are bound by what
-    # L2 delivers to the SMs (~4.7-6.9 TB/s implied by the phase timer and
-    # gemm.json): 85 FLOP per operand byte against 64 (perf-log step 12).
-    wgmma_wide_speedup: float = 1.3
+    # A 128 x 256 unit against a 128 x 128 one, fitted to the phase timer's
+    # gemm phases of medium and large at both widths (perf-log step 15): per
+    # unit, t = overhead + K * (time per K step). 128 wide: ~3.5 us +
+    # 7.8e-3 us/K; 256 wide: ~10.3 us + 12.6e-3 us/K. So the wide unit's rate
+    # is 1.24x (not the 1.33x its operand bytes per FLOP promise) and its
+    # fixed part (the epilogue of twice the elements, the register hand-back's
+    # drained pipeline) ~6.8 us more, which on this model's scale (its 128
+    # unit is ~8.9x faster than measured) is ~0.75 us.
+    wgmma_wide_speedup: float = 1.24
+    wgmma_wide_unit_us: float = 0.75
     wgmma_unit_us: float = 0.6  # a unit's pipeline ramp and epilogue start (hopper_gemm.cuh's model)
 
     def sync_us(self, scope: str) -> float:
@@ -160,11 +166,11 @@ class TargetOptions:
     wgmma_tile: tuple[int, int, int] = (128, 128, 64)  # BM, BN, BK of a wgmma kernel's gemms (one shape a kernel)
     # The tile widths sched-to-tile tries (WGMMA_TILES has them); a kernel with
     # 256-wide tiles hands the producer's registers to the consumers during
-    # each gemm (tk::hopper::grid_gemm_units). 128 only for now: the 256-wide
-    # kernels ran faster launched one by one (phase timer: large 998 -> 854
-    # µs) but slower in-place in the harness's 20-step graph (medium 164 ->
-    # 281, large 987 -> 1260; staged commit 190), unexplained (perf-log step 13).
-    wgmma_tiles_n: tuple[int, ...] = (128,)
+    # each gemm (tk::hopper::grid_gemm_units) and ends with a grid barrier
+    # (sched-to-tile: without it the in-place 20-step graph lost 30%, perf-log
+    # step 15). GridCosts' wide-unit terms pick 256 for large, 128 for medium.
+    wgmma_tiles_n: tuple[int, ...] = (128, 256)
+    final_grid_sync: str = "wide"  # never | wide | always: see sched_to_tile.ends_with_grid_sync
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.
     wgmma_max_gemms: int = 120

@@ -547,8 +547,8 @@ class CudaPrinter:
             deltas = ", ".join(f"tk_t[{i + 1}] - tk_t[{i}]" for i in range(phase + 1))
             self.w(f'  if (blockIdx.x == 0 && threadIdx.x == 0) printf("tk-timer {k.sym_name.data} grid %d {fmt} '
                    f'ns=%llu at=%llu\\n", G, {deltas}, tk_ns1 - tk_ns0, tk_ns0);')
-        elif FINAL_GRID_SYNC:
-            self.w("  tk::grid_sync();  // probe: no block exits before the last")
+        elif FINAL_FENCE:
+            self.w("  __threadfence(); __syncthreads();  // probe: a block's stores performed before it exits")
         self.w("}")
         self.launcher()
         return self.out.getvalue()
@@ -1055,9 +1055,10 @@ class ResidentBodyPrinter(BodyPrinter):
                       f"tk::at_rank({place.ptr}, tk_r)[{place.address(index, 'tk_r')}] = {val}; }}")
 
 
-FINAL_GRID_SYNC = False
+FINAL_FENCE = False
 """Development probe only (benchmarks/resident_probe.py --launch): a grid kernel
-ends with one more grid barrier, as the phase timer's build does."""
+ends with a fence and a block barrier (each block's stores performed before it
+exits; against target.final_grid_sync, which waits for every block)."""
 
 PHASE_TIMER = False
 """Development probe only (benchmarks/resident_probe.py --timer): resident kernels
