@@ -93,8 +93,10 @@ CASES = {
     # x * 0 -> 0, x + 0 -> x or x * 1 -> x would be wrong for NaN, inf or -0.0.
     "scalars": (lambda a, b: (a * 0.0, a * -0.0, a + 0.0, a - 0.0, a + (-0.0), a - (-0.0), a * 1.0, a / 1.0,
                               a * -1.0, 0.0 - a, a ** 1.0), pairs, {"tk.fill"}),
-    "constants": (lambda a, b: (a + torch.full((N, N), -0.0, dtype=a.dtype), a * torch.zeros(N, dtype=a.dtype),
-                                a * torch.full((N,), torch.finfo(a.dtype).max, dtype=a.dtype)), pairs, {"tk.fill"}),
+    "constants": (lambda a, b: (a + torch.full((N, N), -0.0, dtype=a.dtype, device=a.device),
+                                a * torch.zeros(N, dtype=a.dtype, device=a.device),
+                                a * torch.full((N,), torch.finfo(a.dtype).max, dtype=a.dtype, device=a.device)),
+                  pairs, {"tk.fill"}),
     "matmul": (lambda a, b: (a @ b,), pairs, {"tk.matmul"}),
     "matmul_t": (lambda a, b: (a.t() @ b, a @ b.t()), pairs, {"tk.matmul"}),
     "addmm": (lambda a, b, c: (torch.addmm(c, a, b),), lambda d: (*pairs(d), vector(d)), {"tk.addmm"}),

@@ -134,6 +134,15 @@ def test_the_combined_step_is_exact_in_the_interpreter(dtype):
             assert bool(same(g, w).all()), (resident, owners[k], k)
 
 
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_the_eager_reference_runs_on_the_inputs_device(dtype):
+    # The GPU test runs the step eagerly on CUDA tensors: a constant a case
+    # builds on the CPU (torch.arange/full/zeros without device=) fails there
+    # only. Meta tensors fail the same way here.
+    step, args, _ = combined_step(dtype)
+    step(*pytree.tree_map(lambda t: t.to("meta"), args))
+
+
 def test_the_check_catches_a_dropped_nan_a_lost_sign_and_a_wrong_value():
     w = torch.tensor([float("nan"), -0.0, 1.0, float("inf"), -float("inf"), 3e38])
     assert not mismatches(w.clone(), w).any()
