@@ -22,11 +22,12 @@ import contextlib
 import ctypes
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 from pathlib import Path
 from typing import Optional, Sequence
+
+from trainkernel.backend.build import headers_digest
 
 REPO = Path(__file__).resolve().parent.parent
 INCLUDE = REPO / "trainkernel" / "backend" / "include"
@@ -63,30 +64,11 @@ def compile_command(obj: Path, part: int, extra: Sequence[str] = WATCHDOG_FLAGS,
     return cmd
 
 
-def local_sources(path: Path = SOURCE) -> list[Path]:
-    """`path` and every project header it includes, transitively (quoted
-    includes found beside the includer or under INCLUDE), in a fixed order: the
-    library's digest covers exactly these, so no header can be missed by hand."""
-    seen: list[Path] = []
-    todo = [path]
-    while todo:
-        p = todo.pop(0)
-        if p in seen:
-            continue
-        seen.append(p)
-        for name in re.findall(r'^\s*#\s*include\s+"([^"]+)"', p.read_text(), re.M):
-            for base in (p.parent, INCLUDE):
-                if (base / name).is_file():
-                    todo.append((base / name).resolve())
-                    break
-    return seen
-
-
 def source_digest(extra: Sequence[str] = WATCHDOG_FLAGS) -> str:
     h = hashlib.sha256()
     h.update(" ".join([*BASE_FLAGS, *extra]).encode())
-    for p in local_sources():
-        h.update(p.read_bytes())
+    h.update(SOURCE.read_bytes())
+    h.update(headers_digest([INCLUDE]).encode())  # the kernel cache's rule: any header may be included
     return h.hexdigest()[:16]
 
 

@@ -34,6 +34,16 @@ DEFAULT = ["tiny", "online", "classification", "small", "mlp4",
 STEPS = 20  # steps of one captured program (a replay)
 
 
+def workload(spec: str):
+    """The workload and compute dtype of `spec`: name[:B,I,H,...,O][:bf16|f16|f32]."""
+    name, sizes, dt = (spec.split(":") + ["", ""])[:3]
+    w = LARGE if name == "large" else WORKLOADS[name]
+    if sizes:
+        s = [int(v) for v in sizes.split(",")]
+        w = w.with_sizes(s[0], s[1:])
+    return w, {"": torch.bfloat16, "bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dt]
+
+
 def time_program(prog, n: int = 30, steps: int = STEPS) -> tuple[float, list[float]]:
     """Median and samples of µs per step over n replays of a `steps`-step captured program."""
     for _ in range(5):
@@ -80,12 +90,7 @@ def timer_run(specs: list[str]) -> None:
 
     cuda_target.PHASE_TIMER = True
     for spec in specs:
-        name, sizes, dt = (spec.split(":") + ["", ""])[:3]
-        w = LARGE if name == "large" else WORKLOADS[name]
-        if sizes:
-            s = [int(v) for v in sizes.split(",")]
-            w = w.with_sizes(s[0], s[1:])
-        dtype = {"": torch.bfloat16, "bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dt]
+        w, dtype = workload(spec)
         params = w.init_params(0, "cuda")
         batches = w.make_batches(1, seed=1, device="cuda")
         c = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]))
@@ -98,8 +103,9 @@ def timer_run(specs: list[str]) -> None:
 def launch_run(specs: list[str], widths: tuple[str, ...] = ("128", "256")) -> None:
     """Why a kernel can be slower in an in-place graph than alone: per spec and
     wgmma tile width, the in-place step timed as a 20-step graph, as 20 direct
-    launches, and compiled with inplace=False as a graph (kernel + state copy);
-    then the phase timer's cycles and wall ns, printed by block 0, for direct
+    launches, compiled with inplace=False as a graph (kernel + state copy, and
+    back to back without the copy), and with a final grid barrier; then the
+    phase timer's cycles and wall ns, printed by block 0, for direct
     launches and for every step of one in-place graph replay."""
     from trainkernel import target
     from trainkernel.backend import cuda_target
@@ -107,16 +113,15 @@ def launch_run(specs: list[str], widths: tuple[str, ...] = ("128", "256")) -> No
     out = os.environ.get("OUT", "/tmp")
     results, rows = {}, []
     for spec in specs:
-        name, sizes, dt = (spec.split(":") + ["", ""])[:3]
-        w = LARGE if name == "large" else WORKLOADS[name]
-        if sizes:
-            s = [int(v) for v in sizes.split(",")]
-            w = w.with_sizes(s[0], s[1:])
-        dtype = {"": torch.bfloat16, "bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dt]
+        w, dtype = workload(spec)
         for width in widths:
             key = f"{spec}/wgmma-n={width}"
-            target.TARGETS[target.H200.name] = dataclasses.replace(
-                target.H200, wgmma_tiles_n=(int(width),), final_grid_sync="never")
+
+            def h200(final: str) -> None:  # the H200 at this width, ending grid kernels as `final` says
+                target.TARGETS[target.H200.name] = dataclasses.replace(
+                    target.H200, wgmma_tiles_n=(int(width),), final_grid_sync=final)
+
+            h200("never")
             try:
                 params = w.init_params(0, "cuda")
                 batches = w.make_batches(4, seed=1, device="cuda")
@@ -138,13 +143,11 @@ def launch_run(specs: list[str], widths: tuple[str, ...] = ("128", "256")) -> No
                 # the staged kernel back to back: no state copy between launches
                 nofeed_us, nofeed_s = time_program(staged.capture(params, *batches[0], steps=STEPS, batches=batches,
                                                                   feed_back=False))
-                target.TARGETS[target.H200.name] = dataclasses.replace(
-                    target.H200, wgmma_tiles_n=(int(width),), final_grid_sync="always")
+                h200("always")
                 fin = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]))
                 fin_err = check(w, dtype, fin)
                 fin_us, fin_s = time_program(fin.capture(params, *batches[0], steps=STEPS, batches=batches))
-                target.TARGETS[target.H200.name] = dataclasses.replace(
-                    target.H200, wgmma_tiles_n=(int(width),), final_grid_sync="never")
+                h200("never")
                 cuda_target.PHASE_TIMER = True
                 try:
                     timed = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]))
@@ -193,12 +196,7 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
     rows = []
     configs = [(m, m, "") for m in modes] if variants is None else [(v, "auto", f) for v, f in variants.items()]
     for spec in specs:
-        name, sizes, dt = (spec.split(":") + ["", ""])[:3]
-        w = LARGE if name == "large" else WORKLOADS[name]
-        if sizes:
-            s = [int(v) for v in sizes.split(",")]
-            w = w.with_sizes(s[0], s[1:])
-        dtype = {"": torch.bfloat16, "bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}[dt]
+        w, dtype = workload(spec)
         for label, mode, flags in configs:
             key = f"{spec}/{label}"
             os.environ["NVCC_APPEND_FLAGS"] = flags

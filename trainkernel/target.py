@@ -29,6 +29,14 @@ import dataclasses
 from dataclasses import dataclass
 
 
+def wgmma_hands_registers_back(bn: int) -> bool:
+    """Mirror of tk::hopper::grid_gemm_units' `Shape::BN > 128`: a wgmma tile
+    this wide needs more accumulator registers than a megakernel thread has,
+    so the producer warpgroup lends its registers to the consumers for each
+    gemm (and the kernel ends with a grid barrier, `final_grid_sync`)."""
+    return bn > 128
+
+
 # tk::hopper's tile table (kHopperTiles / TileById in hopper_gemm.cuh): BN ->
 # (its id, pipeline stages); BM = 128 and BK = 64 for all three.
 WGMMA_TILES: dict[int, tuple[int, int]] = {256: (0, 4), 128: (1, 6), 64: (2, 8)}
@@ -76,8 +84,12 @@ class GridCosts:
         `simt.f32`) on `engine` (`mma`: mma.sync tiles, `wgmma`: the Hopper
         tile, `bn` wide)."""
         if engine == "wgmma":
-            return self.wgmma_flop_per_us * (self.wgmma_wide_speedup if bn > 128 else 1.0)
+            return self.wgmma_flop_per_us * (self.wgmma_wide_speedup if wgmma_hands_registers_back(bn) else 1.0)
         return self.simt_flop_per_us if mma.startswith("simt") else self.mma_flop_per_us
+
+    def wgmma_unit_fixed_us(self, bn: int) -> float:
+        """A wgmma work unit's time outside its K loop, for a `bn`-wide tile."""
+        return self.wgmma_unit_us + (self.wgmma_wide_unit_us if wgmma_hands_registers_back(bn) else 0.0)
 
 
 @dataclass(frozen=True)
@@ -189,6 +201,9 @@ class TargetOptions:
             raise ValueError(f"target {self.name}: reduce_columns {self.reduce_columns} must divide threads {self.threads}")
         if max(self.clusters) > self.max_cluster:
             raise ValueError(f"target {self.name}: clusters {self.clusters} exceed max_cluster {self.max_cluster}")
+        if self.final_grid_sync not in ("never", "wide", "always"):
+            raise ValueError(f"target {self.name}: final_grid_sync must be never, wide or always, "
+                             f"got {self.final_grid_sync!r}")
 
     @property
     def map_chunk(self) -> int:

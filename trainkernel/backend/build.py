@@ -392,7 +392,9 @@ def toolchain_fingerprint(nvcc: str | None = None, arch: str | None = None) -> d
     }
 
 
-def _headers_digest(include_dirs: Sequence[Path]) -> str:
+def headers_digest(include_dirs: Sequence[Path]) -> str:
+    """Every file under the include directories, names and bytes: a kernel
+    built against them is stale when any changes."""
     h = hashlib.sha256()
     for i, root in enumerate(include_dirs):
         h.update(f"include dir {i}\0".encode())
@@ -409,7 +411,7 @@ def _headers_digest(include_dirs: Sequence[Path]) -> str:
 def cache_key(cuda_source: str, flags: Sequence[str], toolchain: Mapping[str, object], include_dirs: Sequence[Path]) -> str:
     """sha256(source, flags, toolchain fingerprint, header paths and contents)."""
     h = hashlib.sha256()
-    parts = (cuda_source, "\0".join(flags), json.dumps(dict(toolchain), sort_keys=True), _headers_digest(include_dirs))
+    parts = (cuda_source, "\0".join(flags), json.dumps(dict(toolchain), sort_keys=True), headers_digest(include_dirs))
     for part in parts:
         h.update(part.encode())
         h.update(b"\x1f")

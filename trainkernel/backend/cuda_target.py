@@ -43,6 +43,7 @@ def header() -> str:
     """HEADER, and <cstdio> for the phase timer's printf (no tk header pulls it in)."""
     return HEADER + ("#include <cstdio>\n" if PHASE_TIMER else "")
 
+
 WGMMA_REQUIRES = "// requires: sm_90a"
 """The line a kernel of wgmma gemms carries: wgmma and setmaxnreg exist only in
 the "a" feature set, so the build compiles it for that (`build.arch_for_source`)."""

@@ -31,7 +31,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import sched, tile, tk
 from trainkernel.elements import mma_kind
-from trainkernel.target import DEFAULT, TargetOptions, get_target
+from trainkernel.target import DEFAULT, TargetOptions, get_target, wgmma_hands_registers_back
 from trainkernel.util import align_up, ceil_div, numel
 
 
@@ -104,8 +104,7 @@ def item_cost_us(op: tile.TileWorkOp, target: TargetOptions) -> float:
         if op.ksplit > 1:
             k = tile.gemm_k_slice(k, op.ksplit, bk)
         if op.engine == "wgmma":
-            fixed = costs.wgmma_unit_us + (costs.wgmma_wide_unit_us if bn > 128 else 0.0)
-            return fixed + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma, "wgmma", bn)
+            return costs.wgmma_unit_fixed_us(bn) + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma, "wgmma", bn)
         return costs.item_overhead_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma)
     if isinstance(op, tile.ReduceOp):
         red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp))
@@ -246,9 +245,7 @@ def ends_with_grid_sync(engine: str, target: TargetOptions) -> bool:
     showed the loss. Not yet explained: it grows with the weight that the last
     phase updates in place."""
     mode = target.final_grid_sync
-    if mode not in ("never", "wide", "always"):
-        raise DiagnosticException(f"sched-to-tile: final_grid_sync must be never, wide or always, got {mode!r}")
-    return mode == "always" or (mode == "wide" and engine == "wgmma" and target.wgmma_tile[1] > 128)
+    return mode == "always" or (mode == "wide" and engine == "wgmma" and wgmma_hands_registers_back(target.wgmma_tile[1]))
 
 
 def split_k(phases: list[list[tile.TileWorkOp]], grid: int, arena: int, target: TargetOptions) -> int:
