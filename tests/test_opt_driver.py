@@ -498,3 +498,38 @@ SOUP = list("%@^(){}[]<>:,=-\"#!\n x4") + ["tk.add", "tk.fused", "func.func", "t
 @given(tokens=st.lists(st.sampled_from(SOUP), max_size=120))
 def test_arbitrary_token_soup(tmp_path, tokens):
     check_in_process(write(tmp_path, "".join(tokens)))
+
+
+# An unterminated string literal the token soup found (2026-12-02): xDSL 0.75's lexer
+# rule backtracks exponentially on it (trainkernel.dialects.lexer_fix).
+UNTERMINATED = '"tensor1.01.0tensortensortk.addtensor'
+
+
+@pytest.mark.parametrize("text", [UNTERMINATED, "func.func @f() {\n %x = \"" + "tensor1.0" * 5000])
+def test_unterminated_string_literal_is_a_prompt_parse_error(tmp_path, text):
+    import time
+
+    start = time.perf_counter()
+    rc, _, err = run_main([str(write(tmp_path, text))])
+    assert rc == 1 and "End of file reached before closing string literal" in err, err
+    assert time.perf_counter() - start < 5.0
+
+
+def test_lexer_fix_is_installed():
+    from xdsl.utils.mlir_lexer import MLIRLexer
+
+    from trainkernel.dialects import lexer_fix
+
+    assert lexer_fix.install()
+    assert MLIRLexer._unescaped_characters_regex.pattern == lexer_fix.LINEAR_STRING_LITERAL
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=st.text(alphabet='"\\nt0aF \n\x0b\x0c', max_size=14))
+def test_linear_string_rule_accepts_what_xdsls_rule_accepts(text):
+    # Short inputs, so xDSL's exponential rule still answers: both match the same prefix.
+    from trainkernel.dialects import lexer_fix
+
+    old = re.compile(lexer_fix.XDSL_STRING_LITERAL).match(text)
+    new = re.compile(lexer_fix.LINEAR_STRING_LITERAL).match(text)
+    assert (old and old.end()) == (new and new.end())

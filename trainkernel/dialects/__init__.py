@@ -4,6 +4,12 @@ from collections.abc import Callable
 
 from xdsl.ir import Dialect
 
+from trainkernel.dialects import lexer_fix
+
+# Every parser of TrainKernel IR (parse_module, trainkernel-opt, capture's own
+# round trips) is made through this package, so the lexer is fixed here once.
+lexer_fix.install()
+
 
 def _tk() -> Dialect:
     from trainkernel.dialects.tk import TK
