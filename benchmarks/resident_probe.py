@@ -183,6 +183,23 @@ def launch_run(specs: list[str], widths: tuple[str, ...] = ("128", "256")) -> No
     print("\n".join(["", "=== launch probe ==="] + rows))
 
 
+def target_variant(spec: str):
+    """The H200 target with the fields of `spec` replaced: `field=v[,v...]` joined by `;`
+    (an empty spec is the target as it is). Values take the field's type: an int, a
+    float, a string, or a tuple of ints."""
+    from trainkernel import target
+
+    changes = {}
+    for item in filter(None, spec.split(";")):
+        name, _, value = item.partition("=")
+        old = getattr(target.H200, name)
+        if isinstance(old, tuple):
+            changes[name] = tuple(int(v) for v in value.split(","))
+        else:
+            changes[name] = type(old)(value) if not isinstance(old, bool) else value in ("1", "true", "True")
+    return dataclasses.replace(target.H200, **changes)
+
+
 # Device-library variants (`--variants`): a name and the nvcc defines that
 # select it; the build cache keys on NVCC_APPEND_FLAGS, so each builds apart.
 VARIANTS = {"auto": "", "scalar-gemm": "-DTK_RESIDENT_SCALAR_GEMM"}
@@ -262,6 +279,10 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
 
                 cuda_target.FINAL_FENCE = True
                 target.TARGETS[target.H200.name] = dataclasses.replace(target.H200, final_grid_sync="never")
+            if label.startswith("target:"):  # --target: the h200 target with fields replaced (target_variant)
+                from trainkernel import target
+
+                target.TARGETS[target.H200.name] = target_variant(label[7:])
             if label.startswith("threads="):  # the h200 target with another resident_threads
                 from trainkernel import target
 
@@ -316,6 +337,10 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--wide"]:  # 128 x 256 wgmma tiles where the cost model picks them; column loads
         main(sys.argv[2:] or ["small", "mlp4", "medium", "large"],
              variants={"default": "", "wgmma-n=128": "", "col-loads=1": ""})
+    elif sys.argv[1:2] == ["--target"]:  # --target 'field=v;field=v' ... -- spec ...: target variants, one run
+        rest = sys.argv[2:]
+        cut = rest.index("--") if "--" in rest else len(rest)
+        main(rest[cut + 1:] or ["small", "mlp4"], variants={f"target:{v}": "" for v in rest[:cut] or [""]})
     elif sys.argv[1:2] == ["--threads"]:
         main(sys.argv[3:] or DEFAULT, variants={f"threads={n}": "" for n in sys.argv[2].split(",")})
     elif sys.argv[1:2] == ["--variants"]:

@@ -13,6 +13,8 @@
 #   probe-tiles   resident_probe --tiles on $TILE_SPECS (grid gemm tile and block size)
 #   probe-epilogue resident_probe --epilogue on $ENGINE_SPECS (staged gemm epilogues against inline loads)
 #   probe-wide    resident_probe --wide on $ENGINE_SPECS (128 x 256 wgmma tiles, column-reduction loads)
+#   probe-target  resident_probe --target on $TARGET_SPECS: target variants, '|'-separated in
+#                 $TARGET_VARIANTS (each 'field=v[,v];field=v'; an empty one is the target as it is)
 #   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles)
 #   probe-final   resident_probe --final on $ENGINE_SPECS (final grid barrier by rule / never / a fence / always)
 #   probe-launch  resident_probe --launch on $LAUNCH_SPECS (in-place graph vs direct launches vs staged graph)
@@ -72,6 +74,9 @@ for item in "$@"; do
              ${ENGINE_SPECS:-small mlp4 medium large} > "$W/probe_final.log" 2>&1 ;;
     probe-launch) mkdir -p "$W/launch"; OUT=$W/launch timeout "$t" python3 -m benchmarks.resident_probe --launch \
              ${LAUNCH_SPECS:-medium large} > "$W/probe_launch.log" 2>&1 ;;
+    probe-target) mkdir -p "$W/target"; IFS='|' read -r -a tv <<< "${TARGET_VARIANTS:-}"
+             OUT=$W/target timeout "$t" python3 -m benchmarks.resident_probe --target "${tv[@]}" -- \
+             ${TARGET_SPECS:-small mlp4} > "$W/probe_target.log" 2>&1 ;;
     timer) timeout "$t" python3 -m benchmarks.resident_probe --timer \
              ${TIMER_SPECS:-tiny online classification small mlp4 medium large} > "$W/timer.log" 2>&1 ;;
     tests) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 -n "${JOBS:-12}" \
