@@ -1,14 +1,15 @@
 // -t cuda: the per-element C of the activations, their backward ops and the
 // masks (the `EXPR` table of the printer). Formulas and float constants are
 // those of PyTorch's CUDA kernels; masks are 0/1 floats after
-// tk-legalize-masks; each value is rounded to bf16 right after its op.
+// tk-legalize-masks; each value is rounded to bf16 right after its op (and inside
+// tanh_grad, whose CUDA kernel computes in bf16 itself).
 // RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse,tk-to-sched{inplace=false},sched-allocate,sched-to-tile' -t cuda | filecheck %s
 
 // Every map loads its operands first (tk_l<k>[u]), then computes.
 // CHECK: tk_l0[u] = tk::to_float(b0_x[(i0)*8 + (i1)]);
 // CHECK-NEXT: tk_l1[u] = tk::to_float(b1_g[(i0)*8 + (i1)]);
 // CHECK: const float [[T:v[0-9]+]] = tk::to_float(tk::from_float<__nv_bfloat16>(tanhf(tk_l0[u])));
-// CHECK-NEXT: tk::from_float<__nv_bfloat16>(([&]() { const float g = tk_l1[u]; const float y = [[T]]; return g * (1.0f - y * y); }())));
+// CHECK-NEXT: tk::from_float<__nv_bfloat16>(([&]() { const float g = tk_l1[u]; const float y = [[T]]; return g * tk::rounded<__nv_bfloat16>(1.0f - tk::rounded<__nv_bfloat16>(y * y)); }())));
 // CHECK: tk::from_float<__nv_bfloat16>(1.0f / (1.0f + expf(-(tk_l0[u]))))
 // CHECK: return x * 0.5f * (1.0f + erff(x * 0.7071067690849304f)); }()
 // CHECK: const float x_cube = x * x * x; const float inner = 0.7978845834732056f * (x + 0.044714998453855515f * x_cube); return 0.5f * x * (1.0f + tanhf(inner)); }()

@@ -147,15 +147,25 @@ def _let(bindings: list[tuple[str, str]], body: str) -> str:
     return f"([&]() {{ {decls} return {body}; }}())"
 
 
+def _tanh_grad(op: tk.TanhGradOp, a) -> str:
+    t = c_type(op.result.type)
+    if t == "float":
+        return _let([("g", a(0)), ("y", a(1))], "g * (1.0f - y * y)")
+    # ATen's CUDA tanh_backward computes `a * (scalar_t{1} - b * b)` in the element
+    # type itself (no opmath): y * y and 1 - y * y are each rounded to bf16/f16.
+    return _let([("g", a(0)), ("y", a(1))], f"g * tk::rounded<{t}>(1.0f - tk::rounded<{t}>(y * y))")
+
+
 def _pow(op: tk.PowOp, a) -> str:
     e, x = op.exponent_value, a(0)
     if e == 2.0:
         return f"({x}) * ({x})"
     if e == 1.0:
         return x
-    if e == 0.5 and c_type(op.result.type) != "__half":
-        # PyTorch dispatches pow(x, 0.5) to sqrt for f32 and bf16; for f16 it calls
-        # powf, which gives +0 at -0.0 where sqrtf gives -0.
+    if e == 0.5:
+        # ATen's CUDA pow dispatches pow(x, 0.5) to sqrt in every float dtype: -0 at
+        # -0.0 and NaN at -inf, where powf gives +0 and +inf. (Its CPU kernel calls
+        # powf in f16, so there the interpreter, which is eager CPU, differs.)
         return f"sqrtf({x})"
     return f"powf({x}, {_float_literal(e)})"
 
@@ -264,7 +274,7 @@ EXPR: dict[type[Operation], Callable[[Operation, Callable[[int], str]], str]] = 
         [("x", a(0))], f"x > 0.0f ? x : x * {_f32(op.param('negative_slope'))}"
     ),
     tk.EluOp: _elu,
-    tk.TanhGradOp: lambda op, a: _let([("g", a(0)), ("y", a(1))], "g * (1.0f - y * y)"),
+    tk.TanhGradOp: _tanh_grad,
     tk.SigmoidGradOp: lambda op, a: _let([("g", a(0)), ("y", a(1))], "g * (1.0f - y) * y"),
     tk.GeluGradOp: _gelu_grad,
     tk.SoftplusGradOp: _softplus_grad,

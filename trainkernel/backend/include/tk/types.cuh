@@ -40,6 +40,11 @@ __host__ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(floa
 template <>
 __host__ __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
 
+// x rounded to T and widened back: the float value of a T-typed intermediate, for
+// the few ATen CUDA kernels that compute in the element type rather than in float.
+template <typename T>
+__host__ __device__ __forceinline__ float rounded(float x) { return to_float(from_float<T>(x)); }
+
 // Generic cast through fp32 (the only cast path generated code needs:
 // every low-precision op computes in fp32).
 template <typename To, typename From>
