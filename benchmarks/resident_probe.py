@@ -282,7 +282,7 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
             if label.startswith("target:"):  # --target: the h200 target with fields replaced (target_variant)
                 from trainkernel import target
 
-                target.TARGETS[target.H200.name] = target_variant(label[7:])
+                target.TARGETS[target.H200.name] = target_variant(label[7:].partition(" +")[0])
             if label.startswith("threads="):  # the h200 target with another resident_threads
                 from trainkernel import target
 
@@ -340,7 +340,10 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--target"]:  # --target 'field=v;field=v' ... -- spec ...: target variants, one run
         rest = sys.argv[2:]
         cut = rest.index("--") if "--" in rest else len(rest)
-        main(rest[cut + 1:] or ["small", "mlp4"], variants={f"target:{v}": "" for v in rest[:cut] or [""]})
+        # A variant may end in " +FLAGS": nvcc defines of the device library (e.g. +-DTK_NO_TENSORMAP_PREFETCH).
+        main(rest[cut + 1:] or ["small", "mlp4"],
+             variants={f"target:{v.partition(' +')[0]}" + (f" +{v.partition(' +')[2]}" if " +" in v else ""):
+                       v.partition(" +")[2] for v in rest[:cut] or [""]})
     elif sys.argv[1:2] == ["--threads"]:
         main(sys.argv[3:] or DEFAULT, variants={f"threads={n}": "" for n in sys.argv[2].split(",")})
     elif sys.argv[1:2] == ["--variants"]:

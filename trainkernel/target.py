@@ -181,7 +181,11 @@ class TargetOptions:
     # each gemm (tk::hopper::grid_gemm_units) and ends with a grid barrier
     # (sched-to-tile: without it the in-place 20-step graph lost 30%, perf-log
     # step 15). GridCosts' wide-unit terms pick 256 for large, 128 for medium.
-    wgmma_tiles_n: tuple[int, ...] = (128, 256)
+    # 64 wide too: where a step's products have few 128 x 128 tiles (small:
+    # 16 units on 132 SMs, mlp4: 2-4), the cost model picks 64 for twice the
+    # units, and the probe measured small 53.1 -> 38.6 us, mlp4 98.4 -> 68.6
+    # (perf-log step 16); medium and large keep 128 and 256.
+    wgmma_tiles_n: tuple[int, ...] = (64, 128, 256)
     final_grid_sync: str = "wide"  # never | wide | always: see sched_to_tile.ends_with_grid_sync
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.
