@@ -510,14 +510,7 @@ class CudaPrinter:
             # thread's position in it kept from gemm to gemm.
             self.w("  __shared__ int tk_splitk_flag;")
             self.w("  const uint32_t tk_hbase = tk::hopper::stage_base(smem);")
-            # Every gemm's tensor maps fetched into the TMA unit's cache at the start:
-            # otherwise each gemm's first copy waits for its descriptor from memory.
-            self.w("  if (threadIdx.x == 0) {")
-            self.w("    tk::hopper::pipeline_init<TkShape>(tk_hbase);")
-            self.w("#ifndef TK_NO_TENSORMAP_PREFETCH")
-            self.w(f"    for (int m = 0; m < {2 * len(self.wgmma)}; ++m) tk::hopper::ptx::prefetch_tensormap(&p.maps[m]);")
-            self.w("#endif")
-            self.w("  }")
+            self.w("  if (threadIdx.x == 0) tk::hopper::pipeline_init<TkShape>(tk_hbase);")
             self.w("  __syncthreads();")
             self.w("  tk::hopper::PipeState tk_pipe;")
         # PHASE_TIMER: block 0 reads its clock after every grid barrier, so each
