@@ -87,9 +87,54 @@ def _depends_on(value: SSAValue, target: Group, group_of: dict[Operation, Group]
     return result
 
 
-def form_groups(body: Block) -> list[Group]:
+def _can_merge(a: Group, b: Group, group_of: dict[Operation, Group]) -> bool:
+    """Whether groups a and b (one iteration shape) can become one: at most one
+    of them is rooted at a matmul or reduction, that root's operands come from
+    neither group (a gemm or reduction cannot compute its own inputs in its
+    epilogue), and no value outside both lies on a path between them (the
+    merged group would depend on itself)."""
+    if a is b or a.shape != b.shape:
+        return False
+    roots = [g.root for g in (a, b) if not isinstance(g.root, POINTWISE)]
+    if len(roots) > 1:
+        return False
+    members = set(a.ops) | set(b.ops)
+    if roots and any(o.owner in members for o in roots[0].operands):
+        return False
+    for x, y in ((a, b), (b, a)):
+        outside = [o for op in x.ops for o in op.operands if o.owner not in members]
+        if any(_depends_on(o, y, group_of, {}) for o in outside):
+            return False
+    return True
+
+
+def _merge(into: Group, other: Group, group_of: dict[Operation, Group], groups: list[Group],
+           position: dict[Operation, int]) -> Group:
+    """other's ops join `into`, in program order; a matmul or reduction root stays
+    the root and goes first (nothing in the group feeds it, `_can_merge`)."""
+    if not isinstance(other.root, POINTWISE):
+        into.root = other.root
+    ops = sorted(into.ops + other.ops, key=position.__getitem__)
+    if isinstance(into.root, POINTWISE):
+        into.root = ops[0]
+    else:
+        ops = [into.root, *(op for op in ops if op is not into.root)]
+    into.ops = ops
+    for op in other.ops:
+        group_of[op] = into
+    groups.remove(other)
+    return into
+
+
+def form_groups(body: Block, merge: bool = False) -> list[Group]:
+    """Greedy grouping in program order. With `merge`, a pointwise op whose
+    operands come from several groups of its shape also merges those groups
+    (where `_can_merge` allows): AdamW's moment and parameter updates, each
+    starting from its own state tensor, then join the gradient's gemm epilogue
+    instead of running as three maps behind barriers of their own."""
     group_of: dict[Operation, Group] = {}
     groups: list[Group] = []
+    position = {op: i for i, op in enumerate(body.ops)}
     for op in body.ops:
         if isinstance(op, tk.CONSTANT_OPS) or isinstance(op, func.ReturnOp):
             continue
@@ -111,6 +156,11 @@ def form_groups(body: Block) -> list[Group]:
             if joined is not None:
                 joined.ops.append(op)
                 group_of[op] = joined
+                if merge:
+                    for operand in op.operands:
+                        g = group_of.get(operand.owner) if isinstance(operand.owner, Operation) else None
+                        if g is not None and g is not joined and g in groups and _can_merge(joined, g, group_of):
+                            joined = _merge(joined, g, group_of, groups, position)
                 continue
             g = Group(op, shape, [op])
         elif isinstance(op, (tk.MatmulOp, *REDUCTIONS)):
@@ -171,21 +221,26 @@ def topological_sort(body: Block) -> None:
         body.add_op(op)
 
 
-def fuse_function(f: func.FuncOp) -> None:
+def fuse_function(f: func.FuncOp, merge: bool = False) -> None:
     body = f.body.block
     drop_keepdim_reshapes(body)
-    for group in form_groups(body):
+    for group in form_groups(body, merge):
         outline(group)
     topological_sort(body)
 
 
 @dataclass(frozen=True)
 class TkFusePass(ModulePass):
-    """Group pointwise chains and matmul/reduction epilogues into tk.fused."""
+    """Group pointwise chains and matmul/reduction epilogues into tk.fused.
+
+    merge_groups: also merge the groups a pointwise op reads from (form_groups).
+    Off by default until its kernels have run on the GPU."""
 
     name = "tk-fuse"
+
+    merge_groups: bool = False
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for f in op.walk():
             if isinstance(f, func.FuncOp):
-                fuse_function(f)
+                fuse_function(f, self.merge_groups)

@@ -1,0 +1,141 @@
+"""tk-fuse{merge_groups=true} (off by default until its kernels have run on the
+GPU): merging the groups a pointwise op reads keeps every value, and on the
+harness's optimizer twins it moves the Adam/AdamW updates into the gradients'
+gemm epilogues (fewer maps and barriers), bit-exact against eager through the
+sched and tile levels.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import pytest
+import torch
+from torch.utils import _pytree as pytree
+
+import trainkernel
+from trainkernel.dialects import sched, tile
+from trainkernel.pipeline import run_passes, stage_passes, state_leaves
+from trainkernel.sched_interpreter import run_program
+
+from benchmarks import workloads as bench
+
+MERGE = "tk-fuse{merge_groups=true}"
+
+
+def lower_stages(captured, merge: bool):
+    module = captured.module.clone()
+    state = state_leaves(captured)
+    out = {}
+    for stage in ("tk", "sched", "tile"):
+        spec = stage_passes(stage, True, state=state)
+        if stage == "tk" and merge:
+            assert spec.endswith(",tk-fuse")
+            spec = spec[: -len("tk-fuse")] + MERGE
+        run_passes(module, spec)
+        out[stage] = module.clone()
+    return out
+
+
+def only(module, kind):
+    (found,) = [op for op in module.ops if isinstance(op, kind)]
+    return found
+
+
+@functools.cache
+def twin(name: str):
+    w = bench.WORKLOADS[name]
+    step = bench.workload_step(w, torch.bfloat16)
+    state, batches = bench.make_problem(w, compute_dtype=torch.bfloat16, n_batches=3)
+    captured = trainkernel.capture(step, (state, *batches[0]))
+    return step, state, batches, captured
+
+
+def counts(kernel: tile.KernelOp) -> dict[str, int]:
+    names = [op.name + (f" {op.scope.data}" if isinstance(op, tile.SyncOp) else "") for op in kernel.block.ops]
+    return {n: names.count(n) for n in set(names)}
+
+
+@pytest.mark.parametrize("name", ["online-adam", "classification-adamw-ce", "mlp4-adamw-ce"])
+def test_merged_groups_give_the_same_bits(name):
+    """Three steps through the sched and tile levels, merged and as before, each
+    feeding back its own state: every result bit for bit the same (fusion moves
+    ops between kernels' stages, never changes what one computes). The levels
+    against eager are test_lowering's and test_trajectories' business."""
+    step, state, batches, captured = twin(name)
+    stages = {merge: lower_stages(captured, merge) for merge in (False, True)}
+    n_state = len(pytree.tree_leaves(state))
+    spec = pytree.tree_structure(state)
+    for lv in ("sched", "tile"):
+        st = {False: state, True: state}
+        for i, batch in enumerate(batches):
+            got = {m: run_program(only(stages[m][lv], sched.ProgramLikeOp), pytree.tree_leaves((st[m], *batch)))
+                   for m in (False, True)}
+            assert len(got[True]) == len(got[False])
+            for k, (a, b) in enumerate(zip(got[False], got[True])):
+                assert torch.equal(a.view(-1).view(torch.int32) if a.dtype == torch.float32 else a,
+                                   b.view(-1).view(torch.int32) if b.dtype == torch.float32 else b), \
+                    f"{name} step {i}, {lv} level, result {k}"
+            st = {m: pytree.tree_unflatten(list(got[m][len(got[m]) - n_state:]), spec) for m in (False, True)}
+    # and the step is one eager would take: the new state within float32 rounding of eager's
+    want = pytree.tree_leaves(step(state, *batches[0]))
+    first = run_program(only(stages[True]["tile"], sched.ProgramLikeOp), pytree.tree_leaves((state, *batches[0])))
+    for g, e in zip(first, want):
+        torch.testing.assert_close(g.float(), e.float(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name, maps, syncs", [
+    # (maps, barriers) without -> with the merge, for the twins of the harness
+    ("online-adam", (15, 6), (6, 4)),
+    ("classification-adamw-ce", (26, 14), (11, 10)),
+])
+def test_the_optimizer_joins_the_gradient_epilogues(name, maps, syncs):
+    *_, captured = twin(name)
+    kernels = [only(lower_stages(captured, merge)["tile"], tile.KernelOp) for merge in (False, True)]
+    for kernel, n_maps, n_syncs in zip(kernels, maps, syncs):
+        c = counts(kernel)
+        assert c.get("tile.map", 0) == n_maps and c.get("tile.sync block", 0) + c.get("tile.sync grid", 0) == n_syncs, c
+    # Each AdamW parameter update now reads its moments inside a gemm or reduction epilogue.
+    merged = kernels[1]
+    assert any(isinstance(op, tile.GemmOp) and len(op.outs) >= 3 for op in merged.block.ops)
+
+
+def test_merge_is_off_by_default():
+    assert stage_passes("tk").endswith(",tk-fuse")
+    from trainkernel.passes.tk_fuse import TkFusePass
+
+    assert TkFusePass().merge_groups is False
+
+
+def _generated_programs():
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from tk_program_gen import tk_programs
+
+    return tk_programs(addmm=False)
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(program=_generated_programs())
+def test_merging_keeps_the_values_of_generated_programs(program):
+    """Random tk programs: after decomposition, tk-fuse with and without the merge
+    interpret to the same bits (tk.fused regions run their ops in order)."""
+    from trainkernel.interpreter import interpret
+    from trainkernel.ir import parse_module, print_module
+
+    text = print_module(program.module)
+    base = parse_module(text)
+    run_passes(base, "canonicalize,tk-decompose,tk-legalize-masks,canonicalize,cse,dce")
+    outs = []
+    for spec in ("tk-fuse", MERGE):
+        module = base.clone()
+        run_passes(module, spec)
+        outs.append(interpret(module, *program.args))
+    for a, b in zip(*outs):
+        assert torch.equal(a, b) or (a.isnan() == b.isnan()).all() and torch.equal(a[~a.isnan()], b[~b.isnan()]), text
