@@ -83,11 +83,14 @@ def check(w, dtype, compiled, steps: int = 10) -> float:
     return worst
 
 
-def timer_run(specs: list[str]) -> None:
+def timer_run(specs: list[str], flags: str = "") -> None:
     """Three launches of each step's kernel (resident or grid, as the compiler
-    chooses) with per-op (resident) or per-phase (grid) cycle counts printed by block 0."""
+    chooses) with per-op (resident) or per-phase (grid) cycle counts printed by block 0.
+    flags: nvcc defines (--unit-timer: -DTK_UNIT_TIMER, each wgmma unit's cycles too)."""
     from trainkernel.backend import cuda_target
 
+    if flags:
+        os.environ["NVCC_APPEND_FLAGS"] = flags
     cuda_target.PHASE_TIMER = True
     for spec in specs:
         w, dtype = workload(spec)
@@ -313,6 +316,8 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--timer"]:
         timer_run(sys.argv[2:] or DEFAULT)
+    elif sys.argv[1:2] == ["--unit-timer"]:  # the phase timer, and block 0's cycles of each wgmma unit
+        timer_run(sys.argv[2:] or ["small", "mlp4"], "-DTK_UNIT_TIMER")
     elif sys.argv[1:2] == ["--launch"]:  # in-place graph against direct launches and a staged graph, per tile width
         launch_run(sys.argv[2:] or ["medium", "large"], tuple(os.environ.get("LAUNCH_WIDTHS", "128,256").split(",")))
     elif sys.argv[1:2] == ["--final"]:  # how grid kernels end: a final grid barrier (per target rule), none, a fence

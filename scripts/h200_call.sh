@@ -15,6 +15,7 @@
 #   probe-wide    resident_probe --wide on $ENGINE_SPECS (128 x 256 wgmma tiles, column-reduction loads)
 #   probe-target  resident_probe --target on $TARGET_SPECS: target variants, '|'-separated in
 #                 $TARGET_VARIANTS (each 'field=v[,v];field=v'; an empty one is the target as it is)
+#   unit-timer    resident_probe --unit-timer on $TIMER_SPECS (phases, and each wgmma unit of block 0)
 #   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles)
 #   probe-final   resident_probe --final on $ENGINE_SPECS (final grid barrier by rule / never / a fence / always)
 #   probe-launch  resident_probe --launch on $LAUNCH_SPECS (in-place graph vs direct launches vs staged graph)
@@ -22,7 +23,7 @@
 #   tests-runtime tests/test_runtime_cuda.py without xdist: its session fixture builds every case
 #                 at once (build_many, all cores); under xdist each worker would build them all again
 #   bench         the harness on $WORKLOADS (default all)
-#   bench-twins   the harness's twins
+#   bench-twins   the harness's twins ($BENCH_FLAGS: e.g. --fuse-merge, perf-log step 17)
 #   tests-train   tests/test_train_cuda.py (new ops, compile_module trajectories)
 #   probe         resident_probe --auto on the suite and unseen shapes
 #   usage: bash scripts/h200_call.sh <tag> part[:seconds] ...   (default limit 570 s a part)
@@ -77,6 +78,8 @@ for item in "$@"; do
     probe-target) mkdir -p "$W/target"; IFS='|' read -r -a tv <<< "${TARGET_VARIANTS:-}"
              OUT=$W/target timeout "$t" python3 -m benchmarks.resident_probe --target "${tv[@]}" -- \
              ${TARGET_SPECS:-small mlp4} > "$W/probe_target.log" 2>&1 ;;
+    unit-timer) timeout "$t" python3 -m benchmarks.resident_probe --unit-timer \
+             ${TIMER_SPECS:-small mlp4} > "$W/unit_timer.log" 2>&1 ;;
     timer) timeout "$t" python3 -m benchmarks.resident_probe --timer \
              ${TIMER_SPECS:-tiny online classification small mlp4 medium large} > "$W/timer.log" 2>&1 ;;
     tests) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 -n "${JOBS:-12}" \
@@ -85,7 +88,7 @@ for item in "$@"; do
              tests/test_runtime_cuda.py > "$W/gpu_tests_runtime.log" 2>&1 ;;
     bench) mkdir -p "$W/h200"; timeout "$t" python3 -m benchmarks.train_loop ${WORKLOADS:+--workloads "$WORKLOADS"} \
              --out "$W/h200/train_loop.json" > "$W/train_loop.log" 2>&1 ;;
-    bench-twins) mkdir -p "$W/h200"; timeout "$t" python3 -m benchmarks.train_loop \
+    bench-twins) mkdir -p "$W/h200"; timeout "$t" python3 -m benchmarks.train_loop ${BENCH_FLAGS:-} \
              --workloads "${TWIN_WORKLOADS:-online,classification,mlp4}" --twins \
              --out "$W/h200/train_loop_twins.json" > "$W/train_loop_twins.log" 2>&1 ;;
     tests-train) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 \

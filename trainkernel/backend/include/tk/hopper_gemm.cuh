@@ -243,6 +243,10 @@ struct dtype_of<__half> {
   static constexpr int value = kF16;
 };
 
+#if defined(TK_UNIT_TIMER)
+#include <cstdio>  // the unit timer's printf (a development probe)
+#endif
+
 #if defined(__CUDACC__)
 // =============================================================================
 // Layer 0: PTX wrappers
@@ -895,11 +899,19 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
   float acc[BN / 2];
   for (int u = first; u < units; u += stride) {
     const WorkUnit w = work_unit(p, u, BM, BN);
+#if defined(TK_UNIT_TIMER)
+    // Development probe (resident_probe --unit-timer): where a unit's time goes.
+    const long long tk_u0 = clock64();
+    long long tk_u1 = tk_u0;
+#endif
 #pragma unroll
     for (int r = 0; r < BN / 2; ++r) acc[r] = 0.0f;
     int prev = -1;
     for (int kb = w.kb0; kb < w.kb1; ++kb) {
       ptx::mbar_wait(full_bar<Shape>(base, pipe.stage), pipe.phase);
+#if defined(TK_UNIT_TIMER)
+      if (kb == w.kb0) tk_u1 = clock64();
+#endif
       const uint32_t st = base + pipe.stage * Shape::STAGE_BYTES;
 #pragma unroll
       for (int r = 0; r < BN / 2; ++r) ptx::fence_operand(acc[r]);
@@ -924,12 +936,25 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
 #pragma unroll
     for (int r = 0; r < BN / 2; ++r) ptx::fence_operand(acc[r]);
     if (prev >= 0 && warp_leader) ptx::mbar_arrive(empty_bar<Shape>(base, prev));
+#if defined(TK_UNIT_TIMER)
+    const long long tk_u2 = clock64();
+#endif
 
     if (p.splits > 1 && !splitk_fixup<BM, BN>(p, w, acc, ctid, splitk_flag)) continue;
+#if defined(TK_UNIT_TIMER)
+    const long long tk_u3 = clock64();
+#endif
     if constexpr (detail::has_fragment_hook<Epi>::value)
       epi.template fragment<BN>(acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
     else
       apply_epilogue<BN>(epi, acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
+#if defined(TK_UNIT_TIMER)
+    // Cycles of block 0's first consumer thread: to the first K step's operands,
+    // the K loop, the split-K fix-up, the epilogue.
+    if (blockIdx.x == 0 && threadIdx.x == 128)
+      printf("tk-unit %dx%dx%d unit %d ksteps %d first %lld kloop %lld fixup %lld epilogue %lld\n", p.M, p.N,
+             p.K, u, w.kb1 - w.kb0, tk_u1 - tk_u0, tk_u2 - tk_u1, tk_u3 - tk_u2, clock64() - tk_u3);
+#endif
   }
 #endif
 }
