@@ -1,17 +1,19 @@
 // sched-to-tile: the gemm engine. Phase 0's 1024x1024x1024 bf16 product has
 // rows of whole 16 bytes, so the wgmma engine can run it; the cost model
 // prices both engines (mma.sync 64x64 tiles on up to 528 blocks against the
-// 128x128 wgmma tile on one 384-thread block per SM) and keeps wgmma. Every
-// gemm of the kernel then takes it: one tile shape, 384 threads, the
-// pipeline's shared memory (6 stages of 32 KB, barriers, alignment slack).
+// wgmma tile on one 384-thread block per SM, at each of its widths) and keeps
+// wgmma, 64 wide (the product has 64 tiles of 128 x 128: 128 units of
+// 128 x 64 fill more of the 132 SMs). Every gemm of the kernel then takes it:
+// one tile shape, 384 threads, the pipeline's shared memory (8 stages of
+// 24 KB, barriers, alignment slack).
 // RUN: trainkernel-opt %s -p 'sched-to-tile' | filecheck %s
 // RUN: trainkernel-opt %s -p 'sched-to-tile{engine=mma}' | filecheck %s --check-prefix=MMA
 // RUN: trainkernel-opt %s -p 'sched-to-tile' -t cuda | filecheck %s --check-prefix=CUDA
 
-// CHECK:       tile.kernel @step({{.*}}) inputs 2 results [2] arena 2097152 config {grid = 64 : i64, threads = 384 : i64, smem = 197728 : i64}
-// CHECK:         tile.gemm {{.*}} config {tile = array<i64: 128, 128, 64>, mma = "mma.bf16", items = 64 : i64, offset = 0 : i64, engine = "wgmma"} {
+// CHECK:       tile.kernel @step({{.*}}) inputs 2 results [2] arena 2097152 config {grid = 128 : i64, threads = 384 : i64, smem = 197760 : i64}
+// CHECK:         tile.gemm {{.*}} config {tile = array<i64: 128, 64, 64>, mma = "mma.bf16", items = 128 : i64, offset = 0 : i64, engine = "wgmma"} {
 // CHECK:         tile.sync grid
-// CHECK:         tile.gemm {{.*}} config {tile = array<i64: 128, 128, 64>, mma = "mma.bf16", items = 64 : i64, offset = 0 : i64, engine = "wgmma"} {
+// CHECK:         tile.gemm {{.*}} config {tile = array<i64: 128, 64, 64>, mma = "mma.bf16", items = 128 : i64, offset = 0 : i64, engine = "wgmma"} {
 
 // engine=mma: the mma.sync tiles, 128 threads, their cp.async pipeline.
 // MMA:         tile.kernel @step({{.*}}) inputs 2 results [2] arena 2097152 config {grid = {{[0-9]+}} : i64, threads = 128 : i64, smem = 30720 : i64}
@@ -24,7 +26,7 @@
 // CUDA:       #include "tk/hopper_gemm.cuh"
 // CUDA-NEXT:  // requires: sm_90a
 // CUDA:       struct TkParams { CUtensorMap maps[4]; void* buf[3]; char* arena; };
-// CUDA-NEXT:  using TkShape = tk::hopper::TileById<1>::type;
+// CUDA-NEXT:  using TkShape = tk::hopper::TileById<2>::type;
 // CUDA-NEXT:  static constexpr int kSmem = TkShape::SMEM_BYTES;
 // CUDA:       __launch_bounds__(384, 1) tk_step_kernel(const __grid_constant__ TkParams p)
 // CUDA:         if (threadIdx.x == 0) tk::hopper::pipeline_init<TkShape>(tk_hbase);
