@@ -207,3 +207,20 @@ def test_bool_argument_is_a_clear_error(tmp_path):
         return (x @ w).sum(), w.masked_fill(done != 0, 0.0)
 
     trainkernel.compile_training(float_mask, (*args[:2], torch.empty(4, 4, device="meta")), build=False, cache_dir=tmp_path)
+
+
+def test_bool_result_is_a_clear_error(tmp_path):
+    # A bool result used to fail in the CUDA printer ("cuda: no C type for i1").
+    def step(w, x):
+        y = x @ w
+        return y.sum(), {"positive": y > 0, "label": y.argmax(1)}, w * 0.5
+
+    args = (torch.empty(4, 4, device="meta"), torch.empty(2, 4, device="meta"))
+    with pytest.raises(ValueError, match=r"^result\[1\]\['positive'\]: bool results are not supported by the CUDA "):
+        trainkernel.compile_training(step, args, build=False, cache_dir=tmp_path)
+    # As a 0/1 float it compiles, beside the int64 argmax.
+    def as_float(w, x):
+        y = x @ w
+        return y.sum(), {"positive": (y > 0).float(), "label": y.argmax(1)}, w * 0.5
+
+    trainkernel.compile_training(as_float, args, build=False, cache_dir=tmp_path)

@@ -87,6 +87,24 @@ def _leaf_paths(args: tuple, names: Sequence[str]) -> list[str]:
     return paths
 
 
+def _check_no_bool_results(captured) -> None:
+    """A bool result has no buffer type in the kernel (masks live there as 0/1
+    floats): say so, naming the result, instead of failing in the printer."""
+    from xdsl.dialects.builtin import i1
+
+    outputs = captured.func.function_type.outputs.data
+    spec = captured.out_spec
+    where = [pytree.keystr(p) for p, _ in pytree.tree_flatten_with_path(pytree.tree_unflatten(
+        list(range(len(outputs))), spec))[0]] if spec is not None else [f"[{k}]" for k in range(len(outputs))]
+    for k, t in enumerate(outputs):
+        if getattr(t, "element_type", None) == i1:
+            raise ValueError(
+                f"result{where[k]}: bool results are not supported by the CUDA backend yet (masks computed "
+                "inside the step are); return it as a 0/1 float tensor (mask.float()), or use "
+                "trainkernel.capture + trainkernel.interpret on CPU"
+            )
+
+
 def _fmt_shape(shape) -> str:
     return str(tuple(int(s) for s in shape))
 
@@ -241,6 +259,7 @@ def compile_training(
 
     captured = _capture_fn()(step, abstract)
     t_capture = time.perf_counter() - t0
+    _check_no_bool_results(captured)
 
     if resident not in ("auto", "force", "off"):
         raise ValueError(f"resident must be 'auto', 'force' or 'off', got {resident!r}")
