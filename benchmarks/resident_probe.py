@@ -346,9 +346,7 @@ if __name__ == "__main__":
         rest = sys.argv[2:]
         cut = rest.index("--") if "--" in rest else len(rest)
         # A variant may end in " +FLAGS": nvcc defines of the device library (e.g. +-DTK_NO_TENSORMAP_PREFETCH).
-        main(rest[cut + 1:] or ["small", "mlp4"],
-             variants={f"target:{v.partition(' +')[0]}" + (f" +{v.partition(' +')[2]}" if " +" in v else ""):
-                       v.partition(" +")[2] for v in rest[:cut] or [""]})
+        main(rest[cut + 1:] or ["small", "mlp4"], variants={f"target:{v}": v.partition(" +")[2] for v in rest[:cut] or [""]})
     elif sys.argv[1:2] == ["--threads"]:
         main(sys.argv[3:] or DEFAULT, variants={f"threads={n}": "" for n in sys.argv[2].split(",")})
     elif sys.argv[1:2] == ["--variants"]:

@@ -733,7 +733,7 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m benchmarks
     if args.fuse_merge:
         from trainkernel import pipeline
 
-        pipeline._STAGE_PASSES["tk"] = pipeline._STAGE_PASSES["tk"].replace(",tk-fuse", ",tk-fuse{{merge_groups=true}}")
+        pipeline.FUSE_MERGE_GROUPS = True
     if args.steps < args.graph_steps:
         print(f"{prog}: error: --steps ({args.steps}) must be >= --graph-steps ({args.graph_steps})", file=sys.stderr)
         return 2

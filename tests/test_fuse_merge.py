@@ -8,18 +8,23 @@ sched and tile levels.
 from __future__ import annotations
 
 import functools
-import re
+import os
+import sys
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
 from torch.utils import _pytree as pytree
 
-import trainkernel
-from trainkernel.dialects import sched, tile
-from trainkernel.pipeline import run_passes, stage_passes, state_leaves
-from trainkernel.sched_interpreter import run_program
+sys.path.insert(0, os.path.dirname(__file__))
 
-from benchmarks import workloads as bench
+import trainkernel  # noqa: E402
+from benchmarks import workloads as bench  # noqa: E402
+from test_lowering import only  # noqa: E402
+from tk_program_gen import tk_programs  # noqa: E402
+from trainkernel.dialects import sched, tile  # noqa: E402
+from trainkernel.pipeline import run_passes, stage_passes, state_leaves  # noqa: E402
+from trainkernel.sched_interpreter import run_program  # noqa: E402
 
 MERGE = "tk-fuse{merge_groups=true}"
 
@@ -29,18 +34,9 @@ def lower_stages(captured, merge: bool):
     state = state_leaves(captured)
     out = {}
     for stage in ("tk", "sched", "tile"):
-        spec = stage_passes(stage, True, state=state)
-        if stage == "tk" and merge:
-            assert spec.endswith(",tk-fuse")
-            spec = spec[: -len("tk-fuse")] + MERGE
-        run_passes(module, spec)
+        run_passes(module, stage_passes(stage, True, state=state, merge_groups=merge))
         out[stage] = module.clone()
     return out
-
-
-def only(module, kind):
-    (found,) = [op for op in module.ops if isinstance(op, kind)]
-    return found
 
 
 @functools.cache
@@ -108,21 +104,8 @@ def test_merge_is_off_by_default():
     assert TkFusePass().merge_groups is False
 
 
-def _generated_programs():
-    import os
-    import sys
-
-    sys.path.insert(0, os.path.dirname(__file__))
-    from tk_program_gen import tk_programs
-
-    return tk_programs(addmm=False)
-
-
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(program=_generated_programs())
+@given(program=tk_programs(addmm=False))
 def test_merging_keeps_the_values_of_generated_programs(program):
     """Random tk programs: after decomposition, tk-fuse with and without the merge
     interpret to the same bits (tk.fused regions run their ops in order)."""

@@ -93,13 +93,11 @@ def _check_no_bool_results(captured) -> None:
     from xdsl.dialects.builtin import i1
 
     outputs = captured.func.function_type.outputs.data
-    spec = captured.out_spec
-    where = [pytree.keystr(p) for p, _ in pytree.tree_flatten_with_path(pytree.tree_unflatten(
-        list(range(len(outputs))), spec))[0]] if spec is not None else [f"[{k}]" for k in range(len(outputs))]
-    for k, t in enumerate(outputs):
+    results = pytree.tree_unflatten(list(range(len(outputs))), captured.out_spec)
+    for path, t in zip(_leaf_paths((results,), ["result"]), outputs):
         if getattr(t, "element_type", None) == i1:
             raise ValueError(
-                f"result{where[k]}: bool results are not supported by the CUDA backend yet (masks computed "
+                f"{path}: bool results are not supported by the CUDA backend yet (masks computed "
                 "inside the step are); return it as a 0/1 float tensor (mask.float()), or use "
                 "trainkernel.capture + trainkernel.interpret on CPU"
             )

@@ -27,15 +27,20 @@ STAGES = ("tk", "sched", "tile")
 
 # Passes that take the module from the previous stage to this one.
 _STAGE_PASSES = {
-    "tk": "tk-mark-state-updates{{state={state}}},canonicalize,tk-decompose,tk-split-reductions,tk-legalize-masks,canonicalize,cse,dce,tk-fuse",
+    "tk": "tk-mark-state-updates{{state={state}}},canonicalize,tk-decompose,tk-split-reductions,tk-legalize-masks,canonicalize,cse,dce,tk-fuse{fuse}",
     "sched": "tk-to-sched{{inplace={inplace}}},sched-inplace-state,sched-allocate",
     "tile": "sched-to-tile{{grid={grid}{target}{engine}}},tile-resident{{mode={resident}{target}}}",
 }
 
 
+# tk-fuse's merge_groups (perf-log step 17), off until its kernels have run on
+# the GPU; the harness's --fuse-merge sets it for an experiment.
+FUSE_MERGE_GROUPS = False
+
+
 def stage_passes(
     stage: str, inplace: bool = True, grid: int = 0, resident: str = "auto", state: int = 0, target: str | None = None,
-    engine: str = "auto",
+    engine: str = "auto", merge_groups: bool | None = None,
 ) -> str:
     """Passes of one stage. `state`: how many leading arguments are the state (their
     new values are the last results; 0: none). `grid=0` lets sched-to-tile's cost
@@ -44,7 +49,8 @@ def stage_passes(
     working set fits) or off. `target`: a name of `trainkernel.target.TARGETS`
     for the tile passes (None or the default target's name: the passes' default,
     not spelled out). `engine`: the grid kernel's gemm engine, auto (the cost
-    model; not spelled out), mma or wgmma."""
+    model; not spelled out), mma or wgmma. `merge_groups`: tk-fuse's option
+    (None: FUSE_MERGE_GROUPS)."""
     from trainkernel.target import DEFAULT, get_target
     if stage not in _STAGE_PASSES:
         raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
@@ -60,6 +66,7 @@ def stage_passes(
     return _STAGE_PASSES[stage].format(
         inplace=str(inplace).lower(), grid=int(grid), resident=resident, state=int(state), target=spelled,
         engine="" if engine == "auto" else f" engine={engine}",
+        fuse="{merge_groups=true}" if (FUSE_MERGE_GROUPS if merge_groups is None else merge_groups) else "",
     )
 
 

@@ -148,12 +148,11 @@ def _let(bindings: list[tuple[str, str]], body: str) -> str:
 
 
 def _tanh_grad(op: tk.TanhGradOp, a) -> str:
-    t = c_type(op.result.type)
-    if t == "float":
-        return _let([("g", a(0)), ("y", a(1))], "g * (1.0f - y * y)")
     # ATen's CUDA tanh_backward computes `a * (scalar_t{1} - b * b)` in the element
-    # type itself (no opmath): y * y and 1 - y * y are each rounded to bf16/f16.
-    return _let([("g", a(0)), ("y", a(1))], f"g * tk::rounded<{t}>(1.0f - tk::rounded<{t}>(y * y))")
+    # type itself (no opmath): in bf16/f16, y * y and 1 - y * y are each rounded to it.
+    t = c_type(op.result.type)
+    one_minus = "(1.0f - y * y)" if t == "float" else f"tk::rounded<{t}>(1.0f - tk::rounded<{t}>(y * y))"
+    return _let([("g", a(0)), ("y", a(1))], f"g * {one_minus}")
 
 
 def _pow(op: tk.PowOp, a) -> str:

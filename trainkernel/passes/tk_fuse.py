@@ -159,7 +159,7 @@ def form_groups(body: Block, merge: bool = False) -> list[Group]:
                 if merge:
                     for operand in op.operands:
                         g = group_of.get(operand.owner) if isinstance(operand.owner, Operation) else None
-                        if g is not None and g is not joined and g in groups and _can_merge(joined, g, group_of):
+                        if g is not None and _can_merge(joined, g, group_of):
                             joined = _merge(joined, g, group_of, groups, position)
                 continue
             g = Group(op, shape, [op])
