@@ -21,7 +21,7 @@ import torch
 import trainkernel
 from trainkernel.dialects.tile import home_pitch as HOME_PITCH  # restored after a `dense` variant
 from trainkernel.passes.tk_split_reductions import SplitLongReduction
-from trainkernel.workloads import LARGE, WORKLOADS
+from trainkernel.workloads import LARGE, TWINS, WORKLOADS
 
 from trainkernel.backend.cuda_target import COLUMN_LOADS  # restored after a `col-loads=` variant
 
@@ -37,7 +37,7 @@ STEPS = 20  # steps of one captured program (a replay)
 def workload(spec: str):
     """The workload and compute dtype of `spec`: name[:B,I,H,...,O][:bf16|f16|f32]."""
     name, sizes, dt = (spec.split(":") + ["", ""])[:3]
-    w = LARGE if name == "large" else WORKLOADS[name]
+    w = LARGE if name == "large" else {**WORKLOADS, **TWINS}[name]
     if sizes:
         s = [int(v) for v in sizes.split(",")]
         w = w.with_sizes(s[0], s[1:])
@@ -94,7 +94,7 @@ def timer_run(specs: list[str], flags: str = "") -> None:
     cuda_target.PHASE_TIMER = True
     for spec in specs:
         w, dtype = workload(spec)
-        params = w.init_params(0, "cuda")
+        params = w.init_state(0, "cuda")  # the parameters, or a twin's optimizer state
         batches = w.make_batches(1, seed=1, device="cuda")
         c = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]))
         for _ in range(3):

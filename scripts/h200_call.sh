@@ -22,7 +22,7 @@
 #   tests         the GPU suite without the Hopper GEMM and runtime tests, pytest-xdist -n $JOBS ($TESTS: files)
 #   tests-runtime tests/test_runtime_cuda.py without xdist: its session fixture builds every case
 #                 at once (build_many, all cores); under xdist each worker would build them all again
-#   bench         the harness on $WORKLOADS (default all)
+#   bench         the harness on $WORKLOADS (default all; $BENCH_FLAGS as for bench-twins)
 #   bench-twins   the harness's twins ($BENCH_FLAGS: e.g. --fuse-merge, perf-log step 17)
 #   tests-train   tests/test_train_cuda.py (new ops, compile_module trajectories)
 #   probe         resident_probe --auto on the suite and unseen shapes
@@ -86,7 +86,7 @@ for item in "$@"; do
              ${TESTS:-tests/ --ignore=tests/test_hopper_gemm.py --ignore=tests/test_runtime_cuda.py} > "$W/gpu_tests.log" 2>&1 ;;
     tests-runtime) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 \
              tests/test_runtime_cuda.py > "$W/gpu_tests_runtime.log" 2>&1 ;;
-    bench) mkdir -p "$W/h200"; timeout "$t" python3 -m benchmarks.train_loop ${WORKLOADS:+--workloads "$WORKLOADS"} \
+    bench) mkdir -p "$W/h200"; timeout "$t" python3 -m benchmarks.train_loop ${BENCH_FLAGS:-} ${WORKLOADS:+--workloads "$WORKLOADS"} \
              --out "$W/h200/train_loop.json" > "$W/train_loop.log" 2>&1 ;;
     bench-twins) mkdir -p "$W/h200"; timeout "$t" python3 -m benchmarks.train_loop ${BENCH_FLAGS:-} \
              --workloads "${TWIN_WORKLOADS:-online,classification,mlp4}" --twins \
