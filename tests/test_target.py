@@ -185,3 +185,25 @@ def test_sched_to_tile_splits_k_as_the_target_allows(variant):
     assert splits(_tile(text, "sched-to-tile{target=split_k_4}")) == [4]
     variant("long_slices", ksplit_min_k=2048)  # K = 4096: two slices of 2048 at most
     assert splits(_tile(text, "sched-to-tile{target=long_slices}")) == [2]
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_wgmma_smem_bytes_mirrors_the_device_library(tmp_path):
+    """The tile verifier's and sched-to-tile's wgmma shared memory (stages, barriers, the
+    row epilogue's scratch) is what tk::hopper::TileShape asks the launch for."""
+    from trainkernel.target import WGMMA_TILES
+    lines = ['#include <cstdio>', '#include "tk/hopper_gemm.cuh"', "int main() {"]
+    for bn, (tile_id, _stages) in sorted(WGMMA_TILES.items()):
+        lines.append(f'  printf("{bn} %d\\n", tk::hopper::TileById<{tile_id}>::type::SMEM_BYTES);')
+    lines += ["  return 0;", "}"]
+    src = tmp_path / "wgmma_smem.cu"
+    src.write_text("\n".join(lines) + "\n")
+    exe = tmp_path / "wgmma_smem"
+    include = ROOT / "trainkernel" / "backend" / "include"
+    proc = subprocess.run([NVCC, "-std=c++17", "-arch=sm_90", "-I", str(include), str(src), "-o", str(exe)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    got = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines())
+    assert got.keys() == {str(bn) for bn in WGMMA_TILES}
+    for bn in WGMMA_TILES:
+        assert int(got[str(bn)]) == T.TargetOptions.wgmma_smem_bytes(bn) <= 227 * 1024, bn

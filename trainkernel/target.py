@@ -227,9 +227,10 @@ class TargetOptions:
     def wgmma_smem_bytes(bn: int) -> int:
         """Mirror of tk::hopper::TileShape::SMEM_BYTES for the 128 x bn tile:
         alignment slack, the stages (A and B tiles of 64-wide K, bf16/f16), two
-        mbarriers a stage."""
+        mbarriers a stage, the two consumer warpgroups' row epilogue scratch
+        (64 rows of 32 + 8 floats each)."""
         stages = WGMMA_TILES[bn][1]
-        return 1024 + stages * (128 + bn) * 64 * 2 + 16 * stages
+        return 1024 + stages * (128 + bn) * 64 * 2 + 16 * stages + 2 * 64 * 40 * 4
 
     def for_wgmma(self, bn: int | None = None) -> "TargetOptions":
         """The grid-kernel settings under the wgmma engine: its block size, one

@@ -5,7 +5,7 @@
 
 // An engine the tile level does not know.
 // CHECK: tile.gemm: engine 'tensor' is not one (only `wgmma`; mma.sync has none)
-tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 197728 : i64} {
+tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 218208 : i64} {
   tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 128, 128, 64>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64, engine = "tensor"} {
   ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
     %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
@@ -18,7 +18,7 @@ tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<
 
 // fp32 products have no wgmma path here (the tile multiplies bf16 and f16).
 // CHECK: tile.gemm: the wgmma engine multiplies bf16 and f16, not simt.f32
-tile.kernel @k(%a: memref<256x1024xf32>, %b: memref<1024x256xf32>, %c: memref<256x256xf32>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 197728 : i64} {
+tile.kernel @k(%a: memref<256x1024xf32>, %b: memref<1024x256xf32>, %c: memref<256x256xf32>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 218208 : i64} {
   tile.gemm ins(%a, %b : memref<256x1024xf32>, memref<1024x256xf32>) outs(%c : memref<256x256xf32>) config {tile = array<i64: 128, 128, 64>, mma = "simt.f32", items = 4 : i64, offset = 0 : i64, engine = "wgmma"} {
   ^bb0(%p: tensor<256x1024xf32>, %q: tensor<1024x256xf32>):
     %m = tk.matmul %p, %q : (tensor<256x1024xf32>, tensor<1024x256xf32>) -> tensor<256x256xf32>
@@ -31,7 +31,7 @@ tile.kernel @k(%a: memref<256x1024xf32>, %b: memref<1024x256xf32>, %c: memref<25
 
 // A tile the Hopper library does not have.
 // CHECK: tile.gemm: a wgmma tile is 128 x {64, 128, 256} x 64, got 64x64x32
-tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 197728 : i64} {
+tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 218208 : i64} {
   tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64, engine = "wgmma"} {
   ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
     %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
@@ -44,7 +44,7 @@ tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<
 
 // Rows TMA cannot address: 1020 bf16 are 2040 bytes, not whole 16 bytes.
 // CHECK: tile.gemm: wgmma's TMA needs row strides of whole 16 bytes; the lhs rows are 1020 elements
-tile.kernel @k(%a: memref<256x1020xbf16>, %b: memref<1020x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 197728 : i64} {
+tile.kernel @k(%a: memref<256x1020xbf16>, %b: memref<1020x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 218208 : i64} {
   tile.gemm ins(%a, %b : memref<256x1020xbf16>, memref<1020x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 128, 128, 64>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64, engine = "wgmma"} {
   ^bb0(%p: tensor<256x1020xbf16>, %q: tensor<1020x256xbf16>):
     %m = tk.matmul %p, %q : (tensor<256x1020xbf16>, tensor<1020x256xbf16>) -> tensor<256x256xbf16>
@@ -57,7 +57,7 @@ tile.kernel @k(%a: memref<256x1020xbf16>, %b: memref<1020x256xbf16>, %c: memref<
 
 // The pipeline needs its producer and two consumer warpgroups.
 // CHECK: tile.kernel: a kernel of wgmma gemms runs 384 threads (a producer warpgroup and two consumers), not 128
-tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 128 : i64, smem = 197728 : i64} {
+tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 128 : i64, smem = 218208 : i64} {
   tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 128, 128, 64>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64, engine = "wgmma"} {
   ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
     %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
@@ -69,7 +69,7 @@ tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<
 // CHECK: {{^//}} {{-----$}}
 
 // The stages and barriers must fit the kernel's shared memory.
-// CHECK: tile.kernel: smem 30720 is short of the wgmma pipeline's 197728 bytes
+// CHECK: tile.kernel: smem 30720 is short of the wgmma pipeline's 218208 bytes
 tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 30720 : i64} {
   tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 128, 128, 64>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64, engine = "wgmma"} {
   ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):

@@ -1,4 +1,6 @@
-// Host program (no GPU): tk::hopper::apply_epilogue with a staged epilogue
+// Host program (no GPU): tk::hopper::apply_epilogue (the fragment walk) and
+// the row epilogue (frag_to_rows + rows_epilogue through a scratch, as the
+// megakernel's consumers run it, pass by pass) with a staged epilogue
 // (tk/epilogue.cuh), driven by tests/test_epilogue_order.py. For every
 // warpgroup thread t of a 64 x BN slab it records each load and store the
 // epilogue makes, and checks:
@@ -8,7 +10,8 @@
 //     update exact);
 //   - an in-place SGD update (w -= lr * acc, the gradient stored too) gives
 //     the bits of the per-element form.
-// stdout: one line per case, "BN M N ok run R" or "BN M N FAIL <what> run R",
+// stdout: one line per case, "WALK BN M N ok run R" or "WALK BN M N FAIL <what> run R"
+// (WALK: frag or rows),
 // R: the longest run of loads before a store (the chunk the tile staged).
 #include <cstdio>
 #include <cstring>
@@ -23,7 +26,7 @@ struct Event {
   int i, j;
 };
 
-template <int BN>
+template <int BN, bool ROWS>
 static const char* run_case(int M, int N) {
   const int rows = 64, row0 = 0, col0 = 0;
   std::vector<float> w0(rows * BN), acc_all(128 * (BN / 2));
@@ -32,11 +35,12 @@ static const char* run_case(int M, int N) {
   std::vector<float> w_staged = w0, w_plain = w0, g_staged(rows * BN, 0.0f), g_plain(rows * BN, 0.0f);
   std::vector<int> loads(rows * BN, 0), stores(rows * BN, 0);
   const float lr = 0.001f;
-  for (int t = 0; t < 128; ++t) {
-    float acc[BN / 2];
+  std::vector<std::vector<Event>> logs(128);
+  auto acc_of = [&](int t, float (&acc)[BN / 2]) {
     for (int r = 0; r < BN / 2; ++r) acc[r] = acc_all[t * (BN / 2) + r];
-    std::vector<Event> log;
-    auto staged = tk::staged_epilogue(
+  };
+  auto staged_for = [&](std::vector<Event>& log) {
+    return tk::staged_epilogue(
         [&](int i, int j) {
           log.push_back({false, i, j});
           tk::EpilogueLoads<1> l;
@@ -48,7 +52,24 @@ static const char* run_case(int M, int N) {
           g_staged[i * BN + j] = a;
           w_staged[i * BN + j] = l.v[0] - a * lr;
         });
-    tk::hopper::apply_epilogue<BN>(staged, acc, t, row0, col0, M, N);
+  };
+  if (ROWS) {  // pass by pass: every thread writes the scratch, then every thread reads it
+    std::vector<float> scratch(64 * tk::hopper::kRowPitch, -1.0f);
+    for (int c0 = 0; c0 < BN && col0 + c0 < N; c0 += tk::hopper::kRowCols) {
+      for (int t = 0; t < 128; ++t) {
+        float acc[BN / 2];
+        acc_of(t, acc);
+        tk::hopper::frag_to_rows<BN>(acc, scratch.data(), t, c0);
+      }
+      for (int t = 0; t < 128; ++t)
+        tk::hopper::rows_epilogue<BN>(staged_for(logs[t]), scratch.data(), t, row0, col0 + c0, M, N);
+    }
+  }
+  for (int t = 0; t < 128; ++t) {
+    float acc[BN / 2];
+    acc_of(t, acc);
+    std::vector<Event>& log = logs[t];
+    if (!ROWS) tk::hopper::apply_epilogue<BN>(staged_for(log), acc, t, row0, col0, M, N);
     auto plain = [&](int i, int j, float a) {
       const float old = w_plain[i * BN + j];
       g_plain[i * BN + j] = a;
@@ -83,17 +104,25 @@ static const char* run_case(int M, int N) {
   return nullptr;
 }
 
-template <int BN>
+template <int BN, bool ROWS>
 static void report(int M, int N) {
   longest_run = 0;
-  const char* err = run_case<BN>(M, N);
-  std::printf("%d %d %d %s%s run %zu\n", BN, M, N, err ? "FAIL " : "ok", err ? err : "", longest_run);
+  const char* err = run_case<BN, ROWS>(M, N);
+  std::printf("%s %d %d %d %s%s run %zu\n", ROWS ? "rows" : "frag", BN, M, N, err ? "FAIL " : "ok", err ? err : "",
+              longest_run);
+}
+
+template <bool ROWS>
+static void report_all() {
+  for (int m : {64, 37, 1}) {
+    for (int n : {64, 33, 1}) report<64, ROWS>(m, n);
+    for (int n : {128, 101, 2, 1}) report<128, ROWS>(m, n);
+    for (int n : {256, 129, 1}) report<256, ROWS>(m, n);
+  }
 }
 
 int main() {
-  for (int m : {64, 37, 1}) {
-    for (int n : {128, 101, 2, 1}) report<128>(m, n);
-    for (int n : {256, 129, 1}) report<256>(m, n);
-  }
+  report_all<false>();
+  report_all<true>();
   return 0;
 }

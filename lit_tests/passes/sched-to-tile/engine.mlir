@@ -10,7 +10,7 @@
 // RUN: trainkernel-opt %s -p 'sched-to-tile{engine=mma}' | filecheck %s --check-prefix=MMA
 // RUN: trainkernel-opt %s -p 'sched-to-tile' -t cuda | filecheck %s --check-prefix=CUDA
 
-// CHECK:       tile.kernel @step({{.*}}) inputs 2 results [2] arena 2097152 config {grid = 128 : i64, threads = 384 : i64, smem = 197760 : i64}
+// CHECK:       tile.kernel @step({{.*}}) inputs 2 results [2] arena 2097152 config {grid = 128 : i64, threads = 384 : i64, smem = 218240 : i64}
 // CHECK:         tile.gemm {{.*}} config {tile = array<i64: 128, 64, 64>, mma = "mma.bf16", items = 128 : i64, offset = 0 : i64, engine = "wgmma"} {
 // CHECK:         tile.sync grid
 // CHECK:         tile.gemm {{.*}} config {tile = array<i64: 128, 64, 64>, mma = "mma.bf16", items = 128 : i64, offset = 0 : i64, engine = "wgmma"} {

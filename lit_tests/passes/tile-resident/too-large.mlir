@@ -8,7 +8,7 @@
 
 // CHECK:       tile.kernel @small_sgd_bf16(
 // CHECK-NOT:     cluster
-// CHECK-SAME:    arena {{[1-9][0-9]*}} config {grid = {{[0-9]+}} : i64, threads = 384 : i64, smem = 197760 : i64} {
+// CHECK-SAME:    arena {{[1-9][0-9]*}} config {grid = {{[0-9]+}} : i64, threads = 384 : i64, smem = 218240 : i64} {
 // CHECK-NOT:     tile.smem
 // CHECK:         sched.buffer offset
 // CHECK:         tile.sync grid

@@ -76,6 +76,21 @@ struct is_staged<E, decltype((void)E::kStaged)> {
 template <class E>
 constexpr bool is_staged_epilogue = detail::is_staged<E>::value;
 
+// An epilogue with load and store halves (generated code's), whatever
+// TK_EPILOGUE_LOADS_INLINE says about calling them.
+namespace detail {
+template <class E, class = void>
+struct has_halves {
+  static constexpr bool value = false;
+};
+template <class E>
+struct has_halves<E, decltype((void)E::kStaged)> {
+  static constexpr bool value = E::kStaged;
+};
+}  // namespace detail
+template <class E>
+constexpr bool has_staged_halves = detail::has_halves<E>::value;
+
 // The chunk's elements e = 0 .. n-1: where(e, i, j) says where element e is
 // (false: out of bounds), value(e) its accumulator. Every load, then every store.
 template <int kN, class Epi, class Where, class Value>

@@ -228,6 +228,13 @@ constexpr int kProducerRegs = 40;   // 128 * (40 + 2 * 232) = 64512 <= 65536
 constexpr int kConsumerRegs = 232;
 constexpr int kBaseRegs = 168;      // 65536 / 384 rounded down to 8: every thread of a 384-thread block
 constexpr int kRegsBarrier = 2;     // named barrier of grid_gemm_units' register hand-back (1: split-K's)
+constexpr int kRowsBarrier = 3;     // named barriers 3, 4: each consumer warpgroup's row epilogue
+// The row epilogue's scratch (layer 3): a consumer warpgroup's 64 x BN slab goes
+// through shared memory kRowCols columns at a time; kRowPitch floats between
+// rows keep the fragment's float2 writes free of bank conflicts.
+constexpr int kRowCols = 32;
+constexpr int kRowPitch = kRowCols + 8;
+constexpr int kRowScratchBytes = 64 * kRowPitch * 4;  // one consumer warpgroup's
 constexpr int kGroupM = 16;  // tile-rows per raster group (L2 reuse)
 
 enum DType : int { kF32 = 0, kBF16 = 1, kF16 = 2 };
@@ -478,8 +485,9 @@ struct TileShape {
   static constexpr int B_BYTES = BN * kBK * 2;
   static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
   // 1024 bytes of slack to align the stages to the swizzle atom, the stages,
-  // then full[STAGES] and empty[STAGES] (8 bytes each).
-  static constexpr int SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + 16 * STAGES;
+  // full[STAGES] and empty[STAGES] (8 bytes each), then the consumers' row
+  // epilogue scratch.
+  static constexpr int SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + 16 * STAGES + kConsumers * kRowScratchBytes;
   static_assert(BN == 64 || BN == 128 || BN == 256, "BN must be 64, 128 or 256");
   static_assert(SMEM_BYTES <= 227 * 1024, "tile does not fit in shared memory");
 };
@@ -689,6 +697,57 @@ __host__ __device__ __forceinline__ void apply_epilogue(const Epi& epi, const fl
   }
 }
 
+// The row epilogue. In the fragment layout one register of a warp covers 2
+// adjacent columns of 8 rows: every load or store instruction touches eight
+// 32-byte sectors, each partly (the unit timer measured generated epilogues at
+// 2-5x their K loop on small and mlp4: perf-log step 18). So a consumer
+// warpgroup hands its 64 x BN slab over through a shared scratch, kRowCols
+// columns (a pass) at a time: frag_to_rows writes a thread's registers of the
+// pass, then rows_epilogue gives thread t the column t % 32 of rows t / 32 + 4k
+// (k < 16), so a warp's access is 32 consecutive columns of one row, every
+// sector used whole. The elements, their values and each element's loads
+// before its own store are those of apply_epilogue (tests/device/epilogue_order.cu).
+template <int BN>
+__host__ __device__ __forceinline__ void frag_to_rows(const float (&acc)[BN / 2], float* scratch, int t, int c0) {
+#pragma unroll
+  for (int r = 0; r < BN / 2; r += 2) {
+    if (8 * (r >> 2) < c0 || 8 * (r >> 2) >= c0 + kRowCols) continue;  // another pass's columns
+    float* d = scratch + frag_row(t, r) * kRowPitch + (frag_col(t, r) - c0);
+    d[0] = acc[r];
+    d[1] = acc[r + 1];
+  }
+}
+
+// Thread t's elements of one pass; (row0, col0): the pass's global origin.
+template <int BN, class Epi>
+__host__ __device__ __forceinline__ void rows_epilogue(const Epi& epi, const float* scratch, int t, int row0,
+                                                      int col0, int M, int N) {
+  constexpr int kPerThread = 64 * kRowCols / 128;
+  const int col = t % kRowCols, row = t / kRowCols;
+  const int j = col0 + col;
+  if constexpr (is_staged_epilogue<Epi>) {
+    // A 256-wide tile's accumulator (128 registers) leaves room for half the chunk.
+    constexpr int kRoom = BN > 128 ? Epi::kChunk / 2 : Epi::kChunk;
+    constexpr int kChunk = kRoom < kPerThread ? kRoom : kPerThread;
+#pragma unroll
+    for (int k0 = 0; k0 < kPerThread; k0 += kChunk)
+      stage_epilogue_chunk<kChunk>(
+          epi,
+          [&](int e, int& i, int& jj) {
+            i = row0 + row + 4 * (k0 + e);
+            jj = j;
+            return i < M && j < N;
+          },
+          [&](int e) { return scratch[(row + 4 * (k0 + e)) * kRowPitch + col]; });
+  } else {
+#pragma unroll
+    for (int k = 0; k < kPerThread; ++k) {
+      const int i = row0 + row + 4 * k;
+      if (i < M && j < N) epi(i, j, scratch[(row + 4 * k) * kRowPitch + col]);
+    }
+  }
+}
+
 // C[i, j] = acc (+ beta * C[i, j]); C is read only when beta != 0 (so NaN or
 // garbage in an output buffer never leaks in, as in BLAS). Out = float,
 // __nv_bfloat16 or __half; RNE casts as PyTorch.
@@ -844,6 +903,12 @@ __device__ __forceinline__ uint32_t empty_bar(uint32_t base, int s) {
   return base + Shape::STAGES * Shape::STAGE_BYTES + 8u * (uint32_t)(Shape::STAGES + s);
 }
 
+// Consumer warpgroup c's row epilogue scratch, after the barriers.
+template <class Shape>
+__device__ __forceinline__ uint32_t rows_scratch(uint32_t base, int c) {
+  return base + Shape::STAGES * Shape::STAGE_BYTES + 16u * Shape::STAGES + (uint32_t)(c * kRowScratchBytes);
+}
+
 // One thread initialises the barriers; the caller then syncs the block.
 template <class Shape>
 __device__ __forceinline__ void pipeline_init(uint32_t base) {
@@ -944,10 +1009,21 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
 #if defined(TK_UNIT_TIMER)
     const long long tk_u3 = clock64();
 #endif
-    if constexpr (detail::has_fragment_hook<Epi>::value)
+    if constexpr (detail::has_fragment_hook<Epi>::value) {
       epi.template fragment<BN>(acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
-    else
+    } else if constexpr (has_staged_halves<Epi>) {  // generated code's epilogues: by rows
+      float* scratch = static_cast<float*>(__cvta_shared_to_generic(rows_scratch<Shape>(base, c)));
+#pragma unroll
+      for (int c0 = 0; c0 < BN; c0 += kRowCols) {
+        if (w.n0 + c0 >= p.N) break;
+        frag_to_rows<BN>(acc, scratch, t, c0);
+        ptx::named_barrier(kRowsBarrier + c, 128);
+        rows_epilogue<BN>(epi, scratch, t, w.m0 + 64 * c, w.n0 + c0, p.M, p.N);
+        ptx::named_barrier(kRowsBarrier + c, 128);  // read before the next pass (or unit) writes
+      }
+    } else {
       apply_epilogue<BN>(epi, acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
+    }
 #if defined(TK_UNIT_TIMER)
     // Cycles of block 0's first consumer thread: to the first K step's operands,
     // the K loop, the split-K fix-up, the epilogue.
