@@ -25,6 +25,7 @@ def _no_gpu_reason() -> str | None:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "cuda: needs an NVIDIA GPU; skipped where none is visible")
+    config.addinivalue_line("markers", "lowering_cache: the test runs with trainkernel.lowering_cache enabled")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -35,3 +36,13 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("cuda") is not None:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _no_lowering_cache(request, monkeypatch):
+    """Tests replace compiler functions at run time, which the lowering cache's key
+    cannot see: every test lowers afresh unless it is marked `lowering_cache`."""
+    if request.node.get_closest_marker("lowering_cache") is None:
+        from trainkernel import lowering_cache
+
+        monkeypatch.setattr(lowering_cache, "ENABLED", False)

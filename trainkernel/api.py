@@ -44,6 +44,7 @@ import torch.utils._pytree as pytree
 
 from trainkernel.backend.build import (BuildResult, build as _build, default_arch, normalize_arch, verify_library,
                                       wgmma_runs_on)
+from trainkernel import lowering_cache
 from trainkernel.pipeline import STAGES
 from trainkernel.target import DEFAULT as DEFAULT_TARGET
 
@@ -265,7 +266,10 @@ def compile_training(
         raise ValueError(f"gemm_engine must be auto, mma or wgmma, got {gemm_engine!r}")
     if gemm_engine == "auto" and not wgmma_runs_on(normalize_arch(arch)):
         gemm_engine = "mma"  # wgmma is Hopper's alone
-    lowered = _lower_fn()(captured, inplace=inplace, grid=grid, resident=resident, engine=gemm_engine)
+    lowered, cached = lowering_cache.lower_cached(
+        captured, cache_dir,
+        lambda: _lower_fn()(captured, inplace=inplace, grid=grid, resident=resident, engine=gemm_engine),
+        inplace=inplace, grid=grid, resident=resident, engine=gemm_engine)
     t_passes = lowered.pass_seconds
 
     compiled = CompiledTrainingStep(
@@ -284,6 +288,7 @@ def compile_training(
         out_types=out_types,
     )
     compiled.compile_seconds.update(capture=t_capture, passes=t_passes)
+    compiled.lowering_cached = cached
     if build:
         compiled.build()
     compiled.compile_seconds["total"] = time.perf_counter() - t_start
@@ -353,6 +358,8 @@ class CompiledTrainingStep:
         self._arenas: dict[int, torch.Tensor] = {}
         self._libs: dict[int, Any] = {}
         self.compile_seconds: dict[str, float] = {"capture": 0.0, "passes": 0.0, "nvcc": 0.0, "total": 0.0}
+        # The lowering came from the cache (trainkernel.lowering_cache): "passes" is the lookup's time.
+        self.lowering_cached = False
         self._check_meta()
         self._out_spec = self._check_results(out_types)
 
