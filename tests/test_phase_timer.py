@@ -41,6 +41,28 @@ def test_resident_kernel_reads_the_clock_after_every_tile_op(monkeypatch, tmp_pa
     _compiles(src, tmp_path)
 
 
+def test_a_long_op_list_prints_in_lines_within_printf_limit(monkeypatch, tmp_path):
+    """CUDA's printf takes at most 32 arguments: the AdamW + cross-entropy twin's resident
+    kernel times more ops than that, so its values go out in lines of 30 (every op timed once)."""
+    import re
+    from trainkernel.workloads import TWINS
+
+    monkeypatch.setattr(cuda_target, "PHASE_TIMER", True)
+    w = TWINS["classification-adamw-ce"]
+    src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
+    assert "resident" in src[:400]
+    lines = [ln for ln in src.splitlines() if 'printf("tk-timer' in ln]
+    assert len(lines) >= 2
+    timed = []
+    for ln in lines:
+        args = re.search(r'\\n", (.*)\);$', ln).group(1).split(", ")
+        assert 1 <= len(args) <= cuda_target.TIMER_VALUES_PER_LINE < 32
+        timed += [int(re.match(r"tk_t\[(\d+)\]", a).group(1)) for a in args]
+    assert timed == list(range(1, len(timed) + 1))  # every interval once, in order
+    assert src.count("= clock64();") == len(timed) + 1
+    _compiles(src, tmp_path)
+
+
 def test_timer_off_reads_no_clock():
     w = WORKLOADS["small"]
     src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source

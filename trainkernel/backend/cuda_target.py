@@ -1075,6 +1075,7 @@ PHASE_TIMER = False
 record clock64() after the prologue and after every tile op (each then ends
 with a block barrier), grid kernels after every grid barrier (and one more at
 exit); block 0 prints the cycle counts once at exit."""
+TIMER_VALUES_PER_LINE = 30  # a resident timer's values per printf (CUDA's printf takes at most 32 arguments)
 
 
 class ResidentPrinter(CudaPrinter):
@@ -1202,9 +1203,13 @@ class ResidentPrinter(CudaPrinter):
                     labels.append(f"p{phase}:{op.name[5:]}/{op.split}")
                     self.w(f"  __syncthreads(); tk_t[{len(labels)}] = clock64();")
         if timer:
-            fmt = " ".join(f"{lab}=%lld" for lab in labels)
-            deltas = ", ".join(f"tk_t[{i + 1}] - tk_t[{i}]" for i in range(len(labels)))
-            self.w(f'  if (blockIdx.x == 0 && threadIdx.x == 0) printf("tk-timer {k.sym_name.data} {fmt}\\n", {deltas});')
+            # CUDA's printf takes at most 32 arguments: a long op list prints in lines of 30.
+            for first in range(0, len(labels), TIMER_VALUES_PER_LINE):
+                part = range(first, min(first + TIMER_VALUES_PER_LINE, len(labels)))
+                fmt = " ".join(f"{labels[i]}=%lld" for i in part)
+                deltas = ", ".join(f"tk_t[{i + 1}] - tk_t[{i}]" for i in part)
+                self.w(f'  if (blockIdx.x == 0 && threadIdx.x == 0) printf("tk-timer {k.sym_name.data} {fmt}\\n", '
+                       f'{deltas});')
         self.w("}")
         self.launcher()
         return self.out.getvalue()
