@@ -1,6 +1,8 @@
 """Staged gemm epilogues (tk/epilogue.cuh) on the CPU: the Hopper tile's
 fragment walk (tk::hopper::apply_epilogue) and its row epilogue through a
-shared scratch (frag_to_rows + rows_epilogue, pass by pass), compiled for the host
+shared scratch (frag_to_rows + rows_epilogue, pass by pass; or with the
+operands preloaded before the K loop: rows_preload + rows_store_preloaded),
+compiled for the host
 (tests/device/epilogue_order.cu), loads each in-bounds element once and
 stores it once, every load of a chunk before the chunk's stores, and an
 in-place SGD update through it gives the per-element form's bits. On the GPU
@@ -33,17 +35,19 @@ def _run(tmp_path: Path, *defines: str) -> list[list[str]]:
 
 def test_staged_epilogue_loads_a_chunk_before_its_stores(tmp_path):
     rows = _run(tmp_path)
-    assert len(rows) == 60 and {r[0] for r in rows} == {"frag", "rows"}
+    assert len(rows) == 90 and {r[0] for r in rows} == {"frag", "rows", "pre"}
     for walk, bn, m, n, verdict, *rest in rows:
         assert verdict == "ok", (walk, bn, m, n, rest)
     # Full slabs: 16 elements a chunk with one operand, 8 on the 256-wide tile
-    # (its 128 accumulator registers leave room for half), in both walks.
+    # (its 128 accumulator registers leave room for half), in every walk; the
+    # 64-wide tile's operands all preloaded (32 elements, one run).
     runs = {tuple(r[:4]): int(r[-1]) for r in rows}
-    for walk in ("frag", "rows"):
-        assert runs[(walk, "64", "64", "64")] == 16 and runs[(walk, "128", "64", "128")] == 16
-        assert runs[(walk, "256", "64", "256")] == 8
+    for walk in ("frag", "rows", "pre"):
+        assert runs[(walk, "128", "64", "128")] == 16 and runs[(walk, "256", "64", "256")] == 8
+    assert runs[("frag", "64", "64", "64")] == runs[("rows", "64", "64", "64")] == 16
+    assert runs[("pre", "64", "64", "64")] == 32
 
 
 def test_the_probe_knob_makes_it_per_element_again(tmp_path):
     rows = _run(tmp_path, "-DTK_EPILOGUE_LOADS_INLINE")
-    assert len(rows) == 60 and all(r[4] == "ok" and r[-1] == "1" for r in rows), rows
+    assert len(rows) == 90 and all(r[4] == "ok" and r[-1] == "1" for r in rows), rows

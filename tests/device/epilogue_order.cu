@@ -11,7 +11,7 @@
 //   - an in-place SGD update (w -= lr * acc, the gradient stored too) gives
 //     the bits of the per-element form.
 // stdout: one line per case, "WALK BN M N ok run R" or "WALK BN M N FAIL <what> run R"
-// (WALK: frag or rows),
+// (WALK: frag, rows, or pre: rows with the operands preloaded where they fit),
 // R: the longest run of loads before a store (the chunk the tile staged).
 #include <cstdio>
 #include <cstring>
@@ -26,7 +26,7 @@ struct Event {
   int i, j;
 };
 
-template <int BN, bool ROWS>
+template <int BN, int ROWS>
 static const char* run_case(int M, int N) {
   const int rows = 64, row0 = 0, col0 = 0;
   std::vector<float> w0(rows * BN), acc_all(128 * (BN / 2));
@@ -53,6 +53,17 @@ static const char* run_case(int M, int N) {
           w_staged[i * BN + j] = l.v[0] - a * lr;
         });
   };
+  using Loads = tk::EpilogueLoads<1>;
+  // ROWS 2: the operands preloaded first where they fit (rows_preload_fits), as the consumers do.
+  const bool preload = ROWS == 2 && tk::hopper::rows_preload_fits<BN, decltype(staged_for(logs[0]))>();
+  std::vector<std::vector<Loads>> pre(128, std::vector<Loads>(BN / 2));
+  if (preload) {
+    for (int t = 0; t < 128; ++t) {
+      Loads loaded[BN / 2];
+      tk::hopper::rows_preload<BN>(staged_for(logs[t]), loaded, t, row0, col0, M, N);
+      for (int e = 0; e < BN / 2; ++e) pre[t][e] = loaded[e];
+    }
+  }
   if (ROWS) {  // pass by pass: every thread writes the scratch, then every thread reads it
     std::vector<float> scratch(64 * tk::hopper::kRowPitch, -1.0f);
     for (int c0 = 0; c0 < BN && col0 + c0 < N; c0 += tk::hopper::kRowCols) {
@@ -61,8 +72,16 @@ static const char* run_case(int M, int N) {
         acc_of(t, acc);
         tk::hopper::frag_to_rows<BN>(acc, scratch.data(), t, c0);
       }
-      for (int t = 0; t < 128; ++t)
-        tk::hopper::rows_epilogue<BN>(staged_for(logs[t]), scratch.data(), t, row0, col0 + c0, M, N);
+      for (int t = 0; t < 128; ++t) {
+        if (preload) {
+          Loads loaded[BN / 2];
+          for (int e = 0; e < BN / 2; ++e) loaded[e] = pre[t][e];
+          tk::hopper::rows_store_preloaded<BN>(staged_for(logs[t]), loaded, scratch.data(), t, c0 / tk::hopper::kRowCols,
+                                               row0, col0, M, N);
+        } else {
+          tk::hopper::rows_epilogue<BN>(staged_for(logs[t]), scratch.data(), t, row0, col0 + c0, M, N);
+        }
+      }
     }
   }
   for (int t = 0; t < 128; ++t) {
@@ -104,15 +123,15 @@ static const char* run_case(int M, int N) {
   return nullptr;
 }
 
-template <int BN, bool ROWS>
+template <int BN, int ROWS>
 static void report(int M, int N) {
   longest_run = 0;
   const char* err = run_case<BN, ROWS>(M, N);
-  std::printf("%s %d %d %d %s%s run %zu\n", ROWS ? "rows" : "frag", BN, M, N, err ? "FAIL " : "ok", err ? err : "",
-              longest_run);
+  std::printf("%s %d %d %d %s%s run %zu\n", ROWS == 2 ? "pre" : ROWS ? "rows" : "frag", BN, M, N, err ? "FAIL " : "ok",
+              err ? err : "", longest_run);
 }
 
-template <bool ROWS>
+template <int ROWS>
 static void report_all() {
   for (int m : {64, 37, 1}) {
     for (int n : {64, 33, 1}) report<64, ROWS>(m, n);
@@ -122,7 +141,8 @@ static void report_all() {
 }
 
 int main() {
-  report_all<false>();
-  report_all<true>();
+  report_all<0>();
+  report_all<1>();
+  report_all<2>();
   return 0;
 }

@@ -748,6 +748,65 @@ __host__ __device__ __forceinline__ void rows_epilogue(const Epi& epi, const flo
   }
 }
 
+// Row epilogue operands loaded before the unit's K loop, so that their latency
+// hides behind it, where they fit beside the accumulator: at most
+// kRowPreloadFloats registers of accumulator and loads together (a 64-wide
+// tile with one operand an element; two spilled on small at 96: wider tiles
+// and more operands load pass by pass).
+constexpr int kRowPreloadFloats = 64;
+template <int BN, class Epi>
+__host__ __device__ constexpr bool rows_preload_fits() {
+  if constexpr (is_staged_epilogue<Epi>)
+    return BN / 2 + (BN / 2) * (int)(sizeof(typename Epi::Loads) / sizeof(float)) <= kRowPreloadFloats;
+  else
+    return false;
+}
+
+namespace detail {
+template <class E, bool = has_staged_halves<E>>
+struct loads_of {
+  struct type {};
+};
+template <class E>
+struct loads_of<E, true> {
+  using type = typename E::Loads;
+};
+}  // namespace detail
+
+// Element e of thread t in the row walk of the slab at (row0, col0): pass
+// e / 16, row t / 32 + 4 (e % 16), column 32 pass + t % 32 (rows_epilogue's).
+__host__ __device__ __forceinline__ bool rows_element(int t, int e, int row0, int col0, int M, int N, int& i, int& j) {
+  constexpr int kPerThread = 64 * kRowCols / 128;
+  i = row0 + t / kRowCols + 4 * (e % kPerThread);
+  j = col0 + kRowCols * (e / kPerThread) + t % kRowCols;
+  return i < M && j < N;
+}
+
+// Every operand load of thread t's elements of the slab, in element order.
+template <int BN, class Epi>
+__host__ __device__ __forceinline__ void rows_preload(const Epi& epi, typename Epi::Loads (&pre)[BN / 2], int t,
+                                                     int row0, int col0, int M, int N) {
+#pragma unroll
+  for (int e = 0; e < BN / 2; ++e) {
+    int i, j;
+    if (rows_element(t, e, row0, col0, M, N, i, j)) pre[e] = epi.load(i, j);
+  }
+}
+
+// The stores of one pass from the scratch, with the preloaded operands.
+template <int BN, class Epi>
+__host__ __device__ __forceinline__ void rows_store_preloaded(const Epi& epi, const typename Epi::Loads (&pre)[BN / 2],
+                                                             const float* scratch, int t, int pass, int row0,
+                                                             int col0, int M, int N) {
+  constexpr int kPerThread = 64 * kRowCols / 128;
+#pragma unroll
+  for (int k = 0; k < kPerThread; ++k) {
+    int i, j;
+    if (rows_element(t, pass * kPerThread + k, row0, col0, M, N, i, j))
+      epi.store(i, j, scratch[(t / kRowCols + 4 * k) * kRowPitch + t % kRowCols], pre[pass * kPerThread + k]);
+  }
+}
+
 // C[i, j] = acc (+ beta * C[i, j]); C is read only when beta != 0 (so NaN or
 // garbage in an output buffer never leaks in, as in BLAS). Out = float,
 // __nv_bfloat16 or __half; RNE casts as PyTorch.
@@ -962,6 +1021,8 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
   const int ctid = threadIdx.x - 128;  // thread among all consumers
   const bool warp_leader = (threadIdx.x & 31) == 0;
   float acc[BN / 2];
+  constexpr bool kPreload = has_staged_halves<Epi> && rows_preload_fits<BN, Epi>();
+  typename detail::loads_of<Epi>::type pre[kPreload ? BN / 2 : 1];
   for (int u = first; u < units; u += stride) {
     const WorkUnit w = work_unit(p, u, BM, BN);
 #if defined(TK_UNIT_TIMER)
@@ -971,6 +1032,9 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
 #endif
 #pragma unroll
     for (int r = 0; r < BN / 2; ++r) acc[r] = 0.0f;
+    // Safe this early: within a phase only this unit writes its elements, and
+    // nothing writes what it reads (the kernel verifier's rules).
+    if constexpr (kPreload) rows_preload<BN>(epi, pre, t, w.m0 + 64 * c, w.n0, p.M, p.N);
     int prev = -1;
     for (int kb = w.kb0; kb < w.kb1; ++kb) {
       ptx::mbar_wait(full_bar<Shape>(base, pipe.stage), pipe.phase);
@@ -1018,7 +1082,10 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
         if (w.n0 + c0 >= p.N) break;
         frag_to_rows<BN>(acc, scratch, t, c0);
         ptx::named_barrier(kRowsBarrier + c, 128);
-        rows_epilogue<BN>(epi, scratch, t, w.m0 + 64 * c, w.n0 + c0, p.M, p.N);
+        if constexpr (kPreload)
+          rows_store_preloaded<BN>(epi, pre, scratch, t, c0 / kRowCols, w.m0 + 64 * c, w.n0, p.M, p.N);
+        else
+          rows_epilogue<BN>(epi, scratch, t, w.m0 + 64 * c, w.n0 + c0, p.M, p.N);
         ptx::named_barrier(kRowsBarrier + c, 128);  // read before the next pass (or unit) writes
       }
     } else {
