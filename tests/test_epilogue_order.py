@@ -51,3 +51,24 @@ def test_staged_epilogue_loads_a_chunk_before_its_stores(tmp_path):
 def test_the_probe_knob_makes_it_per_element_again(tmp_path):
     rows = _run(tmp_path, "-DTK_EPILOGUE_LOADS_INLINE")
     assert len(rows) == 90 and all(r[4] == "ok" and r[-1] == "1" for r in rows), rows
+
+
+def test_a_grid_kernel_builds_with_the_preload_on(tmp_path):
+    """TK_ROWS_PRELOAD (off by default until the GPU suite has run on it): small's kernel,
+    whose 64-wide gemms preload one operand an element, compiles for sm_90a with it."""
+    if NVCC is None:
+        pytest.skip("nvcc not found")
+    import torch
+
+    import trainkernel
+    from trainkernel.workloads import WORKLOADS
+
+    w = WORKLOADS["small"]
+    src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
+    assert "tk::staged_epilogue" in src and "hopper_gemm.cuh" in src
+    cu = tmp_path / "small.cu"
+    cu.write_text(src)
+    proc = subprocess.run([NVCC, "-std=c++17", "-O3", "-cubin", "-gencode=arch=compute_90a,code=sm_90a",
+                           "-DTK_ROWS_PRELOAD", "-I", str(INCLUDE), str(cu), "-o", str(tmp_path / "small.cubin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

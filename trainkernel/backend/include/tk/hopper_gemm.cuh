@@ -754,6 +754,14 @@ __host__ __device__ __forceinline__ void rows_epilogue(const Epi& epi, const flo
 // tile with one operand an element; two spilled on small at 96: wider tiles
 // and more operands load pass by pass).
 constexpr int kRowPreloadFloats = 64;
+// Off unless built with -DTK_ROWS_PRELOAD until the GPU suite has run on it
+// (the probe measured mlp4 -4%, perf-log step 18: resident_probe --target
+// ' +-DTK_ROWS_PRELOAD' against the default).
+#if defined(TK_ROWS_PRELOAD)
+constexpr bool kRowsPreload = true;
+#else
+constexpr bool kRowsPreload = false;
+#endif
 template <int BN, class Epi>
 __host__ __device__ constexpr bool rows_preload_fits() {
   if constexpr (is_staged_epilogue<Epi>)
@@ -1021,7 +1029,7 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
   const int ctid = threadIdx.x - 128;  // thread among all consumers
   const bool warp_leader = (threadIdx.x & 31) == 0;
   float acc[BN / 2];
-  constexpr bool kPreload = has_staged_halves<Epi> && rows_preload_fits<BN, Epi>();
+  constexpr bool kPreload = kRowsPreload && has_staged_halves<Epi> && rows_preload_fits<BN, Epi>();
   typename detail::loads_of<Epi>::type pre[kPreload ? BN / 2 : 1];
   for (int u = first; u < units; u += stride) {
     const WorkUnit w = work_unit(p, u, BM, BN);
