@@ -269,6 +269,9 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
 
                 target.TARGETS[target.H200.name] = dataclasses.replace(
                     target.H200, wgmma_tiles_n=tuple(int(v) for v in label[8:].split(",")))
+            from trainkernel.backend import cuda_target  # full reductions' loads in flight: full-loads=N, else 1
+
+            cuda_target.FULL_REDUCE_LOADS = int(label[11:]) if label.startswith("full-loads=") else 1
             if label.startswith("col-loads="):  # column reductions' loads in flight a thread
                 from trainkernel import target
                 from trainkernel.backend import cuda_target
@@ -347,6 +350,8 @@ if __name__ == "__main__":
     elif sys.argv[1:2] == ["--wide"]:  # 128 x 256 wgmma tiles where the cost model picks them; column loads
         main(sys.argv[2:] or ["small", "mlp4", "medium", "large"],
              variants={"default": "", "wgmma-n=128": "", "col-loads=1": ""})
+    elif sys.argv[1:2] == ["--full-loads"]:  # full reductions (the loss sum) one load at a time against 16
+        main(sys.argv[2:] or ["small", "mlp4", "medium"], variants={"full-loads=1": "", "full-loads=16": ""})
     elif sys.argv[1:2] == ["--target"]:  # --target 'field=v;field=v' ... -- spec ...: target variants, one run
         rest = sys.argv[2:]
         cut = rest.index("--") if "--" in rest else len(rest)

@@ -17,6 +17,7 @@
 #                 $TARGET_VARIANTS (each 'field=v[,v];field=v'; an empty one is the target as it is)
 #   unit-timer    resident_probe --unit-timer on $TIMER_SPECS (phases, and each wgmma unit of block 0)
 #   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles)
+#   probe-full-loads resident_probe --full-loads on $ENGINE_SPECS (full reductions 1 against 16 loads in flight)
 #   probe-final   resident_probe --final on $ENGINE_SPECS (final grid barrier by rule / never / a fence / always)
 #   probe-launch  resident_probe --launch on $LAUNCH_SPECS (in-place graph vs direct launches vs staged graph)
 #   tests         the GPU suite without the Hopper GEMM and runtime tests, pytest-xdist -n $JOBS ($TESTS: files)
@@ -71,6 +72,8 @@ for item in "$@"; do
              ${ENGINE_SPECS:-small mlp4 medium large} > "$W/probe_epilogue.log" 2>&1 ;;
     probe-wide) mkdir -p "$W/wide"; OUT=$W/wide timeout "$t" python3 -m benchmarks.resident_probe --wide \
              ${ENGINE_SPECS:-small mlp4 medium large} > "$W/probe_wide.log" 2>&1 ;;
+    probe-full-loads) mkdir -p "$W/full"; OUT=$W/full timeout "$t" python3 -m benchmarks.resident_probe --full-loads \
+             ${ENGINE_SPECS:-small mlp4 medium} > "$W/probe_full_loads.log" 2>&1 ;;
     probe-final) mkdir -p "$W/final"; OUT=$W/final timeout "$t" python3 -m benchmarks.resident_probe --final \
              ${ENGINE_SPECS:-small mlp4 medium large} > "$W/probe_final.log" 2>&1 ;;
     probe-launch) mkdir -p "$W/launch"; OUT=$W/launch timeout "$t" python3 -m benchmarks.resident_probe --launch \

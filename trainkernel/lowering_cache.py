@@ -61,6 +61,7 @@ def _switches() -> dict[str, str]:
         "fuse_merge_groups": repr(pipeline.FUSE_MERGE_GROUPS),
         "phase_timer": repr(cuda_target.PHASE_TIMER),
         "column_loads": repr(cuda_target.COLUMN_LOADS),
+        "full_reduce_loads": repr(cuda_target.FULL_REDUCE_LOADS),
     }
 
 

@@ -403,6 +403,13 @@ def _accum_decl(red: tk.ReductionOp) -> str:
 COLUMN_LOADS = 16
 """Rows a column reduction's thread loads before folding them (loads in flight)."""
 
+FULL_REDUCE_LOADS = 1
+"""Elements a thread of a full reduction (tile.reduce with rows = 1: a loss sum)
+loads before folding them. One at a time, mlp4's loss sum (32768 elements, one
+block) waits ~85 load latencies, about half of its 30k-cycle phase (perf-log
+step 18); 16 is to be measured (resident_probe --target ' +' against
+`full-loads=16`) and the GPU suite run before it becomes the default."""
+
 
 def _fold(red: tk.ReductionOp, value: str, index: str) -> str:
     """The statement that folds the element `value` at reduced index `index` into the accumulator."""
@@ -811,34 +818,39 @@ class CudaPrinter:
             self.w("      " + d)
         self.w(f"      {_accum_decl(red)}")
         ix = self.index_type
-        rdecls, ridx = _multi_index("rr", tuple(red_dims), "q", ix)
+        n = FULL_REDUCE_LOADS
+        # The element's index variable: rr (a batch's r + u * blockDim.x) when batched, else r.
+        var = "rr" if n > 1 else "r"
+        rdecls, ridx = _multi_index(var, tuple(red_dims), "q", ix)
         full, ki, ri = [], iter(kidx), iter(ridx)
         for k in range(len(in_shape)):
             full.append(next(ri) if k in axes else next(ki))
         value = BodyPrinter(self.out, self.names, op, "", wide=self.wide).value_at(src, full, {})
 
-        def element(first: str, indent: str) -> None:  # declare element rr = first and its multi-index
-            self.w(f"{indent}const {ix} rr = {first};")
+        def element(first: str, indent: str) -> None:  # declare the element's index (= first) and its multi-index
+            if var != first:
+                self.w(f"{indent}const {ix} {var} = {first};")
             for d in rdecls:
                 self.w(indent + d)
 
-        # A thread's elements r, r + blockDim.x, ... COLUMN_LOADS at a time: every
-        # load of the group issued, then folded in the same order (the same bits
-        # as one at a time). One at a time, the loss sum of mlp4 (32768 elements,
-        # one block) waited ~85 load latencies: half of its phase (perf-log step 18).
-        self.w(f"      {ix} r = threadIdx.x;")
-        self.w(f"      for (; r + {COLUMN_LOADS - 1} * ({ix})blockDim.x < {length}; r += {COLUMN_LOADS} * ({ix})blockDim.x) {{")
-        self.w(f"        float tk_v[{COLUMN_LOADS}];")
-        self.w("#pragma unroll")
-        self.w(f"        for (int u = 0; u < {COLUMN_LOADS}; ++u) {{")
-        element(f"r + u * ({ix})blockDim.x", "          ")
-        self.w(f"          tk_v[u] = {value};")
-        self.w("        }")
-        self.w("#pragma unroll")
-        self.w(f"        for (int u = 0; u < {COLUMN_LOADS}; ++u) "
-               f"{_fold(red, 'tk_v[u]', f'r + u * ({ix})blockDim.x')}")
-        self.w("      }")
-        self.w(f"      for (; r < {length}; r += blockDim.x) {{")
+        if n > 1:
+            # A thread's elements r, r + blockDim.x, ... n at a time: every load of
+            # the group issued, then folded in the same order (the same bits as
+            # one at a time).
+            self.w(f"      {ix} r = threadIdx.x;")
+            self.w(f"      for (; r + {n - 1} * ({ix})blockDim.x < {length}; r += {n} * ({ix})blockDim.x) {{")
+            self.w(f"        float tk_v[{n}];")
+            self.w("#pragma unroll")
+            self.w(f"        for (int u = 0; u < {n}; ++u) {{")
+            element(f"r + u * ({ix})blockDim.x", "          ")
+            self.w(f"          tk_v[u] = {value};")
+            self.w("        }")
+            self.w("#pragma unroll")
+            self.w(f"        for (int u = 0; u < {n}; ++u) {_fold(red, 'tk_v[u]', f'r + u * ({ix})blockDim.x')}")
+            self.w("      }")
+            self.w(f"      for (; r < {length}; r += blockDim.x) {{")
+        else:
+            self.w(f"      for ({ix} r = threadIdx.x; r < {length}; r += blockDim.x) {{")
         element("r", "        ")
         self.w(f"        {_fold(red, value, 'r')}")
         self.w("      }")
