@@ -150,21 +150,26 @@ def test_lower_names_the_target_in_its_pipeline(variant):
         pass_pipeline("tile", target="nope")
 
 
-@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
-def test_gemm_smem_bytes_mirrors_the_device_library(tmp_path):
-    types = {"mma.bf16": "__nv_bfloat16", "mma.f16": "__half", "simt.f32": "float"}
-    lines = ['#include <cstdio>', '#include "tk/gemm.cuh"', "int main() {"]
-    for mma, (bm, bn, bk) in T.H200.gemm_tiles:
-        lines.append(f'  printf("{mma} %d\\n", tk::gemm_smem_bytes<{types[mma]}, {bm}, {bn}, {bk}>());')
-    lines += ['  printf("stages %d\\n", tk::kGemmStages);', "  return 0;", "}"]
-    src = tmp_path / "smem.cu"
-    src.write_text("\n".join(lines) + "\n")
-    exe = tmp_path / "smem"
+def _device_library_prints(tmp_path, header: str, printfs: list[str]) -> dict[str, str]:
+    """Build and run a host program that includes `header` of the device library and
+    runs `printfs` (each printing "name value"); returns {name: value}."""
+    src = tmp_path / "probe.cu"
+    src.write_text("\n".join(["#include <cstdio>", f'#include "{header}"', "int main() {", *printfs, "  return 0;", "}"]) + "\n")
+    exe = tmp_path / "probe"
     include = ROOT / "trainkernel" / "backend" / "include"
     proc = subprocess.run([NVCC, "-std=c++17", "-arch=sm_90", "-I", str(include), str(src), "-o", str(exe)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    got = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines())
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    return dict(line.split() for line in out.splitlines())
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+def test_gemm_smem_bytes_mirrors_the_device_library(tmp_path):
+    types = {"mma.bf16": "__nv_bfloat16", "mma.f16": "__half", "simt.f32": "float"}
+    printfs = [f'  printf("{mma} %d\\n", tk::gemm_smem_bytes<{types[mma]}, {bm}, {bn}, {bk}>());'
+               for mma, (bm, bn, bk) in T.H200.gemm_tiles]
+    got = _device_library_prints(tmp_path, "tk/gemm.cuh", printfs + ['  printf("stages %d\\n", tk::kGemmStages);'])
     assert int(got["stages"]) == T.H200.gemm_stages
     for mma, _ in T.H200.gemm_tiles:
         assert int(got[mma]) == T.H200.gemm_smem_bytes(mma), mma
@@ -192,18 +197,9 @@ def test_wgmma_smem_bytes_mirrors_the_device_library(tmp_path):
     """The tile verifier's and sched-to-tile's wgmma shared memory (stages, barriers, the
     row epilogue's scratch) is what tk::hopper::TileShape asks the launch for."""
     from trainkernel.target import WGMMA_TILES
-    lines = ['#include <cstdio>', '#include "tk/hopper_gemm.cuh"', "int main() {"]
-    for bn, (tile_id, _stages) in sorted(WGMMA_TILES.items()):
-        lines.append(f'  printf("{bn} %d\\n", tk::hopper::TileById<{tile_id}>::type::SMEM_BYTES);')
-    lines += ["  return 0;", "}"]
-    src = tmp_path / "wgmma_smem.cu"
-    src.write_text("\n".join(lines) + "\n")
-    exe = tmp_path / "wgmma_smem"
-    include = ROOT / "trainkernel" / "backend" / "include"
-    proc = subprocess.run([NVCC, "-std=c++17", "-arch=sm_90", "-I", str(include), str(src), "-o", str(exe)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    got = dict(line.split() for line in subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines())
+    printfs = [f'  printf("{bn} %d\\n", tk::hopper::TileById<{tile_id}>::type::SMEM_BYTES);'
+               for bn, (tile_id, _stages) in sorted(WGMMA_TILES.items())]
+    got = _device_library_prints(tmp_path, "tk/hopper_gemm.cuh", printfs)
     assert got.keys() == {str(bn) for bn in WGMMA_TILES}
     for bn in WGMMA_TILES:
         assert int(got[str(bn)]) == T.TargetOptions.wgmma_smem_bytes(bn) <= 227 * 1024, bn
