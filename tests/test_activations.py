@@ -1,7 +1,8 @@
 """Activations, comparisons and masks, each with its backward, against eager.
 
 Op level: for every activation (and the mask-based ops: clamp, maximum, where,
-masked_fill, hardtanh, amax), `torch.func.vjp` of the op on values that cover
+masked_fill, hardtanh, amax; and cat, stack, slice, select and split, whose
+backward places a gradient in a larger tensor), `torch.func.vjp` of the op on values that cover
 every branch of its formula (both signs, +-0, the thresholds, large
 magnitudes, inf and NaN) is captured and run by the CPU interpreter at the tk
 level and, after the whole compile pipeline, at the sched and tile levels; the
@@ -67,6 +68,14 @@ OPS = {
     "logical": lambda t: torch.where(torch.logical_and(t > -1, ~(t > 1)) | (t == 0), t * 3, t),
     "mask_arith": lambda t: t * (t > 0).to(t.dtype) + (t <= 0).float().to(t.dtype),
     "amax": lambda t: t.amax(dim=-1, keepdim=True) * t,
+    # Placement (cat, stack, and the backward of slice/select/split): shape-preserving
+    # compositions, so they also serve as a hidden layer's activation below.
+    "cat": lambda t: torch.cat([t[:, :3], t[:, 3:].tanh()], dim=-1),
+    "cat_rows": lambda t: torch.cat([t[1:], t[:1] * 2], dim=0),
+    "stack": lambda t: torch.stack([t, -0.5 * t], dim=-1).amax(dim=-1),
+    "slice_step": lambda t: torch.cat([t[:, ::2], t[:, 1::2] * 3], dim=-1),
+    "select": lambda t: t * t.select(-1, 2).unsqueeze(-1),
+    "split": lambda t: torch.cat([p * (k + 1) for k, p in enumerate(t.split(3, dim=-1))], dim=-1),
 }
 
 # Values covering every branch (and the special cases) of the formulas.
@@ -179,6 +188,17 @@ def test_mlp_training_matches_eager(name, dtype):
             _assert_same(out, want, f"step {t}, {level} level")
             state[level] = tuple(out[-4:])
         state["eager"] = want[-1]
+
+
+def test_a_placement_past_exact_float_indices_names_the_op_and_line():
+    """Placement computes column positions in f32: past 2**24 it refuses, naming aten.cat and the user's line."""
+    def step(a, b):
+        return torch.cat([a, b], dim=1), a
+
+    a, b = torch.empty(2, 2**23, device="meta"), torch.empty(2, 2**23 + 8, device="meta")
+    with pytest.raises(UnsupportedOpError, match=r"test_activations.py:\d+: error: unsupported op aten.cat.default: "
+                                                 r"placing .* positions past 2\*\*24"):
+        trainkernel.capture(step, (a, b))
 
 
 def test_bool_results_and_arguments_keep_their_type():

@@ -1,6 +1,7 @@
 """GPU tests (marked `cuda`) of the new ops and of `compile_module`.
 
-1. Every activation, mask op and indexing op of tests/test_activations.py, in
+1. Every activation, mask op, indexing and placement op (cat, stack, slice/
+   select/split backward) of tests/test_activations.py, in
    a 2-layer MLP step of f32 and bf16, compiled (grid and resident kernels)
    and run on the GPU for 20 steps next to eager PyTorch on the same GPU and
    float64: every loss, gradient and parameter within the tolerance policy
@@ -53,6 +54,13 @@ ACTS = {
     "layer_norm": lambda t: F.layer_norm(t, (t.shape[-1],)),
     "rms_norm": lambda t: F.rms_norm(t, (t.shape[-1],), eps=1e-6),
     "softmax": lambda t: F.softmax(t, dim=-1),
+    # placement: cat, stack and the backward of slice/select/split (tests/test_activations.py)
+    "cat": lambda t: torch.cat([t[:, :3], t[:, 3:].tanh()], dim=-1),
+    "cat_rows": lambda t: torch.cat([t[1:], t[:1] * 2], dim=0),
+    "stack": lambda t: torch.stack([t, -0.5 * t], dim=-1).amax(dim=-1),
+    "slice_step": lambda t: torch.cat([t[:, ::2], t[:, 1::2] * 3], dim=-1),
+    "select": lambda t: t * t.select(-1, 2).unsqueeze(-1),
+    "split": lambda t: torch.cat([p * (k + 1) for k, p in enumerate(t.split(3, dim=-1))], dim=-1),
 }
 
 

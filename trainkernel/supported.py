@@ -29,6 +29,8 @@ def _group(name: str) -> str:
         return "comparisons and masks"
     if base in {"gather", "scatter", "scatter_add", "index_select", "index_add", "embedding", "arange"}:
         return "indexing"
+    if base in {"cat", "stack"}:
+        return "concatenation"
     if base in {"tanh", "sigmoid", "silu", "gelu", "softplus", "leaky_relu", "elu", "celu", "abs", "sign", "sgn",
                 "rsqrt", "hardtanh", "relu", "neg", "exp", "log", "sqrt", "reciprocal", "pow"}:
         return "unary and activations"

@@ -1548,6 +1548,119 @@ def _split(cv, node, args, kwargs):
     return _split_pieces(cv, x, axis, sizes, squeeze=False)
 
 
+# ------------------------------------------------------------ placing a tensor in a larger one
+# cat, stack and the backward of slice/select/split put each source element at a
+# known position of a larger result. tk has no scatter op: like gather, the
+# placement is a one-hot selection folded by a max (exact in every dtype, NaN and
+# signed zeros included), then a select of the covered columns. It costs
+# O(rows x m x n) element steps AND memory for an m-wide source in an n-wide
+# result (tk-fuse does not pull a producer into a reduction, so the selection is
+# stored before the max, as for gather and embedding): fine at the widths of
+# feature concatenation and slicing, a poor copy at widths of many thousands; a
+# tk op that places a tile (a padded view) is the way to a copy's cost.
+
+
+def _place(cv: Converter, g: SSAValue, axis: int, n: int, start: int, step: int,
+           other: SSAValue | None = None) -> SSAValue:
+    """g with `axis` widened from m to n: g's k-th slice along it at start + k * step, `other`
+    (else +0) elsewhere. No transposes: the result keeps g's layout (bit-identical matmuls
+    downstream in the interpreter, which runs each op on its operands as laid out)."""
+    shape = list(tk.shape_of(g))
+    m, pre, post, et = shape[axis], shape[:axis], shape[axis + 1:], tk.element_type_of(g)
+    if max(n, start + m * step) > 2**24:
+        raise cv.unsupported(f"placing {m} slices among {n}: positions past 2**24 are not exact in the index arithmetic")
+    pos = cv.emit(tk.IotaOp(0, TensorType(F32, [m, 1]))).result  # start + k * step: exact integers in f32
+    if step != 1:
+        pos = cv.emit(tk.MulOp(pos, cv.scalar(step), pos.type)).result
+    if start != 0:
+        pos = cv.emit(tk.AddOp(pos, cv.scalar(start), pos.type)).result
+    col = cv.emit(tk.IotaOp(1, TensorType(F32, [1, n]))).result
+    hot = cv.emit(tk.CmpOp("eq", pos, col)).result  # i1 [m, n]
+    neg_inf = cv.emit(tk.FillOp(float("-inf"), TensorType(et, []))).result
+    wide = TensorType(et, [*pre, m, n, *post])
+    picked = cv.emit(tk.SelectOp(cv.reshape(hot, [m, n] + [1] * len(post)), cv.reshape(g, [*pre, m, 1, *post]),
+                                 neg_inf, wide)).result
+    out_type = TensorType(et, [*pre, n, *post])
+    placed = cv.emit(tk.MaxOp(picked, [len(pre)], out_type)).result
+    ones = cv.emit(tk.SelectOp(hot, cv.scalar(1.0), cv.scalar(0.0), TensorType(F32, [m, n]))).result
+    hits = cv.emit(tk.MaxOp(ones, [0], TensorType(F32, [n]))).result
+    covered = cv.emit(tk.CmpOp("gt", cv.reshape(hits, [n] + [1] * len(post)), cv.scalar(0.5))).result
+    return cv.emit(tk.SelectOp(covered, placed, other if other is not None else cv.scalar(0.0, et), out_type)).result
+
+
+def _placed(cv: Converter, g: SSAValue, sizes: Sequence[int], axis: int, start: int, step: int) -> SSAValue:
+    """A tensor of `sizes` holding g's elements at start, start + step, ... along `axis`, zero elsewhere."""
+    gs = tk.shape_of(g)
+    if len(gs) != len(sizes) or any(a != b for i, (a, b) in enumerate(zip(gs, sizes)) if i != axis):
+        raise cv.unsupported(f"placing a {list(gs)} tensor along axis {axis} of {list(sizes)}")
+    if gs[axis] == 0:
+        return cv.fill(0.0, TensorType(tk.element_type_of(g), list(sizes)))
+    return _place(cv, g, axis, sizes[axis], start, step)
+
+
+@handles("aten.slice_backward.default")
+def _slice_backward(cv, node, args, kwargs):
+    grad, input_sizes, dim, start, _end, step = args[:6]
+    g = cv.float_tensor(grad, "grad_output")
+    sizes = [int(s) for s in input_sizes]
+    axis = cv.dim(dim, len(sizes))
+    if not isinstance(step, int) or step < 1:
+        raise cv.unsupported(f"slice step {step!r}")
+    return _placed(cv, g, sizes, axis, _norm_start(start, sizes[axis]), step)
+
+
+@handles("aten.select_backward.default")
+def _select_backward(cv, node, args, kwargs):
+    grad, input_sizes, dim, index = args[:4]
+    g = cv.float_tensor(grad, "grad_output")
+    sizes = [int(s) for s in input_sizes]
+    axis = cv.dim(dim, len(sizes))
+    index = index + sizes[axis] if index < 0 else index
+    shape = list(tk.shape_of(g))
+    return _placed(cv, cv.reshape(g, shape[:axis] + [1] + shape[axis:]), sizes, axis, index, 1)
+
+
+def _concatenate(cv: Converter, pieces: list[SSAValue], axis: int) -> SSAValue:
+    rt = cv.out_float_type()
+    n = rt.get_shape()[axis]
+    acc, offset = None, 0
+    for t in pieces:
+        if tk.element_type_of(t) != rt.get_element_type():
+            t = cv.cast(t, rt.get_element_type())
+        m = tk.shape_of(t)[axis]
+        if m == 0:
+            continue
+        acc = _place(cv, t, axis, n, offset, 1, acc)
+        offset += m
+    return acc if acc is not None else cv.fill(0.0, rt)
+
+
+@handles("aten.cat.default")
+def _cat(cv, node, args, kwargs):
+    rt = cv.out_float_type()
+    rank = len(rt.get_shape())
+    axis = cv.dim(_arg(args, kwargs, 1, "dim", 0), rank)
+    pieces = []
+    for k, v in enumerate(args[0]):
+        t = cv.float_tensor(v, f"tensors[{k}]")
+        if tk.shape_of(t) == (0,) and rank != 1:
+            continue  # torch.cat skips 1-D empty tensors (legacy)
+        pieces.append(t)
+    return _concatenate(cv, pieces, axis)
+
+
+@handles("aten.stack.default")
+def _stack(cv, node, args, kwargs):
+    rt = cv.out_float_type()
+    axis = cv.dim(_arg(args, kwargs, 1, "dim", 0), len(rt.get_shape()))
+    pieces = []
+    for k, v in enumerate(args[0]):
+        t = cv.float_tensor(v, f"tensors[{k}]")
+        shape = list(tk.shape_of(t))
+        pieces.append(cv.reshape(t, shape[:axis] + [1] + shape[axis:]))
+    return _concatenate(cv, pieces, axis)
+
+
 @handles("aten.unbind.int", "aten.unbind_copy.int")
 def _unbind(cv, node, args, kwargs):
     x = cv.tensor(args[0], "input")
