@@ -164,6 +164,7 @@ LAYERS: dict[str, str] = {
     "trainkernel.frontend": "frontend",
     "trainkernel.workloads": "workloads",
     "trainkernel.pipeline": "pipeline",
+    "trainkernel.lowering_cache": "pipeline",
     "trainkernel.api": "api",
     "trainkernel.tools": "tools",
     "trainkernel": "package",
