@@ -47,12 +47,16 @@ def test_what_the_passes_read_is_in_the_key(tmp_path, monkeypatch):
     monkeypatch.setattr(pipeline, "FUSE_MERGE_GROUPS", True)  # a switch
     assert _compile("tiny", tmp_path).lowering_cached is False
     monkeypatch.setattr(pipeline, "FUSE_MERGE_GROUPS", False)
+    from trainkernel.backend import cuda_target  # a printer switch (as the probes set them)
+    monkeypatch.setattr(cuda_target, "FULL_REDUCE_LOADS", 16)
+    assert _compile("tiny", tmp_path).lowering_cached is False
+    monkeypatch.setattr(cuda_target, "FULL_REDUCE_LOADS", 1)
     # A target replaced under its name (as the probes do) is a new key too.
     monkeypatch.setitem(target.TARGETS, target.H200.name, dataclasses.replace(target.H200, wgmma_tiles_n=(128,)))
     assert _compile("tiny", tmp_path).lowering_cached is False
     monkeypatch.setitem(target.TARGETS, target.H200.name, target.H200)
     assert _compile("tiny", tmp_path).lowering_cached is True
-    assert len(_entries(tmp_path)) == 6
+    assert len(_entries(tmp_path)) == 7
 
 
 def test_the_compiler_digest_covers_passes_and_headers():

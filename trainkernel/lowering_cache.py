@@ -60,8 +60,11 @@ def _switches() -> dict[str, str]:
     return {
         "fuse_merge_groups": repr(pipeline.FUSE_MERGE_GROUPS),
         "phase_timer": repr(cuda_target.PHASE_TIMER),
+        "timer_values_per_line": repr(cuda_target.TIMER_VALUES_PER_LINE),
+        "final_fence": repr(cuda_target.FINAL_FENCE),
         "column_loads": repr(cuda_target.COLUMN_LOADS),
         "full_reduce_loads": repr(cuda_target.FULL_REDUCE_LOADS),
+        "printer_target": repr(cuda_target.TARGET),  # the resident printer's launch settings
     }
 
 
