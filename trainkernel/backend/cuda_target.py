@@ -407,8 +407,8 @@ FULL_REDUCE_LOADS = 1
 """Elements a thread of a full reduction (tile.reduce with rows = 1: a loss sum)
 loads before folding them. One at a time, mlp4's loss sum (32768 elements, one
 block) waits ~85 load latencies, about half of its 30k-cycle phase (perf-log
-step 18); 16 is to be measured (resident_probe --target ' +' against
-`full-loads=16`) and the GPU suite run before it becomes the default."""
+step 18); 16 is to be measured (resident_probe --full-loads) and the GPU suite
+run before it becomes the default."""
 
 
 def _fold(red: tk.ReductionOp, value: str, index: str) -> str:
@@ -839,14 +839,7 @@ class CudaPrinter:
             # one at a time).
             self.w(f"      {ix} r = threadIdx.x;")
             self.w(f"      for (; r + {n - 1} * ({ix})blockDim.x < {length}; r += {n} * ({ix})blockDim.x) {{")
-            self.w(f"        float tk_v[{n}];")
-            self.w("#pragma unroll")
-            self.w(f"        for (int u = 0; u < {n}; ++u) {{")
-            element(f"r + u * ({ix})blockDim.x", "          ")
-            self.w(f"          tk_v[u] = {value};")
-            self.w("        }")
-            self.w("#pragma unroll")
-            self.w(f"        for (int u = 0; u < {n}; ++u) {_fold(red, 'tk_v[u]', f'r + u * ({ix})blockDim.x')}")
+            self._load_then_fold(red, n, f"r + u * ({ix})blockDim.x", element, value, "        ")
             self.w("      }")
             self.w(f"      for (; r < {length}; r += blockDim.x) {{")
         else:
@@ -861,6 +854,18 @@ class CudaPrinter:
         self.w("      __syncthreads();")
         self.w("    }")
         self.w("  }")
+
+    def _load_then_fold(self, red: tk.ReductionOp, n: int, at: str, declare, value: str, indent: str) -> None:
+        """n elements loaded into tk_v, every load issued first, then folded in order (the bits
+        of one at a time): element u is at index `at`, whose variables `declare(at, indent)` writes."""
+        self.w(f"{indent}float tk_v[{n}];")
+        self.w("#pragma unroll")
+        self.w(f"{indent}for (int u = 0; u < {n}; ++u) {{")
+        declare(at, indent + "  ")
+        self.w(f"{indent}  tk_v[u] = {value};")
+        self.w(f"{indent}}}")
+        self.w("#pragma unroll")
+        self.w(f"{indent}for (int u = 0; u < {n}; ++u) {_fold(red, 'tk_v[u]', at)}")
 
     def reduce_epilogue(self, op: tile.ReduceOp, red: tk.ReductionOp, out_index: list[str]) -> None:
         """Round the accumulator to the reduction's type, run the pointwise
@@ -918,14 +923,7 @@ class CudaPrinter:
 
         self.w(f"        {ix} r = r0;")
         self.w(f"        for (; r + {COLUMN_LOADS} <= r1; r += {COLUMN_LOADS}) {{")
-        self.w(f"          float tk_v[{COLUMN_LOADS}];")
-        self.w("#pragma unroll")
-        self.w(f"          for (int u = 0; u < {COLUMN_LOADS}; ++u) {{")
-        row("r + u", "            ")
-        self.w(f"            tk_v[u] = {value};")
-        self.w("          }")
-        self.w("#pragma unroll")
-        self.w(f"          for (int u = 0; u < {COLUMN_LOADS}; ++u) {_fold(red, 'tk_v[u]', 'r + u')}")
+        self._load_then_fold(red, COLUMN_LOADS, "r + u", row, value, "          ")
         self.w("        }")
         self.w("        for (; r < r1; ++r) {")
         row("r", "          ")
