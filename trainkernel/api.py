@@ -267,9 +267,7 @@ def compile_training(
     if gemm_engine == "auto" and not wgmma_runs_on(normalize_arch(arch)):
         gemm_engine = "mma"  # wgmma is Hopper's alone
     lowered, cached = lowering_cache.lower_cached(
-        captured, cache_dir,
-        lambda: _lower_fn()(captured, inplace=inplace, grid=grid, resident=resident, engine=gemm_engine),
-        inplace=inplace, grid=grid, resident=resident, engine=gemm_engine)
+        captured, cache_dir, _lower_fn(), inplace=inplace, grid=grid, resident=resident, engine=gemm_engine)
     t_passes = lowered.pass_seconds
 
     compiled = CompiledTrainingStep(

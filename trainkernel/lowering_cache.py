@@ -135,12 +135,12 @@ def _root(cache_dir) -> Path | None:
         return None
 
 
-def lower_cached(captured, cache_dir, lower: Callable[[], object], **options):
+def lower_cached(captured, cache_dir, lower: Callable[..., object], **options):
     """(Lowered, hit): the cached lowering of `captured` with `options`, else
-    `lower()`'s, stored for next time. On a hit, `pass_seconds` is the lookup's
-    time and `stage_seconds` the passes' times when the entry was made."""
+    `lower(captured, **options)`, stored for next time. On a hit, `pass_seconds`
+    is the lookup's time and `stage_seconds` the passes' times when the entry was made."""
     if not ENABLED:
-        return lower(), False
+        return lower(captured, **options), False
     start = time.perf_counter()
     root = _root(cache_dir)
     k = key(captured, options)
@@ -149,7 +149,7 @@ def lower_cached(captured, cache_dir, lower: Callable[[], object], **options):
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             lowered = _from_json(path.read_text())
             return dataclasses.replace(lowered, pass_seconds=time.perf_counter() - start), True
-    lowered = lower()
+    lowered = lower(captured, **options)
     if path is not None:
         from trainkernel.backend.build import _write_atomic
 
