@@ -58,26 +58,7 @@ __host__ __device__ __forceinline__ StagedEpilogue<Load, Store> staged_epilogue(
   return StagedEpilogue<Load, Store>{load, store};
 }
 
-namespace detail {
-template <class E, class = void>
-struct is_staged {
-  static constexpr bool value = false;
-};
-template <class E>
-struct is_staged<E, decltype((void)E::kStaged)> {
-#ifdef TK_EPILOGUE_LOADS_INLINE
-  static constexpr bool value = false;
-#else
-  static constexpr bool value = E::kStaged;
-#endif
-};
-}  // namespace detail
-
-template <class E>
-constexpr bool is_staged_epilogue = detail::is_staged<E>::value;
-
-// An epilogue with load and store halves (generated code's), whatever
-// TK_EPILOGUE_LOADS_INLINE says about calling them.
+// An epilogue with load and store halves (generated code's) ...
 namespace detail {
 template <class E, class = void>
 struct has_halves {
@@ -90,6 +71,14 @@ struct has_halves<E, decltype((void)E::kStaged)> {
 }  // namespace detail
 template <class E>
 constexpr bool has_staged_halves = detail::has_halves<E>::value;
+
+// ... and whether the tiles stage them (TK_EPILOGUE_LOADS_INLINE: element by element).
+template <class E>
+#ifdef TK_EPILOGUE_LOADS_INLINE
+constexpr bool is_staged_epilogue = false;
+#else
+constexpr bool is_staged_epilogue = has_staged_halves<E>;
+#endif
 
 // The chunk's elements e = 0 .. n-1: where(e, i, j) says where element e is
 // (false: out of bounds), value(e) its accumulator. Every load, then every store.

@@ -718,19 +718,33 @@ __host__ __device__ __forceinline__ void frag_to_rows(const float (&acc)[BN / 2]
   }
 }
 
-// Thread t's elements of one pass; (row0, col0): the pass's global origin.
+constexpr int kRowsPerThread = 64 * kRowCols / 128;  // a thread's elements of one pass
+
+// Element e of thread t in the row walk of the slab at (row0, col0): pass
+// e / kRowsPerThread, row t / 32 + 4 (e % kRowsPerThread), column
+// 32 pass + t % 32. Its value sits in the pass's scratch at rows_scratch_index.
+__host__ __device__ __forceinline__ bool rows_element(int t, int e, int row0, int col0, int M, int N, int& i, int& j) {
+  i = row0 + t / kRowCols + 4 * (e % kRowsPerThread);
+  j = col0 + kRowCols * (e / kRowsPerThread) + t % kRowCols;
+  return i < M && j < N;
+}
+__host__ __device__ __forceinline__ int rows_scratch_index(int t, int k) {
+  return (t / kRowCols + 4 * k) * kRowPitch + t % kRowCols;
+}
+
+// Thread t's elements of one pass (rows_element's e < kRowsPerThread, with
+// (row0, col0) the pass's global origin; the column is hoisted out of the walk).
 template <int BN, class Epi>
 __host__ __device__ __forceinline__ void rows_epilogue(const Epi& epi, const float* scratch, int t, int row0,
                                                       int col0, int M, int N) {
-  constexpr int kPerThread = 64 * kRowCols / 128;
   const int col = t % kRowCols, row = t / kRowCols;
   const int j = col0 + col;
   if constexpr (is_staged_epilogue<Epi>) {
     // A 256-wide tile's accumulator (128 registers) leaves room for half the chunk.
     constexpr int kRoom = BN > 128 ? Epi::kChunk / 2 : Epi::kChunk;
-    constexpr int kChunk = kRoom < kPerThread ? kRoom : kPerThread;
+    constexpr int kChunk = kRoom < kRowsPerThread ? kRoom : kRowsPerThread;
 #pragma unroll
-    for (int k0 = 0; k0 < kPerThread; k0 += kChunk)
+    for (int k0 = 0; k0 < kRowsPerThread; k0 += kChunk)
       stage_epilogue_chunk<kChunk>(
           epi,
           [&](int e, int& i, int& jj) {
@@ -738,12 +752,12 @@ __host__ __device__ __forceinline__ void rows_epilogue(const Epi& epi, const flo
             jj = j;
             return i < M && j < N;
           },
-          [&](int e) { return scratch[(row + 4 * (k0 + e)) * kRowPitch + col]; });
+          [&](int e) { return scratch[rows_scratch_index(t, k0 + e)]; });
   } else {
 #pragma unroll
-    for (int k = 0; k < kPerThread; ++k) {
+    for (int k = 0; k < kRowsPerThread; ++k) {
       const int i = row0 + row + 4 * k;
-      if (i < M && j < N) epi(i, j, scratch[(row + 4 * k) * kRowPitch + col]);
+      if (i < M && j < N) epi(i, j, scratch[rows_scratch_index(t, k)]);
     }
   }
 }
@@ -781,15 +795,6 @@ struct loads_of<E, true> {
 };
 }  // namespace detail
 
-// Element e of thread t in the row walk of the slab at (row0, col0): pass
-// e / 16, row t / 32 + 4 (e % 16), column 32 pass + t % 32 (rows_epilogue's).
-__host__ __device__ __forceinline__ bool rows_element(int t, int e, int row0, int col0, int M, int N, int& i, int& j) {
-  constexpr int kPerThread = 64 * kRowCols / 128;
-  i = row0 + t / kRowCols + 4 * (e % kPerThread);
-  j = col0 + kRowCols * (e / kPerThread) + t % kRowCols;
-  return i < M && j < N;
-}
-
 // Every operand load of thread t's elements of the slab, in element order.
 template <int BN, class Epi>
 __host__ __device__ __forceinline__ void rows_preload(const Epi& epi, typename Epi::Loads (&pre)[BN / 2], int t,
@@ -806,12 +811,11 @@ template <int BN, class Epi>
 __host__ __device__ __forceinline__ void rows_store_preloaded(const Epi& epi, const typename Epi::Loads (&pre)[BN / 2],
                                                              const float* scratch, int t, int pass, int row0,
                                                              int col0, int M, int N) {
-  constexpr int kPerThread = 64 * kRowCols / 128;
 #pragma unroll
-  for (int k = 0; k < kPerThread; ++k) {
+  for (int k = 0; k < kRowsPerThread; ++k) {
     int i, j;
-    if (rows_element(t, pass * kPerThread + k, row0, col0, M, N, i, j))
-      epi.store(i, j, scratch[(t / kRowCols + 4 * k) * kRowPitch + t % kRowCols], pre[pass * kPerThread + k]);
+    if (rows_element(t, pass * kRowsPerThread + k, row0, col0, M, N, i, j))
+      epi.store(i, j, scratch[rows_scratch_index(t, k)], pre[pass * kRowsPerThread + k]);
   }
 }
 
