@@ -68,8 +68,12 @@ OPS = {
     "logical": lambda t: torch.where(torch.logical_and(t > -1, ~(t > 1)) | (t == 0), t * 3, t),
     "mask_arith": lambda t: t * (t > 0).to(t.dtype) + (t <= 0).float().to(t.dtype),
     "amax": lambda t: t.amax(dim=-1, keepdim=True) * t,
-    # Placement (cat, stack, and the backward of slice/select/split): shape-preserving
-    # compositions, so they also serve as a hidden layer's activation below.
+}
+
+# Placement (cat, stack, and the backward of slice/select/split): shape-preserving
+# compositions, so they also serve as a hidden layer's activation below (and on
+# the GPU: tests/test_train_cuda.py).
+PLACEMENT = {
     "cat": lambda t: torch.cat([t[:, :3], t[:, 3:].tanh()], dim=-1),
     "cat_rows": lambda t: torch.cat([t[1:], t[:1] * 2], dim=0),
     "stack": lambda t: torch.stack([t, -0.5 * t], dim=-1).amax(dim=-1),
@@ -77,6 +81,7 @@ OPS = {
     "select": lambda t: t * t.select(-1, 2).unsqueeze(-1),
     "split": lambda t: torch.cat([p * (k + 1) for k, p in enumerate(t.split(3, dim=-1))], dim=-1),
 }
+OPS.update(PLACEMENT)
 
 # Values covering every branch (and the special cases) of the formulas.
 SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 0.25, 3.0, -3.0, 10.0, -10.0, 25.0, -25.0,

@@ -29,6 +29,7 @@ from torch.utils import _pytree as pytree
 sys.path.insert(0, os.path.dirname(__file__))
 
 import trainkernel  # noqa: E402
+from test_activations import PLACEMENT  # noqa: E402
 
 pytestmark = pytest.mark.cuda
 
@@ -54,13 +55,7 @@ ACTS = {
     "layer_norm": lambda t: F.layer_norm(t, (t.shape[-1],)),
     "rms_norm": lambda t: F.rms_norm(t, (t.shape[-1],), eps=1e-6),
     "softmax": lambda t: F.softmax(t, dim=-1),
-    # placement: cat, stack and the backward of slice/select/split (tests/test_activations.py)
-    "cat": lambda t: torch.cat([t[:, :3], t[:, 3:].tanh()], dim=-1),
-    "cat_rows": lambda t: torch.cat([t[1:], t[:1] * 2], dim=0),
-    "stack": lambda t: torch.stack([t, -0.5 * t], dim=-1).amax(dim=-1),
-    "slice_step": lambda t: torch.cat([t[:, ::2], t[:, 1::2] * 3], dim=-1),
-    "select": lambda t: t * t.select(-1, 2).unsqueeze(-1),
-    "split": lambda t: torch.cat([p * (k + 1) for k, p in enumerate(t.split(3, dim=-1))], dim=-1),
+    **PLACEMENT,  # cat, stack and the backward of slice/select/split
 }
 
 
