@@ -53,9 +53,11 @@ def test_the_probe_knob_makes_it_per_element_again(tmp_path):
     assert len(rows) == 90 and all(r[4] == "ok" and r[-1] == "1" for r in rows), rows
 
 
-def test_a_grid_kernel_builds_with_the_preload_on(tmp_path):
-    """TK_ROWS_PRELOAD (off by default until the GPU suite has run on it): small's kernel,
-    whose 64-wide gemms preload one operand an element, compiles for sm_90a with it."""
+@pytest.mark.parametrize("flags", [[], ["-DTK_NO_ROWS_PRELOAD"]])
+def test_a_grid_kernel_builds_with_and_without_the_preload(tmp_path, flags):
+    """The row preload (on by default; -DTK_NO_ROWS_PRELOAD turns it off for the probe):
+    small's kernel, whose 64-wide gemms preload one operand an element, compiles for
+    sm_90a either way."""
     if NVCC is None:
         pytest.skip("nvcc not found")
     import torch
@@ -69,6 +71,6 @@ def test_a_grid_kernel_builds_with_the_preload_on(tmp_path):
     cu = tmp_path / "small.cu"
     cu.write_text(src)
     proc = subprocess.run([NVCC, "-std=c++17", "-O3", "-cubin", "-gencode=arch=compute_90a,code=sm_90a",
-                           "-DTK_ROWS_PRELOAD", "-I", str(INCLUDE), str(cu), "-o", str(tmp_path / "small.cubin")],
+                           *flags, "-I", str(INCLUDE), str(cu), "-o", str(tmp_path / "small.cubin")],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -1,7 +1,7 @@
 """Full reductions with several loads in flight (`cuda_target.FULL_REDUCE_LOADS`,
-off by default until measured): a thread's elements are loaded n at a time and
-folded in the same order as one at a time, so the kernel gives the same bits;
-the default prints the one-at-a-time loop unchanged."""
+16 by default): a thread's elements are loaded n at a time and folded in the
+same order as one at a time, so the kernel gives the same bits; 1 prints the
+one-at-a-time loop."""
 
 from __future__ import annotations
 
@@ -27,8 +27,14 @@ def _loss_reduce(src: str) -> str:
     return src[start:src.index("block_reduce_sum", start)]
 
 
-def test_one_load_at_a_time_by_default():
-    assert cuda_target.FULL_REDUCE_LOADS == 1
+def test_sixteen_loads_in_flight_by_default():
+    assert cuda_target.FULL_REDUCE_LOADS == 16
+    body = _loss_reduce(_source("small"))
+    assert "float tk_v[16];" in body
+
+
+def test_one_load_at_a_time_at_one(monkeypatch):
+    monkeypatch.setattr(cuda_target, "FULL_REDUCE_LOADS", 1)
     body = _loss_reduce(_source("small"))
     assert "for (int r = threadIdx.x; r < 16384; r += blockDim.x)" in body and "tk_v" not in body
 

@@ -48,9 +48,10 @@ def test_what_the_passes_read_is_in_the_key(tmp_path, monkeypatch):
     assert _compile("tiny", tmp_path).lowering_cached is False
     monkeypatch.setattr(pipeline, "FUSE_MERGE_GROUPS", False)
     from trainkernel.backend import cuda_target  # a printer switch (as the probes set them)
-    monkeypatch.setattr(cuda_target, "FULL_REDUCE_LOADS", 16)
+    default_loads = cuda_target.FULL_REDUCE_LOADS
+    monkeypatch.setattr(cuda_target, "FULL_REDUCE_LOADS", default_loads + 1)
     assert _compile("tiny", tmp_path).lowering_cached is False
-    monkeypatch.setattr(cuda_target, "FULL_REDUCE_LOADS", 1)
+    monkeypatch.setattr(cuda_target, "FULL_REDUCE_LOADS", default_loads)
     # A target replaced under its name (as the probes do) is a new key too.
     monkeypatch.setitem(target.TARGETS, target.H200.name, dataclasses.replace(target.H200, wgmma_tiles_n=(128,)))
     assert _compile("tiny", tmp_path).lowering_cached is False

@@ -87,12 +87,20 @@ tile.kernel @edge_wide(%x: memref<2147483520xbf16>, %y: memref<2147483520xbf16>)
 // CHECK-NEXT:        [&](int i, int j, float acc) {
 // CHECK-NEXT:          const float mmv = tk::to_float(tk::from_float<__nv_bfloat16>(acc));
 // CHECK-NEXT:          t3_h[(long long)(i)*50000 + (j)] = tk::from_float<__nv_bfloat16>(mmv);
-// The sum over the 2.5e9 products: long long r and q's.
+// The sum over the 2.5e9 products: long long r, rr and q's, in the batches of
+// 16 loads and in the tail.
 // CHECK:       { // tile.reduce tk.sum over 2500000000 elements into 1 outputs
 // CHECK-NEXT:    for (long long item = blockIdx.x; item < 1; item += G) {
-// CHECK:           for (long long r = threadIdx.x; r < 2500000000; r += blockDim.x) {
-// CHECK-NEXT:        const long long q0 = (r) / 50000;
-// CHECK-NEXT:        const long long q1 = ((r)) % 50000;
+// CHECK:           long long r = threadIdx.x;
+// CHECK-NEXT:      for (; r + 15 * (long long)blockDim.x < 2500000000; r += 16 * (long long)blockDim.x) {
+// CHECK:               const long long rr = r + u * (long long)blockDim.x;
+// CHECK-NEXT:          const long long q0 = (rr) / 50000;
+// CHECK-NEXT:          const long long q1 = ((rr)) % 50000;
+// CHECK-NEXT:          tk_v[u] = tk::to_float(t3_h[(long long)(q0)*50000 + (q1)]);
+// CHECK:           for (; r < 2500000000; r += blockDim.x) {
+// CHECK-NEXT:        const long long rr = r;
+// CHECK-NEXT:        const long long q0 = (rr) / 50000;
+// CHECK-NEXT:        const long long q1 = ((rr)) % 50000;
 // CHECK-NEXT:        accum = accum + tk::to_float(t3_h[(long long)(q0)*50000 + (q1)]);
 tile.kernel @wide_gemm(%x: memref<50000x64xbf16>, %w: memref<64x50000xbf16>, %s: memref<f32>) inputs 2 results [2] arena 10000000000 config {grid = 528 : i64, threads = 128 : i64, smem = 30720 : i64} {
   %h = sched.buffer offset 5000000000 : memref<50000x50000xbf16>

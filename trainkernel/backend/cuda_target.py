@@ -403,12 +403,13 @@ def _accum_decl(red: tk.ReductionOp) -> str:
 COLUMN_LOADS = 16
 """Rows a column reduction's thread loads before folding them (loads in flight)."""
 
-FULL_REDUCE_LOADS = 1
+FULL_REDUCE_LOADS = 16
 """Elements a thread of a full reduction (tile.reduce with rows = 1: a loss sum)
-loads before folding them. One at a time, mlp4's loss sum (32768 elements, one
-block) waits ~85 load latencies, about half of its 30k-cycle phase (perf-log
-step 18); 16 is to be measured (resident_probe --full-loads) and the GPU suite
-run before it becomes the default."""
+loads before folding them (at most as many as it has), folded in the order of one at a time (same bits).
+One at a time, mlp4's loss sum (32768 elements, one block) waited ~85 load
+latencies, about half of its 30k-cycle phase; 16 measured small 33.7 -> 30.7
+and mlp4 59.9 -> 51.0 us, medium unchanged (perf-log step 19,
+resident_probe --full-loads)."""
 
 
 def _fold(red: tk.ReductionOp, value: str, index: str) -> str:
@@ -818,7 +819,9 @@ class CudaPrinter:
             self.w("      " + d)
         self.w(f"      {_accum_decl(red)}")
         ix = self.index_type
-        n = FULL_REDUCE_LOADS
+        # Batches only where a thread has that many elements (an 8-element argmax
+        # stays one at a time).
+        n = max(1, min(FULL_REDUCE_LOADS, length // self.kernel.threads))
         # The element's index variable: rr (a batch's r + u * blockDim.x) when batched, else r.
         var = "rr" if n > 1 else "r"
         rdecls, ridx = _multi_index(var, tuple(red_dims), "q", ix)

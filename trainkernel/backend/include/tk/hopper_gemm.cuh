@@ -768,13 +768,13 @@ __host__ __device__ __forceinline__ void rows_epilogue(const Epi& epi, const flo
 // tile with one operand an element; two spilled on small at 96: wider tiles
 // and more operands load pass by pass).
 constexpr int kRowPreloadFloats = 64;
-// Off unless built with -DTK_ROWS_PRELOAD until the GPU suite has run on it
-// (the probe measured mlp4 -4%, perf-log step 18: resident_probe --target
-// ' +-DTK_ROWS_PRELOAD' against the default).
-#if defined(TK_ROWS_PRELOAD)
-constexpr bool kRowsPreload = true;
-#else
+// On by default (perf-log step 19: mlp4 59.9 -> 57.7 us, small unchanged);
+// -DTK_NO_ROWS_PRELOAD builds without it (resident_probe --target
+// ' +-DTK_NO_ROWS_PRELOAD' measures it against the default).
+#if defined(TK_NO_ROWS_PRELOAD)
 constexpr bool kRowsPreload = false;
+#else
+constexpr bool kRowsPreload = true;
 #endif
 template <int BN, class Epi>
 __host__ __device__ constexpr bool rows_preload_fits() {
