@@ -27,8 +27,9 @@
 #   bench-twins   the harness's twins ($BENCH_FLAGS: e.g. --fuse-merge, perf-log step 17)
 #   tests-train   tests/test_train_cuda.py (new ops, compile_module trajectories)
 #   probe         resident_probe --auto on the suite and unseen shapes
-#   racecheck-diag racecheck on $RACE_WORKLOAD (default small) $RACE_TRIES times, each hazard with
-#                 its threads (--racecheck-report all): the intermittent block_allreduce report
+#   racecheck-diag racecheck on $RACE_WORKLOAD (default small), one try per gemm engine of $RACE_ENGINES
+#                 (default "auto auto mma"), every hazard reported (--racecheck-report all): the
+#                 block_allreduce report
 #   usage: bash scripts/h200_call.sh <tag> part[:seconds] ...   (default limit 570 s a part)
 # e.g. a validation session's calls, each within the device tool's 10 minutes:
 #   bash scripts/h200_call.sh k tests:300 tests-train:270
@@ -102,12 +103,14 @@ for item in "$@"; do
              > "$W/probe.log" 2>&1 ;;
     racecheck-diag) mkdir -p "$W/race"; timeout "$t" bash -c '
              san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-             python3 tests/gpu_scripts/run_steps.py "$1" bfloat16 1 > "$0/build.log" 2>&1
-             for i in $(seq "$2"); do
+             i=0
+             for engine in $2; do
+               i=$((i + 1))
+               python3 tests/gpu_scripts/run_steps.py "$1" bfloat16 1 inplace "$engine" > "$0/build_$i.log" 2>&1
                "$san" --tool racecheck --racecheck-report all --print-limit 60 --error-exitcode 7 \
-                 python3 tests/gpu_scripts/run_steps.py "$1" bfloat16 2 > "$0/race_$i.log" 2>&1
-               echo "try $i rc=$? $(grep -h SUMMARY "$0/race_$i.log" | tail -1)"
-             done' "$W/race" "${RACE_WORKLOAD:-small}" "${RACE_TRIES:-3}" > "$W/racecheck_diag.log" 2>&1 ;;
+                 python3 tests/gpu_scripts/run_steps.py "$1" bfloat16 2 inplace "$engine" > "$0/race_${i}_$engine.log" 2>&1
+               echo "try $i $engine rc=$? $(grep -h SUMMARY "$0/race_${i}_$engine.log" | tail -1)"
+             done' "$W/race" "${RACE_WORKLOAD:-small}" "${RACE_ENGINES:-auto auto mma}" > "$W/racecheck_diag.log" 2>&1 ;;
     *) log "unknown part $part" ;;
   esac
   log "end $part rc=$?"
