@@ -52,3 +52,33 @@ def test_compute_sanitizer_reports_nothing(tool: str, workload: str, tmp_path):
     # memcheck/synccheck close with "ERROR SUMMARY: 0 errors", racecheck with
     # "RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)".
     assert "ERROR SUMMARY: 0 errors" in out or "(0 errors, 0 warnings)" in out, out[-4000:]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("named", [0, 1])
+def test_racecheck_on_named_barriers_of_part_of_the_block(named: int, tmp_path):
+    """racecheck on a correct program in the shape of small's reported hazard.
+
+    On the wgmma engine small's racecheck reports RAW hazards across a __syncthreads()
+    (run-b64e3aa-b/race: every one a consumer thread's write before the barrier and a
+    producer-warp read after it, in the reduction after a gemm; the mma engine, which has
+    no named barriers, is clean). The consumer warpgroups had just synced among
+    themselves on named barriers (the row epilogue's) while the producer had not.
+    gpu_scripts/racecheck_named_barriers.cu does exactly that and nothing else; the
+    results are checked by the program. named=0 (no named barriers) is the control: if
+    named=1 alone is reported, racecheck's barrier model does not account for named
+    barriers of part of the block, and small's report is that, not a race."""
+    sanitizer = _sanitizer()
+    nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+    if sanitizer is None:
+        pytest.skip("compute-sanitizer is not installed")
+    exe = tmp_path / "racecheck_named_barriers"
+    subprocess.run([nvcc, "-O3", "-lineinfo", "-arch=sm_90", str(ROOT / "tests" / "gpu_scripts" /
+                    "racecheck_named_barriers.cu"), "-o", str(exe)], check=True, capture_output=True, timeout=300)
+    plain = subprocess.run([str(exe), str(named)], capture_output=True, text=True, timeout=60)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    proc = subprocess.run([sanitizer, "--tool", "racecheck", "--racecheck-report", "all", "--print-limit", "4",
+                           "--error-exitcode", "7", str(exe), str(named)], capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    print(out[-4000:])
+    assert proc.returncode == 0 and "(0 errors, 0 warnings)" in out, out[-4000:]
