@@ -27,9 +27,9 @@
 #   bench-twins   the harness's twins ($BENCH_FLAGS: e.g. --fuse-merge, perf-log step 17)
 #   tests-train   tests/test_train_cuda.py (new ops, compile_module trajectories)
 #   probe         resident_probe --auto on the suite and unseen shapes
-#   racecheck-diag racecheck on $RACE_WORKLOAD (default small), one try per gemm engine of $RACE_ENGINES
-#                 (default "auto auto mma"), every hazard reported (--racecheck-report all): the
-#                 block_allreduce report
+#   racecheck-diag racecheck on $RACE_WORKLOAD (default small), one try per entry of $RACE_SPECS,
+#                 each a gemm engine with optional nvcc defines ("auto:-DTK_WARP_EPILOGUE"; default
+#                 "auto auto mma"), every hazard reported (--racecheck-report all)
 #   usage: bash scripts/h200_call.sh <tag> part[:seconds] ...   (default limit 570 s a part)
 # e.g. a validation session's calls, each within the device tool's 10 minutes:
 #   bash scripts/h200_call.sh k tests:300 tests-train:270
@@ -104,13 +104,14 @@ for item in "$@"; do
     racecheck-diag) mkdir -p "$W/race"; timeout "$t" bash -c '
              san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
              i=0
-             for engine in $2; do
-               i=$((i + 1))
+             for spec in $2; do
+               i=$((i + 1)); engine=${spec%%:*}; flags=; [[ $spec == *:* ]] && flags=${spec#*:}
+               export NVCC_APPEND_FLAGS="$flags"
                python3 tests/gpu_scripts/run_steps.py "$1" bfloat16 1 inplace "$engine" > "$0/build_$i.log" 2>&1
                "$san" --tool racecheck --racecheck-report all --print-limit 60 --error-exitcode 7 \
-                 python3 tests/gpu_scripts/run_steps.py "$1" bfloat16 2 inplace "$engine" > "$0/race_${i}_$engine.log" 2>&1
-               echo "try $i $engine rc=$? $(grep -h SUMMARY "$0/race_${i}_$engine.log" | tail -1)"
-             done' "$W/race" "${RACE_WORKLOAD:-small}" "${RACE_ENGINES:-auto auto mma}" > "$W/racecheck_diag.log" 2>&1 ;;
+                 python3 tests/gpu_scripts/run_steps.py "$1" bfloat16 2 inplace "$engine" > "$0/race_$i.log" 2>&1
+               echo "try $i $spec rc=$? $(grep -h SUMMARY "$0/race_$i.log" | tail -1)"
+             done' "$W/race" "${RACE_WORKLOAD:-small}" "${RACE_SPECS:-auto auto mma}" > "$W/racecheck_diag.log" 2>&1 ;;
     *) log "unknown part $part" ;;
   esac
   log "end $part rc=$?"

@@ -33,8 +33,14 @@ def _run(tmp_path: Path, *defines: str) -> list[list[str]]:
     return [line.split() for line in out.splitlines()]
 
 
-def test_staged_epilogue_loads_a_chunk_before_its_stores(tmp_path):
-    rows = _run(tmp_path)
+@pytest.mark.parametrize("defines", [(), ("-DTK_WARP_EPILOGUE",)], ids=["by-warpgroup", "by-warp"])
+def test_staged_epilogue_loads_a_chunk_before_its_stores(tmp_path, defines):
+    """Both row walks (by warpgroup, the default; by warp, -DTK_WARP_EPILOGUE): the same
+    loads, stores, chunks and bits, and each thread reads only scratch its own group wrote."""
+    out = _run(tmp_path, *defines)
+    owners = [r for r in out if r[0] == "owner"]
+    rows = [r for r in out if r[0] != "owner"]
+    assert [r[1:] for r in owners] == [["64", "ok"], ["128", "ok"], ["256", "ok"]], owners
     assert len(rows) == 90 and {r[0] for r in rows} == {"frag", "rows", "pre"}
     for walk, bn, m, n, verdict, *rest in rows:
         assert verdict == "ok", (walk, bn, m, n, rest)
@@ -49,15 +55,16 @@ def test_staged_epilogue_loads_a_chunk_before_its_stores(tmp_path):
 
 
 def test_the_probe_knob_makes_it_per_element_again(tmp_path):
-    rows = _run(tmp_path, "-DTK_EPILOGUE_LOADS_INLINE")
+    rows = [r for r in _run(tmp_path, "-DTK_EPILOGUE_LOADS_INLINE") if r[0] != "owner"]
     assert len(rows) == 90 and all(r[4] == "ok" and r[-1] == "1" for r in rows), rows
 
 
-@pytest.mark.parametrize("flags", [[], ["-DTK_NO_ROWS_PRELOAD"]])
+@pytest.mark.parametrize("flags", [[], ["-DTK_NO_ROWS_PRELOAD"], ["-DTK_WARP_EPILOGUE"]])
 def test_a_grid_kernel_builds_with_and_without_the_preload(tmp_path, flags):
-    """The row preload (on by default; -DTK_NO_ROWS_PRELOAD turns it off for the probe):
-    small's kernel, whose 64-wide gemms preload one operand an element, compiles for
-    sm_90a either way."""
+    """The row preload (on by default; -DTK_NO_ROWS_PRELOAD turns it off for the probe)
+    and the epilogue by warp (-DTK_WARP_EPILOGUE, off by default): small's kernel, whose
+    64-wide gemms preload one operand an element and one of which is split, compiles for
+    sm_90a each way."""
     if NVCC is None:
         pytest.skip("nvcc not found")
     import torch

@@ -150,14 +150,14 @@ def test_lower_names_the_target_in_its_pipeline(variant):
         pass_pipeline("tile", target="nope")
 
 
-def _device_library_prints(tmp_path, header: str, printfs: list[str]) -> dict[str, str]:
-    """Build and run a host program that includes `header` of the device library and
-    runs `printfs` (each printing "name value"); returns {name: value}."""
+def _device_library_prints(tmp_path, header: str, printfs: list[str], defines: tuple[str, ...] = ()) -> dict[str, str]:
+    """Build and run a host program that includes `header` of the device library (nvcc
+    `defines`) and runs `printfs` (each printing "name value"); returns {name: value}."""
     src = tmp_path / "probe.cu"
     src.write_text("\n".join(["#include <cstdio>", f'#include "{header}"', "int main() {", *printfs, "  return 0;", "}"]) + "\n")
     exe = tmp_path / "probe"
     include = ROOT / "trainkernel" / "backend" / "include"
-    proc = subprocess.run([NVCC, "-std=c++17", "-arch=sm_90", "-I", str(include), str(src), "-o", str(exe)],
+    proc = subprocess.run([NVCC, "-std=c++17", "-arch=sm_90", *defines, "-I", str(include), str(src), "-o", str(exe)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
@@ -203,3 +203,15 @@ def test_wgmma_smem_bytes_mirrors_the_device_library(tmp_path):
     assert got.keys() == {str(bn) for bn in WGMMA_TILES}
     for bn in WGMMA_TILES:
         assert int(got[str(bn)]) == T.TargetOptions.wgmma_smem_bytes(bn) <= 227 * 1024, bn
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found")
+@pytest.mark.parametrize("defines", [(), ("-DTK_WARP_EPILOGUE",)], ids=["by-warpgroup", "by-warp"])
+def test_split_wgmma_counters_fit_the_workspace(tmp_path, defines):
+    """A split wgmma tile's arrival counters (tk::hopper::kSplitCounters: one, or one per
+    consumer warp by warp) fit in what tile.gemm_workspace_bytes gives each tile."""
+    from trainkernel.dialects.tile import WGMMA_TILE_WARPS
+    printfs = ['  printf("warps %d\\n", tk::hopper::kTileWarps);', '  printf("counters %d\\n", tk::hopper::kSplitCounters);']
+    got = _device_library_prints(tmp_path, "tk/hopper_gemm.cuh", printfs, defines)
+    assert int(got["warps"]) == WGMMA_TILE_WARPS
+    assert int(got["counters"]) == (WGMMA_TILE_WARPS if defines else 1)

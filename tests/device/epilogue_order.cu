@@ -12,7 +12,11 @@
 //     the bits of the per-element form.
 // stdout: one line per case, "WALK BN M N ok run R" or "WALK BN M N FAIL <what> run R"
 // (WALK: frag, rows, or pre: rows with the operands preloaded where they fit),
-// R: the longest run of loads before a store (the chunk the tile staged).
+// R: the longest run of loads before a store (the chunk the tile staged); then
+// "owner BN ok|FAIL": by warp (-DTK_WARP_EPILOGUE) every scratch element a
+// thread reads in the row walk was written by a thread of its own warp (what
+// lets __syncwarp stand for the warpgroup barrier), by warpgroup by one of
+// its warpgroup.
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -140,9 +144,34 @@ static void report_all() {
   }
 }
 
+// Each pass's scratch filled by frag_to_rows with the writer's thread index,
+// then read back at every thread's rows_scratch_index.
+template <int BN>
+static void report_owner() {
+  const int group = tk::hopper::kWarpEpilogue ? 32 : 128;
+  bool ok = true;
+  for (int c0 = 0; c0 < BN; c0 += tk::hopper::kRowCols) {
+    std::vector<float> scratch(64 * tk::hopper::kRowPitch, -1.0f);
+    for (int t = 0; t < 128; ++t) {
+      float acc[BN / 2];
+      for (int r = 0; r < BN / 2; ++r) acc[r] = (float)t;
+      tk::hopper::frag_to_rows<BN>(acc, scratch.data(), t, c0);
+    }
+    for (int t = 0; t < 128; ++t)
+      for (int k = 0; k < tk::hopper::kRowsPerThread; ++k) {
+        const float writer = scratch[tk::hopper::rows_scratch_index(t, k)];
+        ok = ok && writer >= 0.0f && (int)writer / group == t / group;
+      }
+  }
+  std::printf("owner %d %s\n", BN, ok ? "ok" : "FAIL");
+}
+
 int main() {
   report_all<0>();
   report_all<1>();
   report_all<2>();
+  report_owner<64>();
+  report_owner<128>();
+  report_owner<256>();
   return 0;
 }

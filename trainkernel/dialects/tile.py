@@ -178,7 +178,7 @@ class GemmOp(TileWorkOp):
     @property
     def workspace(self) -> int | None:
         """Arena offset of a split gemm's fp32 partials ([ksplit][M][N]) and then its
-        tiles' arrival counters (one u32 each, zero between launches)."""
+        tiles' arrival counters (u32, zero between launches: gemm_workspace_bytes)."""
         attr = self.properties.get("workspace")
         return attr.value.data if isinstance(attr, IntegerAttr) else None
 
@@ -869,12 +869,20 @@ def gemm_partials_bytes(op: "GemmOp") -> int:
     return align_up(op.ksplit * m * n * 4, 16)
 
 
+WGMMA_TILE_WARPS = 8
+"""Consumer warps of a wgmma tile (tk::hopper::kTileWarps: two warpgroups of four).
+A split wgmma tile gets one arrival counter per consumer warp, what the row
+epilogue by warp (-DTK_WARP_EPILOGUE) votes on; the warpgroup vote uses the first."""
+
+
 def gemm_workspace_bytes(op: "GemmOp") -> int:
     """A split gemm's arena workspace: its partials (`gemm_partials_bytes`), then
-    one u32 arrival counter per output tile; 0 when not split."""
+    its output tiles' u32 arrival counters (one a tile; wgmma: WGMMA_TILE_WARPS a
+    tile); 0 when not split."""
     if op.ksplit <= 1:
         return 0
-    return gemm_partials_bytes(op) + 4 * _gemm_tiles(op)
+    counters = _gemm_tiles(op) * (WGMMA_TILE_WARPS if op.engine == "wgmma" else 1)
+    return gemm_partials_bytes(op) + 4 * counters
 
 
 def _scratch_bytes(op: TileWorkOp) -> int:

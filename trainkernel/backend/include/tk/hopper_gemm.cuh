@@ -229,6 +229,21 @@ constexpr int kConsumerRegs = 232;
 constexpr int kBaseRegs = 168;      // 65536 / 384 rounded down to 8: every thread of a 384-thread block
 constexpr int kRegsBarrier = 2;     // named barrier of grid_gemm_units' register hand-back (1: split-K's)
 constexpr int kRowsBarrier = 3;     // named barriers 3, 4: each consumer warpgroup's row epilogue
+// The consumers' row epilogue and split-K vote by warp (-DTK_WARP_EPILOGUE):
+// each warp walks the 16 rows of the slab its fragment holds (frag_row: warp w
+// of a warpgroup, rows 16w .. 16w + 15) and votes on its own split-K counter,
+// so __syncwarp() replaces the named barriers above and no warp waits for
+// another. Off by default until the GPU suite has run on it (perf-log step 20).
+#if defined(TK_WARP_EPILOGUE)
+constexpr bool kWarpEpilogue = true;
+#else
+constexpr bool kWarpEpilogue = false;
+#endif
+constexpr int kTileWarps = 4 * kConsumers;  // consumer warps of a tile
+// A split tile's arrival counters in GemmParams::counters: one per consumer warp
+// by warp, else one (the compiler's workspace always has room for kTileWarps:
+// tile.gemm_workspace_bytes).
+constexpr int kSplitCounters = kWarpEpilogue ? kTileWarps : 1;
 // The row epilogue's scratch (layer 3): a consumer warpgroup's 64 x BN slab goes
 // through shared memory kRowCols columns at a time; kRowPitch floats between
 // rows keep the fragment's float2 writes free of bank conflicts.
@@ -703,9 +718,9 @@ __host__ __device__ __forceinline__ void apply_epilogue(const Epi& epi, const fl
 // 2-5x their K loop on small and mlp4: perf-log step 18). So a consumer
 // warpgroup hands its 64 x BN slab over through a shared scratch, kRowCols
 // columns (a pass) at a time: frag_to_rows writes a thread's registers of the
-// pass, then rows_epilogue gives thread t the column t % 32 of rows t / 32 + 4k
-// (k < 16), so a warp's access is 32 consecutive columns of one row, every
-// sector used whole. The elements, their values and each element's loads
+// pass, then rows_epilogue gives thread t the column t % 32 of 16 rows
+// (rows_element: every 4th row from t / 32, or by warp the warp's own 16), so a
+// warp's access is 32 consecutive columns of one row, every sector used whole. The elements, their values and each element's loads
 // before its own store are those of apply_epilogue (tests/device/epilogue_order.cu).
 template <int BN>
 __host__ __device__ __forceinline__ void frag_to_rows(const float (&acc)[BN / 2], float* scratch, int t, int c0) {
@@ -721,15 +736,17 @@ __host__ __device__ __forceinline__ void frag_to_rows(const float (&acc)[BN / 2]
 constexpr int kRowsPerThread = 64 * kRowCols / 128;  // a thread's elements of one pass
 
 // Element e of thread t in the row walk of the slab at (row0, col0): pass
-// e / kRowsPerThread, row t / 32 + 4 (e % kRowsPerThread), column
-// 32 pass + t % 32. Its value sits in the pass's scratch at rows_scratch_index.
+// e / kRowsPerThread, column 32 pass + t % 32, and with w = t / 32 (the warp)
+// and k = e % kRowsPerThread the row w + 4k, or by warp 16w + k. Its value sits
+// in the pass's scratch at rows_scratch_index. (Each use spells the row out: the
+// default's expressions are kept as they were measured, byte for byte.)
 __host__ __device__ __forceinline__ bool rows_element(int t, int e, int row0, int col0, int M, int N, int& i, int& j) {
-  i = row0 + t / kRowCols + 4 * (e % kRowsPerThread);
+  i = kWarpEpilogue ? row0 + 16 * (t / kRowCols) + e % kRowsPerThread : row0 + t / kRowCols + 4 * (e % kRowsPerThread);
   j = col0 + kRowCols * (e / kRowsPerThread) + t % kRowCols;
   return i < M && j < N;
 }
 __host__ __device__ __forceinline__ int rows_scratch_index(int t, int k) {
-  return (t / kRowCols + 4 * k) * kRowPitch + t % kRowCols;
+  return (kWarpEpilogue ? 16 * (t / kRowCols) + k : t / kRowCols + 4 * k) * kRowPitch + t % kRowCols;
 }
 
 // Thread t's elements of one pass (rows_element's e < kRowsPerThread, with
@@ -748,7 +765,7 @@ __host__ __device__ __forceinline__ void rows_epilogue(const Epi& epi, const flo
       stage_epilogue_chunk<kChunk>(
           epi,
           [&](int e, int& i, int& jj) {
-            i = row0 + row + 4 * (k0 + e);
+            i = kWarpEpilogue ? row0 + 16 * row + (k0 + e) : row0 + row + 4 * (k0 + e);
             jj = j;
             return i < M && j < N;
           },
@@ -756,7 +773,7 @@ __host__ __device__ __forceinline__ void rows_epilogue(const Epi& epi, const flo
   } else {
 #pragma unroll
     for (int k = 0; k < kRowsPerThread; ++k) {
-      const int i = row0 + row + 4 * k;
+      const int i = kWarpEpilogue ? row0 + 16 * row + k : row0 + row + 4 * k;
       if (i < M && j < N) epi(i, j, scratch[rows_scratch_index(t, k)]);
     }
   }
@@ -905,8 +922,9 @@ struct AnyStoreEpilogue {
 // =============================================================================
 
 // Sums the split-K partials of this thread's fragment in slice order, after
-// publishing its own. Returns false (for the whole consumer group) when
-// another unit of the tile is still missing: only the last one continues.
+// publishing its own. Returns false (for the whole consumer group; by warp,
+// for the warp) when another unit of the tile is still missing: only the last
+// one continues. The sum is in slice order whoever arrives last (same bits).
 template <int BM, int BN>
 __device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit& w,
                                              float (&acc)[BN / 2], int ctid, int* flag) {
@@ -919,15 +937,28 @@ __device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit
     mine[q * kConsumerThreads + ctid] =
         make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
   __threadfence();
-  ptx::named_barrier(1, kConsumerThreads);
-  if (ctid == 0) {
-    const int old = atomicAdd(p.counters + w.tile, 1);
-    const bool last = old == p.splits - 1;
-    if (last) p.counters[w.tile] = 0;  // every slice has arrived: ready for the next launch
-    *flag = last ? 1 : 0;
+  if constexpr (kWarpEpilogue) {
+    // A warp reads back only its own lanes' partials: it votes alone.
+    (void)flag;
+    __syncwarp();
+    int last = 0;
+    if ((ctid & 31) == 0) {
+      int* counter = p.counters + w.tile * kTileWarps + (ctid >> 5);
+      last = atomicAdd(counter, 1) == p.splits - 1;
+      if (last) *counter = 0;  // every slice has arrived: ready for the next launch
+    }
+    if (__shfl_sync(0xffffffffu, last, 0) == 0) return false;
+  } else {
+    ptx::named_barrier(1, kConsumerThreads);
+    if (ctid == 0) {
+      const int old = atomicAdd(p.counters + w.tile, 1);
+      const bool last = old == p.splits - 1;
+      if (last) p.counters[w.tile] = 0;  // every slice has arrived: ready for the next launch
+      *flag = last ? 1 : 0;
+    }
+    ptx::named_barrier(1, kConsumerThreads);
+    if (*flag == 0) return false;
   }
-  ptx::named_barrier(1, kConsumerThreads);
-  if (*flag == 0) return false;
   __threadfence();
 #pragma unroll
   for (int r = 0; r < BN / 2; ++r) acc[r] = 0.0f;
@@ -1093,12 +1124,14 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
       for (int c0 = 0; c0 < BN; c0 += kRowCols) {
         if (w.n0 + c0 >= p.N) break;
         frag_to_rows<BN>(acc, scratch, t, c0);
-        ptx::named_barrier(kRowsBarrier + c, 128);
+        if constexpr (kWarpEpilogue) __syncwarp();  // by warp: only the warp's lanes share its rows
+        else ptx::named_barrier(kRowsBarrier + c, 128);
         if constexpr (kPreload)
           rows_store_preloaded<BN>(epi, pre, scratch, t, c0 / kRowCols, w.m0 + 64 * c, w.n0, p.M, p.N);
         else
           rows_epilogue<BN>(epi, scratch, t, w.m0 + 64 * c, w.n0 + c0, p.M, p.N);
-        ptx::named_barrier(kRowsBarrier + c, 128);  // read before the next pass (or unit) writes
+        if constexpr (kWarpEpilogue) __syncwarp();  // read before the next pass (or unit) writes
+        else ptx::named_barrier(kRowsBarrier + c, 128);
       }
     } else {
       apply_epilogue<BN>(epi, acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
@@ -1373,7 +1406,7 @@ inline Plan choose_plan(int M, int N, int K, int sms, int tile_req = -1, int spl
   best.grid = best.units < sms ? best.units : sms;
   best.partial_bytes =
       best.splits > 1 ? (size_t)tiles * best.splits * best.bm * best.bn * sizeof(float) : 0;
-  best.counters = best.splits > 1 ? tiles : 0;
+  best.counters = best.splits > 1 ? tiles * kSplitCounters : 0;
   return best;
 }
 
