@@ -202,6 +202,9 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
+#if defined(TK_UNIT_TIMER)
+#include <cstdio>  // the unit timer's printf (a development probe)
+#endif
 
 #include "epilogue.cuh"
 #include "gemm.cuh"
@@ -264,10 +267,6 @@ template <>
 struct dtype_of<__half> {
   static constexpr int value = kF16;
 };
-
-#if defined(TK_UNIT_TIMER)
-#include <cstdio>  // the unit timer's printf (a development probe)
-#endif
 
 #if defined(__CUDACC__)
 // =============================================================================
@@ -1050,6 +1049,25 @@ __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CU
 #endif
 }
 
+// The unit timer's split of a row epilogue (resident_probe --unit-timer, a
+// development probe): cycles of the scratch writes, the first sync, the pass's
+// loads and stores, the second sync, summed over the passes. Empty without
+// TK_UNIT_TIMER.
+struct RowsTimer {
+#if defined(TK_UNIT_TIMER)
+  long long part[4] = {0, 0, 0, 0}, last = 0;
+  __device__ __forceinline__ void start() { last = clock64(); }
+  __device__ __forceinline__ void lap(int k) {
+    const long long now = clock64();
+    part[k] += now - last;
+    last = now;
+  }
+#else
+  __device__ __forceinline__ void start() {}
+  __device__ __forceinline__ void lap(int) {}
+#endif
+};
+
 // The consumer warpgroups' part of gemm_units.
 template <typename T, class Shape, bool TA, bool TB, class Epi>
 __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& epi, uint32_t base,
@@ -1116,6 +1134,7 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
 #if defined(TK_UNIT_TIMER)
     const long long tk_u3 = clock64();
 #endif
+    RowsTimer tk_rows;
     if constexpr (detail::has_fragment_hook<Epi>::value) {
       epi.template fragment<BN>(acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
     } else if constexpr (has_staged_halves<Epi>) {  // generated code's epilogues: by rows
@@ -1123,25 +1142,33 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
 #pragma unroll
       for (int c0 = 0; c0 < BN; c0 += kRowCols) {
         if (w.n0 + c0 >= p.N) break;
+        tk_rows.start();
         frag_to_rows<BN>(acc, scratch, t, c0);
+        tk_rows.lap(0);
         if constexpr (kWarpEpilogue) __syncwarp();  // by warp: only the warp's lanes share its rows
         else ptx::named_barrier(kRowsBarrier + c, 128);
+        tk_rows.lap(1);
         if constexpr (kPreload)
           rows_store_preloaded<BN>(epi, pre, scratch, t, c0 / kRowCols, w.m0 + 64 * c, w.n0, p.M, p.N);
         else
           rows_epilogue<BN>(epi, scratch, t, w.m0 + 64 * c, w.n0 + c0, p.M, p.N);
+        tk_rows.lap(2);
         if constexpr (kWarpEpilogue) __syncwarp();  // read before the next pass (or unit) writes
         else ptx::named_barrier(kRowsBarrier + c, 128);
+        tk_rows.lap(3);
       }
     } else {
       apply_epilogue<BN>(epi, acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
     }
 #if defined(TK_UNIT_TIMER)
     // Cycles of block 0's first consumer thread: to the first K step's operands,
-    // the K loop, the split-K fix-up, the epilogue.
+    // the K loop, the split-K fix-up, the epilogue; of a row epilogue, its
+    // scratch writes, first sync, loads and stores, second sync (RowsTimer).
     if (blockIdx.x == 0 && threadIdx.x == 128)
-      printf("tk-unit %dx%dx%d unit %d ksteps %d first %lld kloop %lld fixup %lld epilogue %lld\n", p.M, p.N,
-             p.K, u, w.kb1 - w.kb0, tk_u1 - tk_u0, tk_u2 - tk_u1, tk_u3 - tk_u2, clock64() - tk_u3);
+      printf("tk-unit %dx%dx%d unit %d ksteps %d first %lld kloop %lld fixup %lld epilogue %lld"
+             " rows write %lld sync %lld body %lld sync %lld\n", p.M, p.N, p.K, u, w.kb1 - w.kb0, tk_u1 - tk_u0,
+             tk_u2 - tk_u1, tk_u3 - tk_u2, clock64() - tk_u3, tk_rows.part[0], tk_rows.part[1], tk_rows.part[2],
+             tk_rows.part[3]);
 #endif
   }
 #endif
