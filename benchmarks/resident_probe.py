@@ -293,8 +293,10 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
                 target.TARGETS[target.H200.name] = dataclasses.replace(target.H200, final_grid_sync="never")
             if label.startswith("target:"):  # --target: the h200 target with fields replaced (target_variant)
                 from trainkernel import target
+                from trainkernel.backend import cuda_target
 
                 target.TARGETS[target.H200.name] = target_variant(label[7:].partition(" +")[0])
+                cuda_target.TARGET = target.TARGETS[target.H200.name]  # the resident printer's fields too
             if label.startswith("threads="):  # the h200 target with another resident_threads
                 from trainkernel import target
 

@@ -268,3 +268,23 @@ def test_programmatic_launch_off_prints_neither_trigger_nor_wait(monkeypatch):
     src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
     assert "tk::wait_prior_grid();" not in src and "tk::launch_dependents();" not in src
     assert "static constexpr bool kProgrammatic = false;" in src
+
+
+@pytest.mark.parametrize("unroll", [8, 16])
+def test_resident_maps_unroll_to_the_targets_limit(monkeypatch, unroll):
+    """A resident map takes up to target.resident_map_unroll elements a thread an iteration
+    (online-adam's parameter updates have 32 a thread: 4 iterations of 8, or 2 of 16), the
+    power of two that covers what it has below that (a map of one element a thread: 1)."""
+    import dataclasses
+    import re
+
+    from trainkernel import target
+    from trainkernel.backend import cuda_target
+    from trainkernel.workloads import TWINS
+
+    monkeypatch.setattr(cuda_target, "TARGET", dataclasses.replace(target.DEFAULT, resident_map_unroll=unroll))
+    w = TWINS["online-adam"]
+    src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
+    assert "tile.map split" in src, "online-adam's kernel is resident"
+    steps = {int(u) for u in re.findall(r"base < \d+; base \+= (\d+) \* kThreads\)", src)}
+    assert max(steps) == unroll and 1 in steps, steps

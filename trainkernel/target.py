@@ -161,6 +161,14 @@ class TargetOptions:
     resident_threads: int = 256
     # One resident block per SM at ~120 registers a thread: 65536 / 128.
     resident_max_threads: int = 512
+    # At most this many elements a thread per iteration of a resident map: their
+    # reads are all issued before the first store (stores may alias reads as far
+    # as the compiler knows, so each iteration waits one load latency). Each
+    # element's ops are printed once per unrolled element: more is more code in
+    # kernels that are fetch-bound on their own instructions (perf-log step 4).
+    # The Adam/AdamW twins' parameter updates run 4 iterations of 8 (op timer,
+    # run-fcbaea4-g3: ~9k cycles a map); 16 is to be measured (perf-log step 21).
+    resident_map_unroll: int = 8
     # Resident kernels are launched with programmatic stream serialization and
     # wait (griddepcontrol.wait) before their first global access: a step's
     # launch and set-up overlap the previous step's kernel (GPU.md: an empty

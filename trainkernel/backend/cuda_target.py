@@ -1324,18 +1324,14 @@ class ResidentPrinter(CudaPrinter):
         c = tile.shard_extent(size, self.cluster)
         return f"{c} * rank", f"max(0, min({c}, {size} - {c} * rank))"
 
-    MAP_UNROLL = 8
-    """At most this many elements per thread per iteration of a resident map:
-    their reads are all issued before the first store (stores may alias reads
-    as far as the compiler knows, so each iteration waits for one load latency).
-    A map takes the power of two that covers its elements per thread, up to
-    this: fewer iterations where there is work, no clamped duplicates where
-    there is not."""
-
     def map_unroll(self, n: int) -> int:
+        """Elements per thread per iteration of a resident map of n elements: the
+        power of two that covers its elements per thread, up to the target's
+        resident_map_unroll (fewer iterations where there is work, no clamped
+        duplicates where there is not)."""
         per_thread = ceil_div(n, self.kernel.threads)
         u = 1
-        while u < per_thread and u < self.MAP_UNROLL:
+        while u < per_thread and u < TARGET.resident_map_unroll:
             u *= 2
         return u
 
