@@ -718,9 +718,10 @@ __host__ __device__ __forceinline__ void apply_epilogue(const Epi& epi, const fl
 // warpgroup hands its 64 x BN slab over through a shared scratch, kRowCols
 // columns (a pass) at a time: frag_to_rows writes a thread's registers of the
 // pass, then rows_epilogue gives thread t the column t % 32 of 16 rows
-// (rows_element: every 4th row from t / 32, or by warp the warp's own 16), so a
-// warp's access is 32 consecutive columns of one row, every sector used whole. The elements, their values and each element's loads
-// before its own store are those of apply_epilogue (tests/device/epilogue_order.cu).
+// (rows_element: every 4th row from t / 32, or by warp the warp's own 16), so
+// a warp's access is 32 consecutive columns of one row, every sector used
+// whole. The elements, their values and each element's loads before its own
+// store are those of apply_epilogue (tests/device/epilogue_order.cu).
 template <int BN>
 __host__ __device__ __forceinline__ void frag_to_rows(const float (&acc)[BN / 2], float* scratch, int t, int c0) {
 #pragma unroll
