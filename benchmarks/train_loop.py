@@ -554,7 +554,11 @@ def environment(device: torch.device) -> dict:
         "git_dirty": None,
         "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
     }
-    status = _cmd(["git", "status", "--porcelain", "--untracked-files=no"])
+    # Only this tree's own repository says whether it is dirty: the GPU machine's
+    # copy has no .git, and a repository around it would describe other files.
+    top = _cmd(["git", "rev-parse", "--show-toplevel"])
+    own = top is not None and Path(top).resolve() == REPO_ROOT
+    status = _cmd(["git", "status", "--porcelain", "--untracked-files=no"]) if own else None
     env["git_dirty"] = None if status is None else bool(status)
     with contextlib.suppress(Exception):
         import triton

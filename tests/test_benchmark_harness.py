@@ -660,3 +660,24 @@ def test_write_reports_from_json(tmp_path):
     else:
         assert (tmp_path / "train_loop.png").stat().st_size > 1000
     assert report.main(["--json", str(path), "--print-block"]) == 0
+
+
+def test_a_tree_without_its_own_repository_is_not_called_dirty(tmp_path, monkeypatch):
+    """The GPU machine's copy has no .git; a repository around it (whose status is about
+    other files) must not mark the run "dirty tree": unknown (None). In this checkout's own
+    repository the flag is a bool."""
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("git is not installed")
+    outer = tmp_path / "outer"
+    inner = outer / "copy"
+    inner.mkdir(parents=True)
+    subprocess.run([git, "init", "-q", str(outer)], check=True)
+    (outer / "other.txt").write_text("x")
+    subprocess.run([git, "-C", str(outer), "add", "other.txt"], check=True)
+    (outer / "other.txt").write_text("changed")  # the outer repository is dirty
+    monkeypatch.setattr(TL, "REPO_ROOT", inner)
+    assert TL.environment(torch.device("cpu"))["git_dirty"] is None
+    monkeypatch.setattr(TL, "REPO_ROOT", ROOT)
+    if (ROOT / ".git").exists():
+        assert isinstance(TL.environment(torch.device("cpu"))["git_dirty"], bool)
