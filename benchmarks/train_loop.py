@@ -554,10 +554,12 @@ def environment(device: torch.device) -> dict:
         "git_dirty": None,
         "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
     }
-    # Only this tree's own repository says whether it is dirty: the GPU machine's
-    # copy has no .git, and a repository around it would describe other files.
+    # Only this tree's own repository says whether it is dirty. Where the caller
+    # names the commit (the GPU machine's copy, made by the device tool) no status
+    # of the copy speaks for that commit, and a repository around a tree would
+    # describe other files: unknown (None) in both cases.
     top = _cmd(["git", "rev-parse", "--show-toplevel"])
-    own = top is not None and Path(top).resolve() == REPO_ROOT
+    own = top is not None and Path(top).resolve() == REPO_ROOT and not os.environ.get("TRAINKERNEL_COMMIT")
     status = _cmd(["git", "status", "--porcelain", "--untracked-files=no"]) if own else None
     env["git_dirty"] = None if status is None else bool(status)
     with contextlib.suppress(Exception):

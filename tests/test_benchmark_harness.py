@@ -663,9 +663,10 @@ def test_write_reports_from_json(tmp_path):
 
 
 def test_a_tree_without_its_own_repository_is_not_called_dirty(tmp_path, monkeypatch):
-    """The GPU machine's copy has no .git; a repository around it (whose status is about
-    other files) must not mark the run "dirty tree": unknown (None). In this checkout's own
-    repository the flag is a bool."""
+    """A repository around the tree (whose status is about other files) must not mark the
+    run "dirty tree", nor may the status of a copy whose commit the caller names
+    (TRAINKERNEL_COMMIT, the GPU machine's copy): unknown (None). In this checkout's own
+    repository, with no commit named, the flag is a bool."""
     git = shutil.which("git")
     if git is None:
         pytest.skip("git is not installed")
@@ -679,5 +680,9 @@ def test_a_tree_without_its_own_repository_is_not_called_dirty(tmp_path, monkeyp
     monkeypatch.setattr(TL, "REPO_ROOT", inner)
     assert TL.environment(torch.device("cpu"))["git_dirty"] is None
     monkeypatch.setattr(TL, "REPO_ROOT", ROOT)
+    monkeypatch.delenv("TRAINKERNEL_COMMIT", raising=False)
     if (ROOT / ".git").exists():
         assert isinstance(TL.environment(torch.device("cpu"))["git_dirty"], bool)
+        monkeypatch.setenv("TRAINKERNEL_COMMIT", "0123456")
+        env = TL.environment(torch.device("cpu"))
+        assert env["git_dirty"] is None and env["git_commit"] == "0123456"
