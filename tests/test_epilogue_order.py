@@ -81,3 +81,31 @@ def test_a_grid_kernel_builds_with_and_without_the_preload(tmp_path, flags):
                            *flags, "-I", str(INCLUDE), str(cu), "-o", str(tmp_path / "small.cubin")],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("warp", [False, True], ids=["by-warpgroup", "by-warp"])
+def test_the_epilogue_by_warp_leaves_small_without_named_barriers(tmp_path, warp):
+    """By warp (-DTK_WARP_EPILOGUE), small's kernel (64-wide wgmma gemms, one of them split)
+    syncs its consumers only with __syncwarp: every CTA barrier in its PTX is barrier 0
+    (__syncthreads); by warpgroup it has named ones (the row epilogue's and split-K's). What
+    the racecheck experiment of perf-log steps 19-20 relies on."""
+    import re
+
+    if NVCC is None:
+        pytest.skip("nvcc not found")
+    import torch
+
+    import trainkernel
+    from trainkernel.workloads import WORKLOADS
+
+    w = WORKLOADS["small"]
+    cu = tmp_path / "small.cu"
+    cu.write_text(trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source)
+    ptx = tmp_path / "small.ptx"
+    proc = subprocess.run([NVCC, "-std=c++17", "-O3", "-ptx", "-gencode=arch=compute_90a,code=sm_90a",
+                           *(["-DTK_WARP_EPILOGUE"] if warp else []), "-I", str(INCLUDE), str(cu), "-o", str(ptx)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    barriers = re.findall(r"(?<![\w.])(?:bar|barrier)\.(?:sync|arrive|red)[^;]*;", ptx.read_text())
+    named = [b for b in barriers if not re.fullmatch(r"bar\.sync\s+0;", b)]
+    assert barriers and (named == []) == warp, named[:4]
