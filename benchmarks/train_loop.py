@@ -558,8 +558,8 @@ def environment(device: torch.device) -> dict:
     # names the commit (the GPU machine's copy, made by the device tool) no status
     # of the copy speaks for that commit, and a repository around a tree would
     # describe other files: unknown (None) in both cases.
-    top = _cmd(["git", "rev-parse", "--show-toplevel"])
-    own = top is not None and Path(top).resolve() == REPO_ROOT and not os.environ.get("TRAINKERNEL_COMMIT")
+    top = None if os.environ.get("TRAINKERNEL_COMMIT") else _cmd(["git", "rev-parse", "--show-toplevel"])
+    own = top is not None and Path(top).resolve() == REPO_ROOT
     status = _cmd(["git", "status", "--porcelain", "--untracked-files=no"]) if own else None
     env["git_dirty"] = None if status is None else bool(status)
     with contextlib.suppress(Exception):

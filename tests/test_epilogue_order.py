@@ -60,7 +60,7 @@ def test_the_probe_knob_makes_it_per_element_again(tmp_path):
 
 
 @pytest.mark.parametrize("flags", [[], ["-DTK_NO_ROWS_PRELOAD"], ["-DTK_WARP_EPILOGUE"], ["-DTK_UNIT_TIMER"]])
-def test_a_grid_kernel_builds_with_and_without_the_preload(tmp_path, flags):
+def test_a_grid_kernel_builds_with_each_library_switch(tmp_path, flags):
     """The row preload (on by default; -DTK_NO_ROWS_PRELOAD turns it off for the probe),
     the epilogue by warp (-DTK_WARP_EPILOGUE, off by default) and the unit timer's build
     (-DTK_UNIT_TIMER, resident_probe --unit-timer): small's kernel, whose 64-wide gemms

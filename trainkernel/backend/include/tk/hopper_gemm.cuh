@@ -738,15 +738,17 @@ constexpr int kRowsPerThread = 64 * kRowCols / 128;  // a thread's elements of o
 // Element e of thread t in the row walk of the slab at (row0, col0): pass
 // e / kRowsPerThread, column 32 pass + t % 32, and with w = t / 32 (the warp)
 // and k = e % kRowsPerThread the row w + 4k, or by warp 16w + k. Its value sits
-// in the pass's scratch at rows_scratch_index. (Each use spells the row out: the
-// default's expressions are kept as they were measured, byte for byte.)
+// in the pass's scratch at rows_scratch_index. rows_slab_row is that row for
+// warp w; rows_element spells it out (through the helper ptxas allocates the
+// default kernels' registers differently from the measured cubins).
+__host__ __device__ __forceinline__ int rows_slab_row(int w, int k) { return kWarpEpilogue ? 16 * w + k : w + 4 * k; }
 __host__ __device__ __forceinline__ bool rows_element(int t, int e, int row0, int col0, int M, int N, int& i, int& j) {
   i = kWarpEpilogue ? row0 + 16 * (t / kRowCols) + e % kRowsPerThread : row0 + t / kRowCols + 4 * (e % kRowsPerThread);
   j = col0 + kRowCols * (e / kRowsPerThread) + t % kRowCols;
   return i < M && j < N;
 }
 __host__ __device__ __forceinline__ int rows_scratch_index(int t, int k) {
-  return (kWarpEpilogue ? 16 * (t / kRowCols) + k : t / kRowCols + 4 * k) * kRowPitch + t % kRowCols;
+  return rows_slab_row(t / kRowCols, k) * kRowPitch + t % kRowCols;
 }
 
 // Thread t's elements of one pass (rows_element's e < kRowsPerThread, with
@@ -765,7 +767,7 @@ __host__ __device__ __forceinline__ void rows_epilogue(const Epi& epi, const flo
       stage_epilogue_chunk<kChunk>(
           epi,
           [&](int e, int& i, int& jj) {
-            i = kWarpEpilogue ? row0 + 16 * row + (k0 + e) : row0 + row + 4 * (k0 + e);
+            i = row0 + rows_slab_row(row, k0 + e);
             jj = j;
             return i < M && j < N;
           },
@@ -773,7 +775,7 @@ __host__ __device__ __forceinline__ void rows_epilogue(const Epi& epi, const flo
   } else {
 #pragma unroll
     for (int k = 0; k < kRowsPerThread; ++k) {
-      const int i = kWarpEpilogue ? row0 + 16 * row + k : row0 + row + 4 * k;
+      const int i = row0 + rows_slab_row(row, k);
       if (i < M && j < N) epi(i, j, scratch[rows_scratch_index(t, k)]);
     }
   }
