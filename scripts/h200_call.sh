@@ -28,7 +28,7 @@
 #   tests-train   tests/test_train_cuda.py (new ops, compile_module trajectories)
 #   probe         resident_probe --auto on the suite and unseen shapes
 #   racecheck-diag racecheck on $RACE_WORKLOAD (default small), one try per entry of $RACE_SPECS,
-#                 each a gemm engine with optional nvcc defines ("auto:-DTK_WARP_EPILOGUE"; default
+#                 each a gemm engine with optional nvcc defines ("auto:-DTK_NO_ROWS_PRELOAD"; default
 #                 "auto auto mma"), every hazard reported (--racecheck-report all)
 #   usage: bash scripts/h200_call.sh <tag> part[:seconds] ...   (default limit 570 s a part)
 # e.g. a validation session's calls, each within the device tool's 10 minutes:

@@ -33,11 +33,10 @@ def _run(tmp_path: Path, *defines: str) -> list[list[str]]:
     return [line.split() for line in out.splitlines()]
 
 
-@pytest.mark.parametrize("defines", [(), ("-DTK_WARP_EPILOGUE",)], ids=["by-warpgroup", "by-warp"])
-def test_staged_epilogue_loads_a_chunk_before_its_stores(tmp_path, defines):
-    """Both row walks (by warpgroup, the default; by warp, -DTK_WARP_EPILOGUE): the same
-    loads, stores, chunks and bits, and each thread reads only scratch its own group wrote."""
-    out = _run(tmp_path, *defines)
+def test_staged_epilogue_loads_a_chunk_before_its_stores(tmp_path):
+    """The fragment walk and the row walk (by warp): the same loads, stores, chunks and
+    bits, and each thread reads only scratch its own warp wrote."""
+    out = _run(tmp_path)
     owners = [r for r in out if r[0] == "owner"]
     rows = [r for r in out if r[0] != "owner"]
     assert [r[1:] for r in owners] == [["64", "ok"], ["128", "ok"], ["256", "ok"]], owners
@@ -59,10 +58,10 @@ def test_the_probe_knob_makes_it_per_element_again(tmp_path):
     assert len(rows) == 90 and all(r[4] == "ok" and r[-1] == "1" for r in rows), rows
 
 
-@pytest.mark.parametrize("flags", [[], ["-DTK_NO_ROWS_PRELOAD"], ["-DTK_WARP_EPILOGUE"], ["-DTK_UNIT_TIMER"]])
+@pytest.mark.parametrize("flags", [[], ["-DTK_NO_ROWS_PRELOAD"], ["-DTK_UNIT_TIMER"]])
 def test_a_grid_kernel_builds_with_each_library_switch(tmp_path, flags):
-    """The row preload (on by default; -DTK_NO_ROWS_PRELOAD turns it off for the probe),
-    the epilogue by warp (-DTK_WARP_EPILOGUE, off by default) and the unit timer's build
+    """The row preload (on by default; -DTK_NO_ROWS_PRELOAD turns it off for the probe)
+    and the unit timer's build
     (-DTK_UNIT_TIMER, resident_probe --unit-timer): small's kernel, whose 64-wide gemms
     preload one operand an element and one of which is split, compiles for sm_90a each way."""
     if NVCC is None:
@@ -83,12 +82,11 @@ def test_a_grid_kernel_builds_with_each_library_switch(tmp_path, flags):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("warp", [False, True], ids=["by-warpgroup", "by-warp"])
-def test_the_epilogue_by_warp_leaves_small_without_named_barriers(tmp_path, warp):
-    """By warp (-DTK_WARP_EPILOGUE), small's kernel (64-wide wgmma gemms, one of them split)
-    syncs its consumers only with __syncwarp: every CTA barrier in its PTX is barrier 0
-    (__syncthreads); by warpgroup it has named ones (the row epilogue's and split-K's). What
-    the racecheck experiment of perf-log steps 19-20 relies on."""
+def test_small_has_no_named_barriers(tmp_path):
+    """small's kernel (64-wide wgmma gemms, one of them split) syncs its consumers'
+    row epilogue and split-K vote only with __syncwarp: every CTA barrier in its PTX is
+    barrier 0 (__syncthreads). By warpgroup, on named barriers, racecheck reported
+    hazards on small that it does not now (perf-log step 20)."""
     import re
 
     if NVCC is None:
@@ -103,9 +101,8 @@ def test_the_epilogue_by_warp_leaves_small_without_named_barriers(tmp_path, warp
     cu.write_text(trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source)
     ptx = tmp_path / "small.ptx"
     proc = subprocess.run([NVCC, "-std=c++17", "-O3", "-ptx", "-gencode=arch=compute_90a,code=sm_90a",
-                           *(["-DTK_WARP_EPILOGUE"] if warp else []), "-I", str(INCLUDE), str(cu), "-o", str(ptx)],
-                          capture_output=True, text=True)
+                           "-I", str(INCLUDE), str(cu), "-o", str(ptx)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     barriers = re.findall(r"(?<![\w.])(?:bar|barrier)\.(?:sync|arrive|red)[^;]*;", ptx.read_text())
     named = [b for b in barriers if not re.fullmatch(r"bar\.sync\s+0;", b)]
-    assert barriers and (named == []) == warp, named[:4]
+    assert barriers and named == [], named[:4]

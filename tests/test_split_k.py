@@ -48,7 +48,7 @@ def test_medium_on_the_wgmma_engine_splits_the_same_gemm_in_its_tiles():
     assert [(g.ksplit, g.items) for g in split] == [(8, 128)]
     assert all(g.engine == "wgmma" for g in _gemms(k)) and k.grid == 132 and k.threads == 384
     # tk::hopper's own fix-up: partials [tile][slice][128 x 128], then 8 counters for each
-    # of the 16 tiles (one per consumer warp: the split-K vote by warp, -DTK_WARP_EPILOGUE).
+    # of the 16 tiles (one per consumer warp: the split-K vote goes by warp).
     assert split[0].workspace_bytes() == 16 * 8 * 128 * 128 * 4 + 16 * 8 * 4
     assert "split_k_last" not in src and src.count("tk::hopper::grid_gemm_units<") == 5
 

@@ -206,12 +206,10 @@ def test_wgmma_smem_bytes_mirrors_the_device_library(tmp_path):
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
-@pytest.mark.parametrize("defines", [(), ("-DTK_WARP_EPILOGUE",)], ids=["by-warpgroup", "by-warp"])
-def test_split_wgmma_counters_fit_the_workspace(tmp_path, defines):
-    """A split wgmma tile's arrival counters (tk::hopper::kSplitCounters: one, or one per
-    consumer warp by warp) fit in what tile.gemm_workspace_bytes gives each tile."""
+def test_split_wgmma_counters_fit_the_workspace(tmp_path):
+    """A split wgmma tile's arrival counters (tk::hopper::kTileWarps: one per consumer
+    warp, each voting alone) are what tile.gemm_workspace_bytes gives each tile."""
     from trainkernel.dialects.tile import WGMMA_TILE_WARPS
-    printfs = ['  printf("warps %d\\n", tk::hopper::kTileWarps);', '  printf("counters %d\\n", tk::hopper::kSplitCounters);']
-    got = _device_library_prints(tmp_path, "tk/hopper_gemm.cuh", printfs, defines)
+    printfs = ['  printf("warps %d\\n", tk::hopper::kTileWarps);']
+    got = _device_library_prints(tmp_path, "tk/hopper_gemm.cuh", printfs)
     assert int(got["warps"]) == WGMMA_TILE_WARPS
-    assert int(got["counters"]) == (WGMMA_TILE_WARPS if defines else 1)

@@ -13,10 +13,9 @@
 // stdout: one line per case, "WALK BN M N ok run R" or "WALK BN M N FAIL <what> run R"
 // (WALK: frag, rows, or pre: rows with the operands preloaded where they fit),
 // R: the longest run of loads before a store (the chunk the tile staged); then
-// "owner BN ok|FAIL": by warp (-DTK_WARP_EPILOGUE) every scratch element a
-// thread reads in the row walk was written by a thread of its own warp (what
-// lets __syncwarp stand for the warpgroup barrier), by warpgroup by one of
-// its warpgroup.
+// "owner BN ok|FAIL": every scratch element a thread reads in the row walk
+// was written by a thread of its own warp (what lets __syncwarp be the walk's
+// only sync).
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -148,7 +147,7 @@ static void report_all() {
 // then read back at every thread's rows_scratch_index.
 template <int BN>
 static void report_owner() {
-  const int group = tk::hopper::kWarpEpilogue ? 32 : 128;
+  const int group = 32;  // a warp
   bool ok = true;
   for (int c0 = 0; c0 < BN; c0 += tk::hopper::kRowCols) {
     std::vector<float> scratch(64 * tk::hopper::kRowPitch, -1.0f);

@@ -515,7 +515,6 @@ class CudaPrinter:
         if self.wgmma:
             # One pipeline for all the kernel's gemms: barriers set up once, each
             # thread's position in it kept from gemm to gemm.
-            self.w("  __shared__ int tk_splitk_flag;")
             self.w("  const uint32_t tk_hbase = tk::hopper::stage_base(smem);")
             self.w("  if (threadIdx.x == 0) tk::hopper::pipeline_init<TkShape>(tk_hbase);")
             self.w("  __syncthreads();")
@@ -734,7 +733,7 @@ class CudaPrinter:
         self.w(f"    tk::hopper::grid_gemm_units<{t}, TkShape, {str(ta).lower()}, {str(tb).lower()}>("
                f"&p.maps[{2 * g}], &p.maps[{2 * g + 1}], tk_gp,")
         self._epilogue_functor(op, mm, "      ")
-        self.w(f"      , tk_hbase, {start}, G, tk_pipe, &tk_splitk_flag);")
+        self.w(f"      , tk_hbase, {start}, G, tk_pipe);")
         self.w("  }")
 
     def _host_pointer(self, v: SSAValue) -> str:

@@ -871,8 +871,8 @@ def gemm_partials_bytes(op: "GemmOp") -> int:
 
 WGMMA_TILE_WARPS = 8
 """Consumer warps of a wgmma tile (tk::hopper::kTileWarps: two warpgroups of four).
-A split wgmma tile gets one arrival counter per consumer warp, what the row
-epilogue by warp (-DTK_WARP_EPILOGUE) votes on; the warpgroup vote uses the first."""
+A split wgmma tile gets one arrival counter per consumer warp: each warp votes
+on its own (the split-K fix-up and row epilogue go by warp)."""
 
 
 def gemm_workspace_bytes(op: "GemmOp") -> int:

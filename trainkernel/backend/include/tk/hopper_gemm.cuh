@@ -230,23 +230,16 @@ constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kProducerRegs = 40;   // 128 * (40 + 2 * 232) = 64512 <= 65536
 constexpr int kConsumerRegs = 232;
 constexpr int kBaseRegs = 168;      // 65536 / 384 rounded down to 8: every thread of a 384-thread block
-constexpr int kRegsBarrier = 2;     // named barrier of grid_gemm_units' register hand-back (1: split-K's)
-constexpr int kRowsBarrier = 3;     // named barriers 3, 4: each consumer warpgroup's row epilogue
-// The consumers' row epilogue and split-K vote by warp (-DTK_WARP_EPILOGUE):
-// each warp walks the 16 rows of the slab its fragment holds (frag_row: warp w
-// of a warpgroup, rows 16w .. 16w + 15) and votes on its own split-K counter,
-// so __syncwarp() replaces the named barriers above and no warp waits for
-// another. Off by default until the GPU suite has run on it (perf-log step 20).
-#if defined(TK_WARP_EPILOGUE)
-constexpr bool kWarpEpilogue = true;
-#else
-constexpr bool kWarpEpilogue = false;
-#endif
+constexpr int kRegsBarrier = 2;     // named barrier of grid_gemm_units' register hand-back
+// The consumers' row epilogue and split-K vote go by warp: each warp walks the
+// 16 rows of the slab its fragment holds (frag_row: warp w of a warpgroup, rows
+// 16w .. 16w + 15) and votes on its own split-K counter, so __syncwarp() is
+// the only sync they need and no warp waits for another (perf-log step 20:
+// small 29.3 -> 28.8 us, medium 141.7 -> 137.9; by warpgroup, on named
+// barriers, racecheck reported hazards on small that it does not by warp).
 constexpr int kTileWarps = 4 * kConsumers;  // consumer warps of a tile
-// A split tile's arrival counters in GemmParams::counters: one per consumer warp
-// by warp, else one (the compiler's workspace always has room for kTileWarps:
-// tile.gemm_workspace_bytes).
-constexpr int kSplitCounters = kWarpEpilogue ? kTileWarps : 1;
+// A split tile's arrival counters in GemmParams::counters: one per consumer
+// warp (tile.gemm_workspace_bytes reserves WGMMA_TILE_WARPS of them a tile).
 // The row epilogue's scratch (layer 3): a consumer warpgroup's 64 x BN slab goes
 // through shared memory kRowCols columns at a time; kRowPitch floats between
 // rows keep the fragment's float2 writes free of bank conflicts.
@@ -718,7 +711,7 @@ __host__ __device__ __forceinline__ void apply_epilogue(const Epi& epi, const fl
 // warpgroup hands its 64 x BN slab over through a shared scratch, kRowCols
 // columns (a pass) at a time: frag_to_rows writes a thread's registers of the
 // pass, then rows_epilogue gives thread t the column t % 32 of 16 rows
-// (rows_element: every 4th row from t / 32, or by warp the warp's own 16), so
+// (rows_element: the 16 rows of its own warp's fragment), so
 // a warp's access is 32 consecutive columns of one row, every sector used
 // whole. The elements, their values and each element's loads before its own
 // store are those of apply_epilogue (tests/device/epilogue_order.cu).
@@ -737,13 +730,13 @@ constexpr int kRowsPerThread = 64 * kRowCols / 128;  // a thread's elements of o
 
 // Element e of thread t in the row walk of the slab at (row0, col0): pass
 // e / kRowsPerThread, column 32 pass + t % 32, and with w = t / 32 (the warp)
-// and k = e % kRowsPerThread the row w + 4k, or by warp 16w + k. Its value sits
-// in the pass's scratch at rows_scratch_index. rows_slab_row is that row for
-// warp w; rows_element spells it out (through the helper ptxas allocates the
-// default kernels' registers differently from the measured cubins).
-__host__ __device__ __forceinline__ int rows_slab_row(int w, int k) { return kWarpEpilogue ? 16 * w + k : w + 4 * k; }
+// and k = e % kRowsPerThread the row 16w + k. Its value sits in the pass's
+// scratch at rows_scratch_index. rows_slab_row is that row for warp w;
+// rows_element spells it out (through the helper ptxas allocates registers
+// differently from the cubins measured in perf-log step 20).
+__host__ __device__ __forceinline__ int rows_slab_row(int w, int k) { return 16 * w + k; }
 __host__ __device__ __forceinline__ bool rows_element(int t, int e, int row0, int col0, int M, int N, int& i, int& j) {
-  i = kWarpEpilogue ? row0 + 16 * (t / kRowCols) + e % kRowsPerThread : row0 + t / kRowCols + 4 * (e % kRowsPerThread);
+  i = row0 + 16 * (t / kRowCols) + e % kRowsPerThread;
   j = col0 + kRowCols * (e / kRowsPerThread) + t % kRowCols;
   return i < M && j < N;
 }
@@ -924,12 +917,11 @@ struct AnyStoreEpilogue {
 // =============================================================================
 
 // Sums the split-K partials of this thread's fragment in slice order, after
-// publishing its own. Returns false (for the whole consumer group; by warp,
-// for the warp) when another unit of the tile is still missing: only the last
-// one continues. The sum is in slice order whoever arrives last (same bits).
+// publishing its own. Returns false (for the warp) when another unit of the
+// tile is still missing: only the last one continues. The sum is in slice order whoever arrives last (same bits).
 template <int BM, int BN>
 __device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit& w,
-                                             float (&acc)[BN / 2], int ctid, int* flag) {
+                                             float (&acc)[BN / 2], int ctid) {
   constexpr int kConsumerThreads = 128 * kConsumers;
   constexpr int kTile = BM * BN;
   float4* tile_ws = reinterpret_cast<float4*>(p.workspace + (size_t)w.tile * p.splits * kTile);
@@ -939,28 +931,15 @@ __device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit
     mine[q * kConsumerThreads + ctid] =
         make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
   __threadfence();
-  if constexpr (kWarpEpilogue) {
-    // A warp reads back only its own lanes' partials: it votes alone.
-    (void)flag;
-    __syncwarp();
-    int last = 0;
-    if ((ctid & 31) == 0) {
-      int* counter = p.counters + w.tile * kTileWarps + (ctid >> 5);
-      last = atomicAdd(counter, 1) == p.splits - 1;
-      if (last) *counter = 0;  // every slice has arrived: ready for the next launch
-    }
-    if (__shfl_sync(0xffffffffu, last, 0) == 0) return false;
-  } else {
-    ptx::named_barrier(1, kConsumerThreads);
-    if (ctid == 0) {
-      const int old = atomicAdd(p.counters + w.tile, 1);
-      const bool last = old == p.splits - 1;
-      if (last) p.counters[w.tile] = 0;  // every slice has arrived: ready for the next launch
-      *flag = last ? 1 : 0;
-    }
-    ptx::named_barrier(1, kConsumerThreads);
-    if (*flag == 0) return false;
+  // A warp reads back only its own lanes' partials: it votes alone.
+  __syncwarp();
+  int last = 0;
+  if ((ctid & 31) == 0) {
+    int* counter = p.counters + w.tile * kTileWarps + (ctid >> 5);
+    last = atomicAdd(counter, 1) == p.splits - 1;
+    if (last) *counter = 0;  // every slice has arrived: ready for the next launch
   }
+  if (__shfl_sync(0xffffffffu, last, 0) == 0) return false;
   __threadfence();
 #pragma unroll
   for (int r = 0; r < BN / 2; ++r) acc[r] = 0.0f;
@@ -1074,8 +1053,7 @@ struct RowsTimer {
 // The consumer warpgroups' part of gemm_units.
 template <typename T, class Shape, bool TA, bool TB, class Epi>
 __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& epi, uint32_t base,
-                                              int first, int stride, PipeState& pipe,
-                                              int* splitk_flag) {
+                                              int first, int stride, PipeState& pipe) {
 #if TK_HOPPER_DEVICE
   constexpr int BM = Shape::BM, BN = Shape::BN, STAGES = Shape::STAGES;
   const int wg = threadIdx.x / 128;
@@ -1133,7 +1111,7 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
     const long long tk_u2 = clock64();
 #endif
 
-    if (p.splits > 1 && !splitk_fixup<BM, BN>(p, w, acc, ctid, splitk_flag)) continue;
+    if (p.splits > 1 && !splitk_fixup<BM, BN>(p, w, acc, ctid)) continue;
 #if defined(TK_UNIT_TIMER)
     const long long tk_u3 = clock64();
 #endif
@@ -1148,16 +1126,14 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
         tk_rows.start();
         frag_to_rows<BN>(acc, scratch, t, c0);
         tk_rows.lap(0);
-        if constexpr (kWarpEpilogue) __syncwarp();  // by warp: only the warp's lanes share its rows
-        else ptx::named_barrier(kRowsBarrier + c, 128);
+        __syncwarp();  // only the warp's lanes share its rows
         tk_rows.lap(1);
         if constexpr (kPreload)
           rows_store_preloaded<BN>(epi, pre, scratch, t, c0 / kRowCols, w.m0 + 64 * c, w.n0, p.M, p.N);
         else
           rows_epilogue<BN>(epi, scratch, t, w.m0 + 64 * c, w.n0 + c0, p.M, p.N);
         tk_rows.lap(2);
-        if constexpr (kWarpEpilogue) __syncwarp();  // read before the next pass (or unit) writes
-        else ptx::named_barrier(kRowsBarrier + c, 128);
+        __syncwarp();  // read before the next pass (or unit) writes
         tk_rows.lap(3);
       }
     } else {
@@ -1182,17 +1158,16 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
 // copies; warpgroups 1 and 2: consumers). Every thread of the block calls it;
 // it returns as soon as the thread's part is done (the producer may run ahead
 // into the caller's next gemm, which is how its loads overlap this one's
-// epilogues). splitk_flag: one shared int (split-K's last-arrival vote).
+// epilogues).
 template <typename T, class Shape, bool TA, bool TB, class Epi>
 __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                            const GemmParams& p, const Epi& epi, uint32_t base,
-                                           int first, int stride, PipeState& pipe,
-                                           int* splitk_flag) {
+                                           int first, int stride, PipeState& pipe) {
 #if TK_HOPPER_DEVICE
   if (threadIdx.x < 128)
     produce_units<T, Shape, TA, TB>(tma_a, tma_b, p, base, first, stride, pipe);
   else
-    consume_units<T, Shape, TA, TB>(p, epi, base, first, stride, pipe, splitk_flag);
+    consume_units<T, Shape, TA, TB>(p, epi, base, first, stride, pipe);
 #else
   (void)tma_a;
   (void)tma_b;
@@ -1202,7 +1177,6 @@ __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUten
   (void)first;
   (void)stride;
   (void)pipe;
-  (void)splitk_flag;
   __trap();  // built without sm_90a: see the header comment
 #endif
 }
@@ -1220,8 +1194,7 @@ __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUten
 template <typename T, class Shape, bool TA, bool TB, class Epi>
 __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                                 const GemmParams& p, const Epi& epi, uint32_t base,
-                                                int first, int stride, PipeState& pipe,
-                                                int* splitk_flag) {
+                                                int first, int stride, PipeState& pipe) {
 #if TK_HOPPER_DEVICE
   if constexpr (Shape::BN > 128) {
     const bool producer = threadIdx.x < 128;
@@ -1233,14 +1206,14 @@ __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const 
       ptx::setmaxnreg_inc<kBaseRegs>();
     } else {
       ptx::setmaxnreg_inc<kConsumerRegs>();
-      consume_units<T, Shape, TA, TB>(p, epi, base, first, stride, pipe, splitk_flag);
+      consume_units<T, Shape, TA, TB>(p, epi, base, first, stride, pipe);
       ptx::setmaxnreg_dec<kBaseRegs>();
       ptx::named_barrier(kRegsBarrier, kThreads);
     }
     return;
   }
 #endif
-  gemm_units<T, Shape, TA, TB>(tma_a, tma_b, p, epi, base, first, stride, pipe, splitk_flag);
+  gemm_units<T, Shape, TA, TB>(tma_a, tma_b, p, epi, base, first, stride, pipe);
 }
 
 // Generic-proxy writes to global memory (a previous phase's stores) and the
@@ -1261,7 +1234,6 @@ __global__ void __launch_bounds__(kThreads, 1)
                 const __grid_constant__ CUtensorMap tma_b, const GemmParams p, const Epi epi) {
 #if TK_HOPPER_DEVICE
   extern __shared__ uint8_t smem_raw[];
-  __shared__ int splitk_flag;
   const uint32_t base = stage_base(smem_raw);
   if (threadIdx.x == 0) {
     pipeline_init<Shape>(base);
@@ -1274,8 +1246,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   else
     ptx::setmaxnreg_inc<kConsumerRegs>();
   PipeState pipe;
-  gemm_units<T, Shape, TA, TB>(&tma_a, &tma_b, p, epi, base, blockIdx.x, gridDim.x, pipe,
-                               &splitk_flag);
+  gemm_units<T, Shape, TA, TB>(&tma_a, &tma_b, p, epi, base, blockIdx.x, gridDim.x, pipe);
 #else
   (void)tma_a;
   (void)tma_b;
@@ -1436,7 +1407,7 @@ inline Plan choose_plan(int M, int N, int K, int sms, int tile_req = -1, int spl
   best.grid = best.units < sms ? best.units : sms;
   best.partial_bytes =
       best.splits > 1 ? (size_t)tiles * best.splits * best.bm * best.bn * sizeof(float) : 0;
-  best.counters = best.splits > 1 ? tiles * kSplitCounters : 0;
+  best.counters = best.splits > 1 ? tiles * kTileWarps : 0;
   return best;
 }
 
