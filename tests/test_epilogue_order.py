@@ -40,7 +40,7 @@ def test_staged_epilogue_loads_a_chunk_before_its_stores(tmp_path):
     owners = [r for r in out if r[0] == "owner"]
     rows = [r for r in out if r[0] != "owner"]
     assert [r[1:] for r in owners] == [["64", "ok"], ["128", "ok"], ["256", "ok"]], owners
-    assert len(rows) == 90 and {r[0] for r in rows} == {"frag", "rows", "pre"}
+    assert len(rows) == 96 and {r[0] for r in rows} == {"frag", "rows", "pre", "rows-whole", "pre-whole"}
     for walk, bn, m, n, verdict, *rest in rows:
         assert verdict == "ok", (walk, bn, m, n, rest)
     # Full slabs: 16 elements a chunk with one operand, 8 on the 256-wide tile
@@ -51,16 +51,23 @@ def test_staged_epilogue_loads_a_chunk_before_its_stores(tmp_path):
         assert runs[(walk, "128", "64", "128")] == 16 and runs[(walk, "256", "64", "256")] == 8
     assert runs[("frag", "64", "64", "64")] == runs[("rows", "64", "64", "64")] == 16
     assert runs[("pre", "64", "64", "64")] == 32
+    # Whole slabs without bounds tests (the consumers' whole tiles): the same loads, stores,
+    # chunks and bits as with them.
+    for walk in ("rows", "pre"):
+        for bn in ("64", "128", "256"):
+            assert runs[(walk + "-whole", bn, "64", bn)] == runs[(walk, bn, "64", bn)], (walk, bn)
 
 
 def test_the_probe_knob_makes_it_per_element_again(tmp_path):
     rows = [r for r in _run(tmp_path, "-DTK_EPILOGUE_LOADS_INLINE") if r[0] != "owner"]
-    assert len(rows) == 90 and all(r[4] == "ok" and r[-1] == "1" for r in rows), rows
+    assert len(rows) == 96 and all(r[4] == "ok" and r[-1] == "1" for r in rows), rows
 
 
-@pytest.mark.parametrize("flags", [[], ["-DTK_NO_ROWS_PRELOAD"], ["-DTK_UNIT_TIMER"]])
+@pytest.mark.parametrize("flags", [[], ["-DTK_NO_ROWS_PRELOAD"], ["-DTK_UNIT_TIMER"], ["-DTK_ROWS_ALWAYS_GUARDED"],
+                                   ["-DTK_BF16_ROUND_PACKED"]])
 def test_a_grid_kernel_builds_with_each_library_switch(tmp_path, flags):
-    """The row preload (on by default; -DTK_NO_ROWS_PRELOAD turns it off for the probe)
+    """The row preload (on by default; -DTK_NO_ROWS_PRELOAD turns it off for the probe),
+    the probes of perf-log step 22 (-DTK_ROWS_ALWAYS_GUARDED, -DTK_BF16_ROUND_PACKED)
     and the unit timer's build
     (-DTK_UNIT_TIMER, resident_probe --unit-timer): small's kernel, whose 64-wide gemms
     preload one operand an element and one of which is split, compiles for sm_90a each way."""

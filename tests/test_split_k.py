@@ -117,3 +117,27 @@ def test_the_wgmma_engine_needs_room_for_its_tensor_maps(monkeypatch):
     monkeypatch.setitem(target.TARGETS, target.H200.name, dataclasses.replace(target.H200, wgmma_max_gemms=4))
     k, _ = _kernel("medium", engine="auto")  # five gemms
     assert all(g.engine == "mma" for g in _gemms(k)) and k.threads == 128
+
+
+def test_a_gemm_whose_tiles_are_all_whole_drops_the_epilogue_bounds_tests():
+    """grid_gemm_units' kWholeTiles (its fifth template argument) is true exactly where
+    the product's M and N are multiples of the tile: medium's gemms all are; medium
+    resized to other widths (batch 1000) has products with edge tiles, which keep the bounds tests
+    (each tile then decides at run time)."""
+    import re
+
+    def whole_flags(w):
+        k, src = _kernel(w, engine="wgmma")
+        flags = re.findall(r"grid_gemm_units<[^,]+, TkShape, (?:true|false), (?:true|false), (true|false)>", src)
+        expect = []
+        for g in _gemms(k):
+            bm, bn, _ = g.tile_shape
+            m, n, _ = tile.iteration_space(g)
+            expect.append("true" if m % bm == 0 and n % bn == 0 else "false")
+        return flags, expect
+
+    flags, expect = whole_flags("medium")
+    assert flags == expect == ["true"] * 5
+    odd = WORKLOADS["medium"].with_sizes(batch=1000, widths=[1000, 4000, 200])  # rows of whole 16 bytes (TMA)
+    flags, expect = whole_flags(odd)
+    assert flags == expect and "false" in flags

@@ -29,7 +29,7 @@ struct Event {
   int i, j;
 };
 
-template <int BN, int ROWS>
+template <int BN, int ROWS, bool kGuard>
 static const char* run_case(int M, int N) {
   const int rows = 64, row0 = 0, col0 = 0;
   std::vector<float> w0(rows * BN), acc_all(128 * (BN / 2));
@@ -63,7 +63,7 @@ static const char* run_case(int M, int N) {
   if (preload) {
     for (int t = 0; t < 128; ++t) {
       Loads loaded[BN / 2];
-      tk::hopper::rows_preload<BN>(staged_for(logs[t]), loaded, t, row0, col0, M, N);
+      tk::hopper::rows_preload<BN, kGuard>(staged_for(logs[t]), loaded, t, row0, col0, M, N);
       for (int e = 0; e < BN / 2; ++e) pre[t][e] = loaded[e];
     }
   }
@@ -79,10 +79,10 @@ static const char* run_case(int M, int N) {
         if (preload) {
           Loads loaded[BN / 2];
           for (int e = 0; e < BN / 2; ++e) loaded[e] = pre[t][e];
-          tk::hopper::rows_store_preloaded<BN>(staged_for(logs[t]), loaded, scratch.data(), t, c0 / tk::hopper::kRowCols,
-                                               row0, col0, M, N);
+          tk::hopper::rows_store_preloaded<BN, kGuard>(staged_for(logs[t]), loaded, scratch.data(), t,
+                                                       c0 / tk::hopper::kRowCols, row0, col0, M, N);
         } else {
-          tk::hopper::rows_epilogue<BN>(staged_for(logs[t]), scratch.data(), t, row0, col0 + c0, M, N);
+          tk::hopper::rows_epilogue<BN, kGuard>(staged_for(logs[t]), scratch.data(), t, row0, col0 + c0, M, N);
         }
       }
     }
@@ -126,12 +126,12 @@ static const char* run_case(int M, int N) {
   return nullptr;
 }
 
-template <int BN, int ROWS>
+template <int BN, int ROWS, bool kGuard = true>
 static void report(int M, int N) {
   longest_run = 0;
-  const char* err = run_case<BN, ROWS>(M, N);
-  std::printf("%s %d %d %d %s%s run %zu\n", ROWS == 2 ? "pre" : ROWS ? "rows" : "frag", BN, M, N, err ? "FAIL " : "ok",
-              err ? err : "", longest_run);
+  const char* err = run_case<BN, ROWS, kGuard>(M, N);
+  const char* walk = ROWS == 2 ? (kGuard ? "pre" : "pre-whole") : ROWS ? (kGuard ? "rows" : "rows-whole") : "frag";
+  std::printf("%s %d %d %d %s%s run %zu\n", walk, BN, M, N, err ? "FAIL " : "ok", err ? err : "", longest_run);
 }
 
 template <int ROWS>
@@ -140,6 +140,11 @@ static void report_all() {
     for (int n : {64, 33, 1}) report<64, ROWS>(m, n);
     for (int n : {128, 101, 2, 1}) report<128, ROWS>(m, n);
     for (int n : {256, 129, 1}) report<256, ROWS>(m, n);
+  }
+  if (ROWS) {  // a whole slab without bounds tests (kGuard = false), as the consumers run whole tiles
+    report<64, ROWS, false>(64, 64);
+    report<128, ROWS, false>(64, 128);
+    report<256, ROWS, false>(64, 256);
   }
 }
 

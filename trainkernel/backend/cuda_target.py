@@ -730,7 +730,11 @@ class CudaPrinter:
         self.w(f"    const tk::hopper::GemmParams tk_gp{{{m}, {n}, {kdim}, {ceil_div(m, bm)}, {ceil_div(n, bn)}, {ks}, "
                f"{kb_total}, {kb_per}, {ws}, {counters}}};")
         start = f"(int)((blockIdx.x + G - {op.offset} % G) % G)" if op.offset else "(int)blockIdx.x"
-        self.w(f"    tk::hopper::grid_gemm_units<{t}, TkShape, {str(ta).lower()}, {str(tb).lower()}>("
+        # Every tile whole: the epilogue drops its bounds tests at compile time
+        # (otherwise each tile decides at run time; perf-log step 22).
+        whole = m % bm == 0 and n % bn == 0
+        self.w(f"    tk::hopper::grid_gemm_units<{t}, TkShape, {str(ta).lower()}, {str(tb).lower()}, "
+               f"{str(whole).lower()}>("
                f"&p.maps[{2 * g}], &p.maps[{2 * g + 1}], tk_gp,")
         self._epilogue_functor(op, mm, "      ")
         self.w(f"      , tk_hbase, {start}, G, tk_pipe);")

@@ -204,6 +204,7 @@
 #include <stdint.h>
 #if defined(TK_UNIT_TIMER)
 #include <cstdio>  // the unit timer's printf (a development probe)
+#include <type_traits>
 #endif
 
 #include "epilogue.cuh"
@@ -735,10 +736,13 @@ constexpr int kRowsPerThread = 64 * kRowCols / 128;  // a thread's elements of o
 // rows_element spells it out (through the helper ptxas allocates registers
 // differently from the cubins measured in perf-log step 20).
 __host__ __device__ __forceinline__ int rows_slab_row(int w, int k) { return 16 * w + k; }
+// kGuard = false: the caller knows the slab is inside the product (a whole
+// tile), so every bounds test is compile-time true.
+template <bool kGuard = true>
 __host__ __device__ __forceinline__ bool rows_element(int t, int e, int row0, int col0, int M, int N, int& i, int& j) {
   i = row0 + 16 * (t / kRowCols) + e % kRowsPerThread;
   j = col0 + kRowCols * (e / kRowsPerThread) + t % kRowCols;
-  return i < M && j < N;
+  return !kGuard || (i < M && j < N);
 }
 __host__ __device__ __forceinline__ int rows_scratch_index(int t, int k) {
   return rows_slab_row(t / kRowCols, k) * kRowPitch + t % kRowCols;
@@ -746,7 +750,7 @@ __host__ __device__ __forceinline__ int rows_scratch_index(int t, int k) {
 
 // Thread t's elements of one pass (rows_element's e < kRowsPerThread, with
 // (row0, col0) the pass's global origin; the column is hoisted out of the walk).
-template <int BN, class Epi>
+template <int BN, bool kGuard = true, class Epi>
 __host__ __device__ __forceinline__ void rows_epilogue(const Epi& epi, const float* scratch, int t, int row0,
                                                       int col0, int M, int N) {
   const int col = t % kRowCols, row = t / kRowCols;
@@ -762,14 +766,14 @@ __host__ __device__ __forceinline__ void rows_epilogue(const Epi& epi, const flo
           [&](int e, int& i, int& jj) {
             i = row0 + rows_slab_row(row, k0 + e);
             jj = j;
-            return i < M && j < N;
+            return !kGuard || (i < M && j < N);
           },
           [&](int e) { return scratch[rows_scratch_index(t, k0 + e)]; });
   } else {
 #pragma unroll
     for (int k = 0; k < kRowsPerThread; ++k) {
       const int i = row0 + rows_slab_row(row, k);
-      if (i < M && j < N) epi(i, j, scratch[rows_scratch_index(t, k)]);
+      if (!kGuard || (i < M && j < N)) epi(i, j, scratch[rows_scratch_index(t, k)]);
     }
   }
 }
@@ -808,25 +812,25 @@ struct loads_of<E, true> {
 }  // namespace detail
 
 // Every operand load of thread t's elements of the slab, in element order.
-template <int BN, class Epi>
+template <int BN, bool kGuard = true, class Epi>
 __host__ __device__ __forceinline__ void rows_preload(const Epi& epi, typename Epi::Loads (&pre)[BN / 2], int t,
                                                      int row0, int col0, int M, int N) {
 #pragma unroll
   for (int e = 0; e < BN / 2; ++e) {
     int i, j;
-    if (rows_element(t, e, row0, col0, M, N, i, j)) pre[e] = epi.load(i, j);
+    if (rows_element<kGuard>(t, e, row0, col0, M, N, i, j)) pre[e] = epi.load(i, j);
   }
 }
 
 // The stores of one pass from the scratch, with the preloaded operands.
-template <int BN, class Epi>
+template <int BN, bool kGuard = true, class Epi>
 __host__ __device__ __forceinline__ void rows_store_preloaded(const Epi& epi, const typename Epi::Loads (&pre)[BN / 2],
                                                              const float* scratch, int t, int pass, int row0,
                                                              int col0, int M, int N) {
 #pragma unroll
   for (int k = 0; k < kRowsPerThread; ++k) {
     int i, j;
-    if (rows_element(t, pass * kRowsPerThread + k, row0, col0, M, N, i, j))
+    if (rows_element<kGuard>(t, pass * kRowsPerThread + k, row0, col0, M, N, i, j))
       epi.store(i, j, scratch[rows_scratch_index(t, k)], pre[pass * kRowsPerThread + k]);
   }
 }
@@ -1051,7 +1055,7 @@ struct RowsTimer {
 };
 
 // The consumer warpgroups' part of gemm_units.
-template <typename T, class Shape, bool TA, bool TB, class Epi>
+template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles, class Epi>
 __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& epi, uint32_t base,
                                               int first, int stride, PipeState& pipe) {
 #if TK_HOPPER_DEVICE
@@ -1076,7 +1080,7 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
     for (int r = 0; r < BN / 2; ++r) acc[r] = 0.0f;
     // Safe this early: within a phase only this unit writes its elements, and
     // nothing writes what it reads (the kernel verifier's rules).
-    if constexpr (kPreload) rows_preload<BN>(epi, pre, t, w.m0 + 64 * c, w.n0, p.M, p.N);
+    if constexpr (kPreload) rows_preload<BN, !kWholeTiles>(epi, pre, t, w.m0 + 64 * c, w.n0, p.M, p.N);
     int prev = -1;
     for (int kb = w.kb0; kb < w.kb1; ++kb) {
       ptx::mbar_wait(full_bar<Shape>(base, pipe.stage), pipe.phase);
@@ -1120,22 +1124,39 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
       epi.template fragment<BN>(acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
     } else if constexpr (has_staged_halves<Epi>) {  // generated code's epilogues: by rows
       float* scratch = static_cast<float*>(__cvta_shared_to_generic(rows_scratch<Shape>(base, c)));
+      // The passes, with every element's bounds test (kGuard) or none: a
+      // guarded element is a branch around its own load-compute-store chain,
+      // so ptxas runs the chains one after another (the unit timer's 4.5k-cycle
+      // body on a 64-wide tile, perf-log step 22); unguarded they interleave.
+      auto passes = [&](auto guard) {
+        constexpr bool kGuard = decltype(guard)::value;
 #pragma unroll
-      for (int c0 = 0; c0 < BN; c0 += kRowCols) {
-        if (w.n0 + c0 >= p.N) break;
-        tk_rows.start();
-        frag_to_rows<BN>(acc, scratch, t, c0);
-        tk_rows.lap(0);
-        __syncwarp();  // only the warp's lanes share its rows
-        tk_rows.lap(1);
-        if constexpr (kPreload)
-          rows_store_preloaded<BN>(epi, pre, scratch, t, c0 / kRowCols, w.m0 + 64 * c, w.n0, p.M, p.N);
-        else
-          rows_epilogue<BN>(epi, scratch, t, w.m0 + 64 * c, w.n0 + c0, p.M, p.N);
-        tk_rows.lap(2);
-        __syncwarp();  // read before the next pass (or unit) writes
-        tk_rows.lap(3);
-      }
+        for (int c0 = 0; c0 < BN; c0 += kRowCols) {
+          if (kGuard && w.n0 + c0 >= p.N) break;
+          tk_rows.start();
+          frag_to_rows<BN>(acc, scratch, t, c0);
+          tk_rows.lap(0);
+          __syncwarp();  // only the warp's lanes share its rows
+          tk_rows.lap(1);
+          if constexpr (kPreload)
+            rows_store_preloaded<BN, kGuard>(epi, pre, scratch, t, c0 / kRowCols, w.m0 + 64 * c, w.n0, p.M, p.N);
+          else
+            rows_epilogue<BN, kGuard>(epi, scratch, t, w.m0 + 64 * c, w.n0 + c0, p.M, p.N);
+          tk_rows.lap(2);
+          __syncwarp();  // read before the next pass (or unit) writes
+          tk_rows.lap(3);
+        }
+      };
+#if defined(TK_ROWS_ALWAYS_GUARDED)  // probe: every element tested, as before step 22
+      passes(std::true_type{});
+#else
+      if constexpr (kWholeTiles)
+        passes(std::false_type{});
+      else if (w.m0 + BM <= p.M && w.n0 + BN <= p.N)  // this tile is whole
+        passes(std::false_type{});
+      else
+        passes(std::true_type{});
+#endif
     } else {
       apply_epilogue<BN>(epi, acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
     }
@@ -1159,7 +1180,7 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
 // it returns as soon as the thread's part is done (the producer may run ahead
 // into the caller's next gemm, which is how its loads overlap this one's
 // epilogues).
-template <typename T, class Shape, bool TA, bool TB, class Epi>
+template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles = false, class Epi>
 __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                            const GemmParams& p, const Epi& epi, uint32_t base,
                                            int first, int stride, PipeState& pipe) {
@@ -1167,7 +1188,7 @@ __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUten
   if (threadIdx.x < 128)
     produce_units<T, Shape, TA, TB>(tma_a, tma_b, p, base, first, stride, pipe);
   else
-    consume_units<T, Shape, TA, TB>(p, epi, base, first, stride, pipe);
+    consume_units<T, Shape, TA, TB, kWholeTiles>(p, epi, base, first, stride, pipe);
 #else
   (void)tma_a;
   (void)tma_b;
@@ -1191,7 +1212,7 @@ __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUten
 // unit of a few K steps) could re-take the registers it freed before the
 // consumers took them, and their setmaxnreg.inc would wait forever. So the
 // producer does not run ahead into the next gemm here.
-template <typename T, class Shape, bool TA, bool TB, class Epi>
+template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles = false, class Epi>
 __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                                 const GemmParams& p, const Epi& epi, uint32_t base,
                                                 int first, int stride, PipeState& pipe) {
@@ -1206,14 +1227,14 @@ __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const 
       ptx::setmaxnreg_inc<kBaseRegs>();
     } else {
       ptx::setmaxnreg_inc<kConsumerRegs>();
-      consume_units<T, Shape, TA, TB>(p, epi, base, first, stride, pipe);
+      consume_units<T, Shape, TA, TB, kWholeTiles>(p, epi, base, first, stride, pipe);
       ptx::setmaxnreg_dec<kBaseRegs>();
       ptx::named_barrier(kRegsBarrier, kThreads);
     }
     return;
   }
 #endif
-  gemm_units<T, Shape, TA, TB>(tma_a, tma_b, p, epi, base, first, stride, pipe);
+  gemm_units<T, Shape, TA, TB, kWholeTiles>(tma_a, tma_b, p, epi, base, first, stride, pipe);
 }
 
 // Generic-proxy writes to global memory (a previous phase's stores) and the
