@@ -200,7 +200,9 @@ def target_variant(spec: str):
 
     changes = {}
     for item in filter(None, spec.split(";")):
-        name, _, value = item.partition("=")
+        name, _, value = (part.strip() for part in item.partition("="))  # "| field=v" has spaces
+        if not name:
+            continue
         old = getattr(target.H200, name)
         if isinstance(old, tuple):
             changes[name] = tuple(int(v) for v in value.split(","))

@@ -78,3 +78,16 @@ def _compiles(src: str, tmp_path) -> None:
     proc = subprocess.run([nvcc, "-std=c++17", "-arch=sm_90", "-O3", "-I", str(include_dir()), "-c", str(cu),
                            "-o", str(tmp_path / "k.o")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_probe_target_variants_read_fields_as_the_call_script_spells_them():
+    """`TARGET_VARIANTS="| resident_map_unroll=16"` reaches target_variant with spaces
+    around the field (run r of the fifth session failed on ' resident_map_unroll')."""
+    import dataclasses
+
+    from benchmarks.resident_probe import target_variant
+    from trainkernel import target
+
+    assert target_variant(" resident_map_unroll=16").resident_map_unroll == 16
+    assert target_variant(" wgmma_tiles_n = 64,128 ; resident_map_unroll=4 ").wgmma_tiles_n == (64, 128)
+    assert target_variant(" ") == dataclasses.replace(target.H200)
