@@ -71,20 +71,26 @@ def rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).norm() / b.norm().clamp_min(1e-30))
 
 
-def check(w, dtype, compiled, steps: int = 10) -> float:
-    """Max relative error of loss and parameters against eager over `steps` steps."""
+def check(w, dtype, compiled, steps: int = 10, device: str = "cuda") -> float:
+    """Max relative error of everything the step returns (loss, SGD's gradients, the
+    new state) against eager over `steps` steps, the new state fed back each step
+    (the parameters of an SGD step, or a twin's whole optimizer state)."""
+    from torch.utils import _pytree as pytree
+
     step = w.make_step(dtype)
-    p_tk = [t.clone() for t in w.init_params(0, "cuda")]
-    p_ref = tuple(t.clone() for t in p_tk)
-    batches = w.make_batches(4, seed=1, device="cuda")
+    s_tk = pytree.tree_map(torch.clone, w.init_state(0, device))
+    s_ref = pytree.tree_map(torch.clone, s_tk)
+    batches = w.make_batches(4, seed=1, device=device)
     worst = 0.0
     for i in range(steps):
         x, y = batches[i % 4]
-        loss, _, new = compiled(tuple(p_tk), x, y)
-        p_tk = list(new)
-        loss_ref, _, p_ref = step(p_ref, x, y)
-        worst = max(worst, rel(loss, loss_ref), *(rel(a, b) for a, b in zip(p_tk, p_ref)))
-        if not all(torch.isfinite(t).all() for t in p_tk):
+        out = compiled(s_tk, x, y)
+        out_ref = step(s_ref, x, y)
+        got, want = pytree.tree_leaves(out), pytree.tree_leaves(out_ref)
+        assert len(got) == len(want), (len(got), len(want))
+        worst = max(worst, *(rel(a, b) for a, b in zip(got, want)))
+        s_tk, s_ref = out[-1], out_ref[-1]
+        if not all(torch.isfinite(t).all() for t in got):
             return float("inf")
     return worst
 
@@ -305,7 +311,7 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
                 target.TARGETS[target.H200.name] = dataclasses.replace(target.H200, resident_threads=int(label[8:]))
             try:
                 t0 = time.perf_counter()
-                params = w.init_params(0, "cuda")
+                params = w.init_state(0, "cuda")  # the parameters, or a twin's optimizer state
                 batches = w.make_batches(4, seed=1, device="cuda")
                 engine = label if label in ("wgmma", "mma") else "auto"  # --engine: the grid kernels' gemm engine
                 c = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]), resident=mode,

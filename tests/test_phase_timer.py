@@ -91,3 +91,24 @@ def test_probe_target_variants_read_fields_as_the_call_script_spells_them():
     assert target_variant(" resident_map_unroll=16").resident_map_unroll == 16
     assert target_variant(" wgmma_tiles_n = 64,128 ; resident_map_unroll=4 ").wgmma_tiles_n == (64, 128)
     assert target_variant(" ") == dataclasses.replace(target.H200)
+
+
+@pytest.mark.parametrize("name", ["tiny", "online-adam", "classification-adamw-ce"])
+def test_probe_check_feeds_back_the_whole_state_of_any_recipe(name):
+    """resident_probe's correctness check runs SGD steps and the Adam twins alike (run r of
+    the fifth session died tracing the twins with a parameter tuple for their state): the
+    eager step checked against itself on the CPU is exact, and a wrong step is caught."""
+    import torch
+
+    from benchmarks.resident_probe import check
+    from benchmarks.workloads import WORKLOADS
+
+    w = WORKLOADS[name]
+    step = w.make_step(torch.float32)
+    assert check(w, torch.float32, step, steps=3, device="cpu") == 0.0
+
+    def off_by_a_little(state, x, y):
+        out = step(state, x, y)
+        return (out[0] * 1.01, *out[1:])
+
+    assert check(w, torch.float32, off_by_a_little, steps=2, device="cpu") > 1e-3
