@@ -5,7 +5,9 @@
 // wgmma, 64 wide (the product has 64 tiles of 128 x 128: 128 units of
 // 128 x 64 fill more of the 132 SMs). Every gemm of the kernel then takes it:
 // one tile shape, 384 threads, the pipeline's shared memory (8 stages of
-// 24 KB, barriers, alignment slack).
+// 24 KB, barriers, alignment slack). Every tile of these products is whole
+// (1024 is a multiple of 128 and 64), so the printer drops the epilogues'
+// bounds tests (grid_gemm_units' fifth argument, kWholeTiles).
 // RUN: trainkernel-opt %s -p 'sched-to-tile' | filecheck %s
 // RUN: trainkernel-opt %s -p 'sched-to-tile{engine=mma}' | filecheck %s --check-prefix=MMA
 // RUN: trainkernel-opt %s -p 'sched-to-tile' -t cuda | filecheck %s --check-prefix=CUDA
@@ -31,11 +33,11 @@
 // CUDA:       __launch_bounds__(384, 1) tk_step_kernel(const __grid_constant__ TkParams p)
 // CUDA:         if (threadIdx.x == 0) tk::hopper::pipeline_init<TkShape>(tk_hbase);
 // CUDA:         tk::hopper::PipeState tk_pipe;
-// CUDA:         tk::hopper::grid_gemm_units<__nv_bfloat16, TkShape, false, false>(&p.maps[0], &p.maps[1], tk_gp,
+// CUDA:         tk::hopper::grid_gemm_units<__nv_bfloat16, TkShape, false, false, true>(&p.maps[0], &p.maps[1], tk_gp,
 // CUDA:         tk::hopper::fence_proxy_async_global();
 // CUDA-NEXT:    tk::grid_sync();
 // CUDA-NEXT:    tk::hopper::fence_proxy_async_global();
-// CUDA:         tk::hopper::grid_gemm_units<__nv_bfloat16, TkShape, false, true>(&p.maps[2], &p.maps[3], tk_gp,
+// CUDA:         tk::hopper::grid_gemm_units<__nv_bfloat16, TkShape, false, true, true>(&p.maps[2], &p.maps[3], tk_gp,
 // CUDA:       tk::hopper::operand_maps<__nv_bfloat16, TkShape, false, false>(&p.maps[0], &p.maps[1], buffers[0], 1024, buffers[1], 1024, 1024, 1024, 1024)
 // CUDA:       tk::hopper::operand_maps<__nv_bfloat16, TkShape, false, true>(&p.maps[2], &p.maps[3], (char*)arena + 0, 1024, buffers[1], 1024, 1024, 1024, 1024)
 
