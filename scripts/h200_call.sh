@@ -106,7 +106,7 @@ for item in "$@"; do
              i=0
              for spec in $2; do
                i=$((i + 1)); engine=${spec%%:*}; flags=; [[ $spec == *:* ]] && flags=${spec#*:}
-               export NVCC_APPEND_FLAGS="$flags"
+               export NVCC_APPEND_FLAGS="-lineinfo $flags"  # reports with source lines
                python3 tests/gpu_scripts/run_steps.py "$1" bfloat16 1 inplace "$engine" > "$0/build_$i.log" 2>&1
                "$san" --tool racecheck --racecheck-report all --print-limit 60 --error-exitcode 7 \
                  python3 tests/gpu_scripts/run_steps.py "$1" bfloat16 2 inplace "$engine" > "$0/race_$i.log" 2>&1

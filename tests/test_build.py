@@ -203,6 +203,8 @@ def test_an_arch_feature_set_is_one_gencode_without_ptx():
 
 def test_flags():
     flags = B.nvcc_flags("sm_90")
-    for f in ("-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC", "-lineinfo", "-arch=sm_90"):
+    for f in ("-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC", "-arch=sm_90"):
         assert f in flags
+    # Source lines only when asked (NVCC_APPEND_FLAGS=-lineinfo): they cost compile time, not code.
+    assert "-lineinfo" not in flags
     assert str(B.include_dir()) in flags

@@ -39,6 +39,7 @@ def test_compute_sanitizer_reports_nothing(tool: str, workload: str, tmp_path):
         pytest.skip("compute-sanitizer is not installed")
     env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     env.setdefault("TRAINKERNEL_CACHE_DIR", str(tmp_path / "cache"))
+    env.setdefault("NVCC_APPEND_FLAGS", "-lineinfo")  # reports with source lines
     # Compile outside the sanitizer first (nvcc under it is slow and irrelevant).
     subprocess.run([sys.executable, str(SCRIPT), workload, "bfloat16", "1"], env=env, check=True,
                    capture_output=True, timeout=300)

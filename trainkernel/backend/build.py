@@ -4,11 +4,14 @@
 that the runtime loads with ctypes; `build_many(sources)` builds several
 variants in parallel (one nvcc process per source, at most ``jobs`` at once).
 
-Flags: ``-O3 -std=c++17 --shared -Xcompiler -fPIC -lineinfo -arch=<arch>`` (an "a" feature set: ``-gencode=arch=compute_90a,code=sm_90a``)
+Flags: ``-O3 -std=c++17 --shared -Xcompiler -fPIC -arch=<arch>`` (an "a" feature set: ``-gencode=arch=compute_90a,code=sm_90a``)
 plus ``-I <package>/backend/include`` (the device header library, used as
 ``#include "tk/tk.cuh"``). The architecture is the visible device's
 (``torch.cuda.get_device_capability``) or ``sm_90`` when no GPU is visible, so
-a machine without a GPU (CI) compiles for the H200.
+a machine without a GPU (CI) compiles for the H200. No ``-lineinfo``: it
+leaves the SASS as it is (mlp4's, compared with nvdisasm) but costs cicc and
+ptxas ~7% of a cold compile; ``NVCC_APPEND_FLAGS=-lineinfo`` (part of the
+cache key) builds with source lines for compute-sanitizer and ncu.
 
 No shell sees a path. nvcc runs its sub-tools through ``sh`` with the source
 path, its working directory and ``$TMPDIR`` pasted into the command lines, so
@@ -30,7 +33,7 @@ under the include directories. Artifacts live in the cache directory:
 ``cache_dir=`` argument, else ``$TRAINKERNEL_CACHE_DIR``, else
 ``~/.cache/trainkernel``::
 
-    <key>.cu     the source (kept so -lineinfo / profilers can show it)
+    <key>.cu     the source (kept so profilers can show it under -lineinfo)
     <key>.json   the key's inputs, build log, and the library's sha256
     <key>.so     the library
     <key>.lock   an fcntl lock held while that key is being built
@@ -102,7 +105,7 @@ __all__ = [
     "verify_library",
 ]
 
-BASE_FLAGS: tuple[str, ...] = ("-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC", "-lineinfo")
+BASE_FLAGS: tuple[str, ...] = ("-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC")
 
 CACHE_FORMAT = 2
 """Version of the artifact layout and key recipe (part of the key)."""
