@@ -41,6 +41,10 @@ ODD = [
     ("tiny", (7, 13, 129, 3)),
     ("classification", (33, 100, 300, 10)),
     ("mlp4", (33, 100, 300, 50, 7)),
+    # bf16/f16 rows of whole 16 bytes, so the wgmma engine runs it, with edge tiles in
+    # every product (200 rows, widths 520, 1000, 56): whole tiles take the row walk
+    # without bounds tests and edge tiles the guarded one, tile by tile (perf-log step 22).
+    ("small", (200, 520, 1000, 56)),
 ]
 
 
