@@ -202,9 +202,9 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <type_traits>  // the row walk's guard as a type (consume_units)
 #if defined(TK_UNIT_TIMER)
 #include <cstdio>  // the unit timer's printf (a development probe)
-#include <type_traits>
 #endif
 
 #include "epilogue.cuh"
@@ -922,7 +922,8 @@ struct AnyStoreEpilogue {
 
 // Sums the split-K partials of this thread's fragment in slice order, after
 // publishing its own. Returns false (for the warp) when another unit of the
-// tile is still missing: only the last one continues. The sum is in slice order whoever arrives last (same bits).
+// tile is still missing: only the last one continues. The sum is in slice
+// order whoever arrives last (same bits).
 template <int BM, int BN>
 __device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit& w,
                                              float (&acc)[BN / 2], int ctid) {
