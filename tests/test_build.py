@@ -208,3 +208,53 @@ def test_flags():
     # Source lines only when asked (NVCC_APPEND_FLAGS=-lineinfo): they cost compile time, not code.
     assert "-lineinfo" not in flags
     assert str(B.include_dir()) in flags
+
+
+def _generated_tiny() -> str:
+    import torch
+
+    import trainkernel
+    from trainkernel.workloads import WORKLOADS
+
+    w = WORKLOADS["tiny"]
+    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
+
+
+def _symbols(path: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(["nm", *args, str(path)], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.mark.skipif(shutil.which("nm") is None or shutil.which("ld") is None, reason="binutils (nm, ld) not found")
+def test_separate_image_builds_the_device_code_apart(tmp_path, monkeypatch):
+    """TRAINKERNEL_SEPARATE_IMAGE=1 (perf-log step 24): a generated kernel's cubin is built
+    beside its host side and linked into the library as data; the launchers reach it
+    through cudaLibraryLoadData. The library exports the same ABI, holds the cubin (an
+    ELF with the kernel's .nv.info section) under a hidden symbol, and has no host stub
+    of the kernel; the cache keeps it apart from the one-piece build, and a source
+    the printer did not write (no TK_SEPARATE_IMAGE guard) still builds in one piece."""
+    source = _generated_tiny()
+    assert B.SEPARATE_IMAGE_GUARD in source
+    monkeypatch.delenv("TRAINKERNEL_SEPARATE_IMAGE", raising=False)
+    whole = B.build(source, arch="sm_90", cache_dir=tmp_path)
+    monkeypatch.setenv("TRAINKERNEL_SEPARATE_IMAGE", "1")
+    apart = B.build(source, arch="sm_90", cache_dir=tmp_path)
+    assert not apart.cached and apart.key != whole.key
+    assert B.build(source, arch="sm_90", cache_dir=tmp_path).cached
+
+    exported = _symbols(apart.path, "-D", "--defined-only")
+    for name in ("tk_launch", "tk_max_active_blocks_per_sm", "tk_num_buffers", "tk_arena_bytes", "tk_grid"):
+        assert f" {name}\n" in exported, name
+    assert "_binary_image_cubin_start" not in exported  # hidden: each library binds its own image
+    assert "_binary_image_cubin_start" in _symbols(apart.path)
+    data = apart.path.read_bytes()
+    assert data.count(b"\x7fELF") >= 2 and b".nv.info.tk_tiny_sgd_bf16_kernel" in data
+    assert "tk_tiny_sgd_bf16_kernel" in _symbols(whole.path)  # the one-piece build's host stub
+    assert "tk_tiny_sgd_bf16_kernel" not in _symbols(apart.path)
+    meta = (tmp_path / f"{apart.key}.json").read_text()
+    assert B.SEPARATE_IMAGE_MARK in meta
+
+    handwritten = B.build(tiny("apart"), cache_dir=tmp_path)
+    monkeypatch.delenv("TRAINKERNEL_SEPARATE_IMAGE")
+    assert B.build(tiny("apart"), cache_dir=tmp_path).key == handwritten.key

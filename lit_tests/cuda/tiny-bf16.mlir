@@ -15,7 +15,8 @@
 // CHECK-NEXT:  struct TkParams { void* buf[11]; char* arena; };
 // CHECK-NEXT:  static constexpr int kSmem = (tk::gemm_smem_bytes<__nv_bfloat16, 64, 64, 32>() > 0 ? tk::gemm_smem_bytes<__nv_bfloat16, 64, 64, 32>() : 0);
 // CHECK-NEXT:  static constexpr int kThreads = 128;
-// CHECK:       extern "C" __global__ void __launch_bounds__(128) tk_tiny_sgd_bf16_kernel(TkParams p) {
+// CHECK:       #if !defined(TK_SEPARATE_IMAGE)
+// CHECK-NEXT:  extern "C" __global__ void __launch_bounds__(128) tk_tiny_sgd_bf16_kernel(TkParams p) {
 // Parameters are the f32 masters; the arena temporaries are typed pointers.
 // CHECK:         float* b0 = (float*)p.buf[0];
 // CHECK:         float* b10_out4 = (float*)p.buf[10];
@@ -49,6 +50,19 @@
 // CHECK:       { // tile.reduce tk.sum: 16 rows into 64 columns, 32 per item, rows in 4 slices of 4
 // CHECK-NOT:   // ---- phase 5
 
+// The kernel the launchers use: its own address, or built apart
+// (TK_SEPARATE_IMAGE, backend/build.py) the handle of the linked-in cubin.
+// CHECK:       #if defined(TK_SEPARATE_IMAGE)
+// CHECK:       static const void* tk_kernel = nullptr;
+// CHECK:         cudaError_t e = cudaLibraryLoadData(&lib, _binary_image_cubin_start, nullptr, nullptr, 0, nullptr, nullptr, 0);
+// CHECK-NEXT:    if (e == cudaSuccess) e = cudaLibraryGetKernel(&kernel, lib, "tk_tiny_sgd_bf16_kernel");
+// CHECK:       #else
+// CHECK-NEXT:  static const void* const tk_kernel = (const void*)tk_tiny_sgd_bf16_kernel;
+// CHECK:       #endif
+// CHECK:       static int tk_configure() {
+// CHECK:         cudaError_t err = tk_load();
+// CHECK:         err = cudaFuncSetAttribute(tk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+
 // Launcher: cooperative launch with the kernel's shape, and the metadata the
 // runtime reads.
 // CHECK:       extern "C" int tk_num_buffers() { return 11; }
@@ -57,10 +71,10 @@
 // CHECK-NEXT:  extern "C" int tk_threads() { return kThreads; }
 // CHECK-NEXT:  extern "C" int tk_smem_bytes() { return kSmem; }
 // CHECK:       extern "C" int tk_max_active_blocks_per_sm() {
-// CHECK:         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, tk_tiny_sgd_bf16_kernel, kThreads, kSmem);
+// CHECK:         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, tk_kernel, kThreads, kSmem);
 // CHECK:       extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {
 // CHECK:         for (int i = 0; i < 11; ++i) p.buf[i] = buffers[i];
-// CHECK:         cudaLaunchCooperativeKernel((void*)tk_tiny_sgd_bf16_kernel, dim3(grid), dim3(kThreads), args, kSmem,
+// CHECK:         cudaLaunchCooperativeKernel(tk_kernel, dim3(grid), dim3(kThreads), args, kSmem,
 
 // Five phases, so four barriers. The cost model runs this step on one block,
 // where a barrier is __syncthreads(): no grid barrier at all. With a forced

@@ -107,6 +107,31 @@ __all__ = [
 
 BASE_FLAGS: tuple[str, ...] = ("-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC")
 
+def separate_image() -> bool:
+    """Build the kernel's device code apart from its host side (off by default until
+    the GPU suite has run on it: perf-log step 24; ``TRAINKERNEL_SEPARATE_IMAGE=1``).
+
+    One nvcc compiles the source into a cubin (preprocessing, cicc, ptxas) while
+    another compiles it with ``-DTK_SEPARATE_IMAGE`` into the host object (the
+    launchers, no kernel: cudafe++, gcc); ``ld -r -b binary`` wraps the cubin as
+    data and nvcc links both into the library, whose launchers load the image
+    with cudaLibraryLoadData (the printer's `kernel_handle`). The host side's
+    ~1.1-1.4 s (an empty kernel's nvcc) then runs beside cicc and ptxas instead
+    of before and after them. Part of the cache key."""
+    return os.environ.get("TRAINKERNEL_SEPARATE_IMAGE", "") not in ("", "0")
+
+
+SEPARATE_IMAGE_MARK = "<separate-image>"
+"""Stands in the key's flag list for a separate-image build (never passed to nvcc)."""
+
+SEPARATE_IMAGE_GUARD = "defined(TK_SEPARATE_IMAGE)"
+"""What a source that can be built apart contains (the printer's kernel guard);
+any other source builds in one piece whatever the switch says."""
+
+
+def _builds_apart(source: str) -> bool:
+    return separate_image() and SEPARATE_IMAGE_GUARD in source
+
 CACHE_FORMAT = 2
 """Version of the artifact layout and key recipe (part of the key)."""
 
@@ -551,6 +576,7 @@ class _Job:
     key: str
     source: str
     stem: str  # k0, k1, ...: the file names inside the private build directory
+    separate: bool = False  # device code built apart (separate_image)
     returncode: int | None = None
     error: str = ""  # why nvcc could not be started
 
@@ -589,9 +615,39 @@ def _relative_flags(flags: Sequence[str], include_dirs: Sequence[Path], work: Pa
     return out
 
 
+def _stages(nvcc: str, flags: Sequence[str], job: _Job) -> list[list[tuple[list[str], str]]]:
+    """The commands that build `job`, as stages of (argument list, working
+    directory relative to the build directory) run together; a stage starts when
+    the previous one has succeeded. One nvcc, or for a separate image the device
+    cubin beside the host object, then the cubin wrapped as data, then the link."""
+    if not job.separate:
+        return [[([nvcc, *flags, "-o", job.out_name, job.src_name], ".")]]
+    compile_flags, i = [], 0
+    while i < len(flags):  # everything but the shared-library link's own flags
+        if flags[i] == "--shared":
+            i += 1
+        elif flags[i] == "-Xcompiler" and i + 1 < len(flags) and flags[i + 1] == "-fPIC":
+            i += 2
+        else:
+            compile_flags.append(flags[i])
+            i += 1
+    arch = [f for f in flags if f.startswith(("-gencode", "-arch"))]
+    ld = shutil.which("ld") or "ld"
+    image = f"{job.stem}.d"
+    return [
+        [([nvcc, *compile_flags, "-cubin", "-o", f"{image}/image.cubin", job.src_name], "."),
+         ([nvcc, *compile_flags, "-Xcompiler", "-fPIC", "-DTK_SEPARATE_IMAGE", "-c", "-o", f"{job.stem}.o",
+           job.src_name], ".")],
+        # Run where the cubin is, so that its symbols are _binary_image_cubin_*.
+        [([ld, "-r", "-b", "binary", "-z", "noexecstack", "-o", "image.o", "image.cubin"], image)],
+        [([nvcc, "--shared", "-Xcompiler", "-fPIC", *arch, "-o", job.out_name, f"{job.stem}.o",
+           f"{image}/image.o"], ".")],
+    ]
+
+
 def _run_jobs(nvcc: str, flags: Sequence[str], jobs: list[_Job], work: Path, parallel: int) -> None:
-    """Run nvcc for every job in `work` (argument lists, no shell); on any
-    exception (KeyboardInterrupt included) every nvcc still running is killed."""
+    """Run the commands of every job in `work` (argument lists, no shell); on any
+    exception (KeyboardInterrupt included) every command still running is killed."""
     from concurrent.futures import ThreadPoolExecutor
 
     env = {**os.environ, "TMPDIR": str(work)}
@@ -600,18 +656,30 @@ def _run_jobs(nvcc: str, flags: Sequence[str], jobs: list[_Job], work: Path, par
     stopping = threading.Event()
 
     def one(job: _Job) -> None:
-        if stopping.is_set():
-            return
+        stages = _stages(nvcc, flags, job)
+        if len(stages) > 1:
+            (work / f"{job.stem}.d").mkdir()
         with open(work / job.log_name, "wb") as log:
-            try:
-                p = subprocess.Popen([nvcc, *flags, "-o", job.out_name, job.src_name], cwd=work, stdout=log,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-            except OSError as exc:
-                job.error = f"cannot run {nvcc}: {exc}"
-                return
-            with lock:
-                procs.append(p)
-            job.returncode = p.wait()
+            for stage in stages:
+                if stopping.is_set():
+                    return
+                running = []
+                for args, cwd in stage:
+                    try:
+                        p = subprocess.Popen(args, cwd=work / cwd, stdout=log, stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL, env=env)
+                    except OSError as exc:
+                        job.error = f"cannot run {args[0]}: {exc}"
+                        break
+                    with lock:
+                        procs.append(p)
+                    running.append(p)
+                codes = [p.wait() for p in running]
+                if job.error:
+                    return
+                job.returncode = next((c for c in codes if c != 0), 0)
+                if job.returncode != 0:
+                    return
 
     pool = ThreadPoolExecutor(max_workers=parallel)
     try:
@@ -690,7 +758,8 @@ def build_many(
     inc = [include_dir(), *(Path(d).resolve() for d in include_dirs)]
     toolchain = toolchain_fingerprint(nvcc, arch_s)
 
-    keys = [cache_key(src, flags, toolchain, inc) for src in sources]
+    keys = [cache_key(src, flags + [SEPARATE_IMAGE_MARK] if _builds_apart(src) else flags, toolchain, inc)
+            for src in sources]
     unique: dict[str, str] = {}
     for key, src in zip(keys, sources):
         unique.setdefault(key, src)
@@ -754,7 +823,7 @@ def _compile(todo, unique, root, nvcc, flags, inc, arch_s, toolchain, parallel, 
     except OSError as exc:
         raise BuildError(f"cannot create a private build directory in {tmp_root}: {exc.strerror or exc}") from exc
     try:
-        job_list = [_Job(key, unique[key], f"k{i}") for i, key in enumerate(todo)]
+        job_list = [_Job(key, unique[key], f"k{i}", _builds_apart(unique[key])) for i, key in enumerate(todo)]
         try:
             rel_flags = _relative_flags(flags, inc, work)
             for job in job_list:
@@ -784,7 +853,7 @@ def _compile(todo, unique, root, nvcc, flags, inc, arch_s, toolchain, parallel, 
                 "key": job.key,
                 "sha256": sha,
                 "arch": arch_s,
-                "flags": list(flags),
+                "flags": list(flags) + ([SEPARATE_IMAGE_MARK] if job.separate else []),
                 "seconds": round(seconds, 3),
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
                 "log": log,

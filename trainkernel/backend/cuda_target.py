@@ -567,6 +567,7 @@ class CudaPrinter:
         elif FINAL_FENCE:
             self.w("  __threadfence(); __syncthreads();  // probe: a block's stores performed before it exits")
         self.w("}")
+        self.kernel_handle()
         self.launcher()
         return self.out.getvalue()
 
@@ -581,6 +582,9 @@ class CudaPrinter:
         """The kernel's signature, its shared memory, the block's index (`index_decl`
         declares `index_name`) and one pointer per buffer argument."""
         param = "const __grid_constant__ TkParams p" if self.wgmma else "TkParams p"
+        # Under TK_SEPARATE_IMAGE (backend/build.py) this translation unit is the
+        # host side only: the kernel is built apart and reached through kernel_handle.
+        self.w("#if !defined(TK_SEPARATE_IMAGE)")
         self.w(f"extern \"C\" __global__ void __launch_bounds__({launch_bounds}) {self.kname}({param}) {{")
         self.w(f"  extern __shared__ __align__({smem_align}) char smem[];")
         self.w("  __shared__ float scratch[64];")
@@ -592,6 +596,33 @@ class CudaPrinter:
             # No __restrict__: buffers alias (in-place state, views, arena reuse) and a
             # restrict-qualified pointer may be read through the non-coherent cache.
             self.w(f"  {c_type(arg.type)}* {name} = ({c_type(arg.type)}*)p.buf[{i}];")
+
+    def kernel_handle(self) -> None:
+        """Closes the kernel's `#if` and defines what the host side launches:
+        `tk_kernel`, made ready by `tk_load()`. Built apart (TK_SEPARATE_IMAGE),
+        the kernel's cubin is linked into the library as data (`ld -b binary`:
+        `_binary_image_cubin_start`) and loaded once with cudaLibraryLoadData; every
+        runtime call below takes the cudaKernel_t it gives, cast to a pointer, as it
+        takes a __global__ function's address."""
+        self.w(f"""#endif
+
+#if defined(TK_SEPARATE_IMAGE)
+// Hidden: each library binds its own image, never another loaded library's.
+extern "C" __attribute__((visibility("hidden"))) const char _binary_image_cubin_start[];
+static const void* tk_kernel = nullptr;
+static cudaError_t tk_load() {{
+  if (tk_kernel) return cudaSuccess;
+  cudaLibrary_t lib;
+  cudaKernel_t kernel;
+  cudaError_t e = cudaLibraryLoadData(&lib, _binary_image_cubin_start, nullptr, nullptr, 0, nullptr, nullptr, 0);
+  if (e == cudaSuccess) e = cudaLibraryGetKernel(&kernel, lib, "{self.kname}");
+  if (e == cudaSuccess) tk_kernel = (const void*)kernel;
+  return e;
+}}
+#else
+static const void* const tk_kernel = (const void*){self.kname};
+static cudaError_t tk_load() {{ return cudaSuccess; }}
+#endif""")
 
     def _gemm_cfg(self, op: tile.GemmOp) -> tuple[str, int, int, int]:
         mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
@@ -958,7 +989,9 @@ class CudaPrinter:
 static int tk_configure() {{
   static int configured = 0;
   if (configured) return 0;
-  cudaError_t err = cudaFuncSetAttribute({self.kname}, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  cudaError_t err = tk_load();
+  if (err != cudaSuccess) return (int)err;
+  err = cudaFuncSetAttribute(tk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   if (err != cudaSuccess) return (int)err;
   configured = 1;
   return 0;
@@ -974,7 +1007,7 @@ extern "C" int tk_max_active_blocks_per_sm() {{
   int err = tk_configure();
   if (err) return -err;
   int blocks = 0;
-  cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, {self.kname}, kThreads, kSmem);
+  cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, tk_kernel, kThreads, kSmem);
   return e == cudaSuccess ? blocks : -(int)e;
 }}
 
@@ -983,7 +1016,7 @@ extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
   if (err) return err;
 {self._launch_params(nbuf)}
   void* args[] = {{&p}};
-  return (int)cudaLaunchCooperativeKernel((void*){self.kname}, dim3(grid), dim3(kThreads), args, kSmem,
+  return (int)cudaLaunchCooperativeKernel(tk_kernel, dim3(grid), dim3(kThreads), args, kSmem,
                                           (cudaStream_t)stream);
 }}""")
 
@@ -1249,6 +1282,7 @@ class ResidentPrinter(CudaPrinter):
                 self.w(f'  if (blockIdx.x == 0 && threadIdx.x == 0) printf("tk-timer {k.sym_name.data} {fmt}\\n", '
                        f'{deltas});')
         self.w("}")
+        self.kernel_handle()
         self.launcher()
         return self.out.getvalue()
 
@@ -1597,7 +1631,7 @@ class ResidentPrinter(CudaPrinter):
         k = self.kernel
         nbuf = len(k.block.args)
         portable = "" if self.cluster <= TARGET.max_portable_cluster else f"""
-  err = cudaFuncSetAttribute({self.kname}, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+  err = cudaFuncSetAttribute(tk_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (err != cudaSuccess) return (int)err;"""
         self.w(f"""
 static cudaLaunchConfig_t tk_config(void* stream, bool programmatic) {{
@@ -1628,7 +1662,9 @@ static cudaLaunchConfig_t tk_config(void* stream, bool programmatic) {{
 static int tk_configure() {{
   static int configured = 0;
   if (configured) return 0;
-  cudaError_t err = cudaFuncSetAttribute({self.kname}, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
+  cudaError_t err = tk_load();
+  if (err != cudaSuccess) return (int)err;
+  err = cudaFuncSetAttribute(tk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
   if (err != cudaSuccess) return (int)err;{portable}
   configured = 1;
   return 0;
@@ -1648,10 +1684,10 @@ extern "C" int tk_max_active_clusters() {{
   int clusters = 0;
   cudaError_t e;
   if (kCluster == 1) {{  // no cluster attribute: the block occupancy query answers
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&clusters, {self.kname}, kThreads, kSmem);
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&clusters, tk_kernel, kThreads, kSmem);
   }} else {{
     cudaLaunchConfig_t cfg = tk_config(0, false);
-    e = cudaOccupancyMaxActiveClusters(&clusters, (void*){self.kname}, &cfg);
+    e = cudaOccupancyMaxActiveClusters(&clusters, tk_kernel, &cfg);
   }}
   return e == cudaSuccess ? clusters : -(int)e;
 }}
@@ -1669,7 +1705,8 @@ extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
   for (int i = 0; i < {nbuf}; ++i) p.buf[i] = buffers[i];
   p.arena = 0;
   cudaLaunchConfig_t cfg = tk_config(stream, kProgrammatic);
-  return (int)cudaLaunchKernelEx(&cfg, {self.kname}, p);
+  void* args[] = {{&p}};
+  return (int)cudaLaunchKernelExC(&cfg, tk_kernel, args);
 }}""")
 
 
