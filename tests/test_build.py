@@ -258,3 +258,16 @@ def test_separate_image_builds_the_device_code_apart(tmp_path, monkeypatch):
     handwritten = B.build(tiny("apart"), cache_dir=tmp_path)
     monkeypatch.delenv("TRAINKERNEL_SEPARATE_IMAGE")
     assert B.build(tiny("apart"), cache_dir=tmp_path).key == handwritten.key
+
+
+@pytest.mark.skipif(shutil.which("ld") is None, reason="binutils (ld) not found")
+def test_separate_image_failure_names_the_step_and_keeps_nvcc_output(tmp_path, monkeypatch):
+    """A kernel that does not compile, built apart: one BuildError with nvcc's message and
+    the step that failed (the cubin's nvcc), and nothing installed in the cache."""
+    monkeypatch.setenv("TRAINKERNEL_SEPARATE_IMAGE", "1")
+    broken = _generated_tiny().replace("__syncthreads();", "__syncthreads(); tk_no_such_function();", 1)
+    with pytest.raises(B.BuildError) as err:
+        B.build(broken, arch="sm_90", cache_dir=tmp_path)
+    text = str(err.value)
+    assert "tk_no_such_function" in text and "-cubin" in err.value.command
+    assert not list(tmp_path.glob("*.so"))

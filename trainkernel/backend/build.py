@@ -577,6 +577,7 @@ class _Job:
     source: str
     stem: str  # k0, k1, ...: the file names inside the private build directory
     separate: bool = False  # device code built apart (separate_image)
+    failed_command: str = ""  # built apart: the step that failed, as run in the build directory
     returncode: int | None = None
     error: str = ""  # why nvcc could not be started
 
@@ -677,8 +678,11 @@ def _run_jobs(nvcc: str, flags: Sequence[str], jobs: list[_Job], work: Path, par
                 codes = [p.wait() for p in running]
                 if job.error:
                     return
-                job.returncode = next((c for c in codes if c != 0), 0)
-                if job.returncode != 0:
+                failed = [(c, args) for c, (args, _) in zip(codes, stage) if c != 0]
+                job.returncode = failed[0][0] if failed else 0
+                if failed:
+                    if job.separate:
+                        job.failed_command = shlex.join(failed[0][1]) + "   (in the private build directory)"
                     return
 
     pool = ThreadPoolExecutor(max_workers=parallel)
@@ -790,7 +794,7 @@ def build_many(
         parts = []
         for job, log in failures:
             src_path = root / f"{job.key}.cu"
-            cmd = _display_command(nvcc, flags, src_path, root / f"{job.key}.so")
+            cmd = job.failed_command or _display_command(nvcc, flags, src_path, root / f"{job.key}.so")
             parts.append(f"--- kernel {job.key[:16]} (source: {src_path}): {_failure_reason(job)}\n"
                          f"command: {cmd}\n{log.strip() or '(nvcc printed nothing)'}")
         first_job, first_log = failures[0]
@@ -798,7 +802,7 @@ def build_many(
         raise BuildError(
             f"nvcc failed to compile {len(failures)} of {len(unique)} CUDA source(s) for {arch_s}:\n" + "\n".join(parts),
             log=first_log,
-            command=_display_command(nvcc, flags, first_src, root / f"{first_job.key}.so"),
+            command=first_job.failed_command or _display_command(nvcc, flags, first_src, root / f"{first_job.key}.so"),
             source_path=first_src if first_src.is_file() else None,
         )
 
