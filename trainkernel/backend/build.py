@@ -107,6 +107,7 @@ __all__ = [
 
 BASE_FLAGS: tuple[str, ...] = ("-O3", "-std=c++17", "--shared", "-Xcompiler", "-fPIC")
 
+
 def separate_image() -> bool:
     """Build the kernel's device code apart from its host side (off by default until
     the GPU suite has run on it: perf-log step 24; ``TRAINKERNEL_SEPARATE_IMAGE=1``).
@@ -131,6 +132,7 @@ any other source builds in one piece whatever the switch says."""
 
 def _builds_apart(source: str) -> bool:
     return separate_image() and SEPARATE_IMAGE_GUARD in source
+
 
 CACHE_FORMAT = 2
 """Version of the artifact layout and key recipe (part of the key)."""
@@ -623,22 +625,13 @@ def _stages(nvcc: str, flags: Sequence[str], job: _Job) -> list[list[tuple[list[
     cubin beside the host object, then the cubin wrapped as data, then the link."""
     if not job.separate:
         return [[([nvcc, *flags, "-o", job.out_name, job.src_name], ".")]]
-    compile_flags, i = [], 0
-    while i < len(flags):  # everything but the shared-library link's own flags
-        if flags[i] == "--shared":
-            i += 1
-        elif flags[i] == "-Xcompiler" and i + 1 < len(flags) and flags[i + 1] == "-fPIC":
-            i += 2
-        else:
-            compile_flags.append(flags[i])
-            i += 1
+    compile_flags = [f for f in flags if f != "--shared"]  # the link's; -fPIC serves the host object
     arch = [f for f in flags if f.startswith(("-gencode", "-arch"))]
     ld = shutil.which("ld") or "ld"
     image = f"{job.stem}.d"
     return [
         [([nvcc, *compile_flags, "-cubin", "-o", f"{image}/image.cubin", job.src_name], "."),
-         ([nvcc, *compile_flags, "-Xcompiler", "-fPIC", "-DTK_SEPARATE_IMAGE", "-c", "-o", f"{job.stem}.o",
-           job.src_name], ".")],
+         ([nvcc, *compile_flags, "-DTK_SEPARATE_IMAGE", "-c", "-o", f"{job.stem}.o", job.src_name], ".")],
         # Run where the cubin is, so that its symbols are _binary_image_cubin_*.
         [([ld, "-r", "-b", "binary", "-z", "noexecstack", "-o", "image.o", "image.cubin"], image)],
         [([nvcc, "--shared", "-Xcompiler", "-fPIC", *arch, "-o", job.out_name, f"{job.stem}.o",

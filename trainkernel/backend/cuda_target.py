@@ -406,10 +406,10 @@ COLUMN_LOADS = 16
 FULL_REDUCE_LOADS = 16
 """Elements a thread of a full reduction (tile.reduce with rows = 1: a loss sum)
 loads before folding them (at most as many as it has), folded in the order of
-one at a time (same bits). One at a time, mlp4's loss sum (32768 elements, one block) waited ~85 load
-latencies, about half of its 30k-cycle phase; 16 measured small 33.7 -> 30.7
-and mlp4 59.9 -> 51.0 us, medium unchanged (perf-log step 19,
-resident_probe --full-loads)."""
+one at a time (same bits). One at a time, mlp4's loss sum (32768 elements, one
+block) waited ~85 load latencies, about half of its 30k-cycle phase; 16
+measured small 33.7 -> 30.7 and mlp4 59.9 -> 51.0 us, medium unchanged
+(perf-log step 19, resident_probe --full-loads)."""
 
 
 def _fold(red: tk.ReductionOp, value: str, index: str) -> str:
