@@ -22,6 +22,17 @@ benchmarks/correctness.py). Two checks, both over every step:
 * trajectory: compiled, eager and float64 each run their own trajectory with
   state fed back; checked: the loss and every parameter at every step.
 
+One exception, for decisions: a forced quantity may exceed its bound at
+``OUTLIER_STEPS`` steps in 100 (at least one), by at most ``OUTLIER_CAP``.
+A relu mask (or any comparison) on a value that lies within rounding error of
+its threshold takes either side legitimately, and one flipped element moves a
+gradient by ~1e-3 of its norm: on small (200, 520, 1000, 56) in f32, the
+pre-activations summed in the megakernel's order cross zero against float64
+once in 100 steps, and CPU PyTorch's order three times, while eager on the GPU
+happened not to (tests/test_runtime_cuda.py's f32 run of that shape,
+results/h200/run-8f1e568-s). A wrong tile, a race or a lost update shows at
+most steps or by more than the cap; the trajectory check takes no exception.
+
 All outputs must be finite.
 """
 
@@ -37,6 +48,8 @@ from collections.abc import Sequence
 
 K_EAGER = 4.0
 FLOOR = 1e-6
+OUTLIER_STEPS = 0.01  # of a forced check's steps (at least one) that may exceed the bound: decision flips
+OUTLIER_CAP = 1e-2  # ... by at most this (or the bound, if larger)
 DTYPES = ("f32", "bf16", "f16")
 
 
@@ -116,14 +129,31 @@ class Quantity:
     max_error: float = 0.0
     eager_error: float = 0.0
     max_abs_vs_eager: float = 0.0
+    errors: list[float] = dataclasses.field(default_factory=list)  # per step (forced checks)
+
+    def record(self, error: float, eager_error: float) -> None:
+        self.max_error = max(self.max_error, error)
+        self.eager_error = max(self.eager_error, eager_error)
+        if self.check == "forced":
+            self.errors.append(error)
 
     @property
     def allowed(self) -> float:
         return max(K_EAGER * self.eager_error, FLOOR)
 
     @property
+    def outliers(self) -> int:
+        """Steps over the bound (forced checks; the module docstring's exception)."""
+        return sum(e > self.allowed for e in self.errors)
+
+    @property
     def passed(self) -> bool:
-        return self.max_error <= self.allowed
+        if self.max_error <= self.allowed:
+            return True
+        if self.check != "forced" or not self.errors:
+            return False
+        budget = max(1, int(OUTLIER_STEPS * len(self.errors)))
+        return self.outliers <= budget and self.max_error <= max(OUTLIER_CAP, self.allowed)
 
 
 @dataclasses.dataclass
@@ -156,6 +186,7 @@ class CheckReport:
             lines.append(
                 f"    {'ok  ' if q.passed else 'FAIL'} {q.check:10s} {q.name:12s} rel err {q.max_error:.3g} "
                 f"eager {q.eager_error:.3g} allowed {q.allowed:.3g} max|c-e| {q.max_abs_vs_eager:.3g}"
+                + (f" ({q.outliers} of {len(q.errors)} steps over the bound)" if q.outliers else "")
             )
         return "\n".join(lines)
 
@@ -209,8 +240,7 @@ def _check(workload, compute_dtype, steps, inplace, device, cache_dir, seed, com
             e_outs = [e_loss, *e_grads, *(a.double() - b.double() for a, b in zip(e_new, old))]
             r_outs = [r_loss, *r_grads, *(a - b.double() for a, b in zip(r_new, old))]
             for q, c, e, r in zip(forced, c_outs, e_outs, r_outs):
-                q.max_error = max(q.max_error, _rel(c, r))
-                q.eager_error = max(q.eager_error, _rel(e, r))
+                q.record(_rel(c, r), _rel(e, r))
                 diff = (c.double() - e.double()).abs().max().item() if c.numel() else 0.0
                 q.max_abs_vs_eager = max(q.max_abs_vs_eager, diff if math.isfinite(diff) else math.inf)
             state = tuple(c_new)
@@ -218,8 +248,7 @@ def _check(workload, compute_dtype, steps, inplace, device, cache_dir, seed, com
             te_loss, _, eager_state = step(eager_state, x, y)
             tr_loss, _, ref_state = ref(ref_state, x64, y64)
             for q, c, e, r in zip(traj, [c_loss, *state], [te_loss, *eager_state], [tr_loss, *ref_state]):
-                q.max_error = max(q.max_error, _rel(c, r))
-                q.eager_error = max(q.eager_error, _rel(e, r))
+                q.record(_rel(c, r), _rel(e, r))
                 diff = (c.double() - e.double()).abs().max().item()
                 q.max_abs_vs_eager = max(q.max_abs_vs_eager, diff if math.isfinite(diff) else math.inf)
             loss_c, loss_e = c_loss, te_loss
