@@ -24,7 +24,6 @@
 // --epilogue) makes the tiles call load and store element by element again.
 #pragma once
 
-#include <type_traits>
 #include <utility>
 
 namespace tk {
@@ -41,24 +40,13 @@ constexpr int epilogue_chunk(int loads_per_element) {
   return loads_per_element <= 1 ? 16 : loads_per_element <= 2 ? 8 : 4;
 }
 
-// An optional third half, prefetch(r0, c0, rows, cols): asks L2 for every
-// operand byte the tile [r0, r0 + rows) x [c0, c0 + cols) will load, so that
-// the epilogue's loads hit L2 instead of waiting on DRAM chunk after chunk
-// (large's fp32 weight updates, perf-log step 25). A hint: it moves no data
-// the kernel sees and needs no ordering.
-struct NoPrefetch {
-  __host__ __device__ __forceinline__ void operator()(int, int, int, int) const {}
-};
-
-template <class Load, class Store, class Prefetch = NoPrefetch>
+template <class Load, class Store>
 struct StagedEpilogue {
   static constexpr bool kStaged = true;
-  static constexpr bool kPrefetch = !std::is_same<Prefetch, NoPrefetch>::value;
   using Loads = decltype(std::declval<const Load&>()(0, 0));
   static constexpr int kChunk = epilogue_chunk(sizeof(Loads) / sizeof(float));
   Load load;
   Store store;
-  Prefetch prefetch;
   // Per-element form (the tiles that do not stage, the TMA fallback).
   __host__ __device__ __forceinline__ void operator()(int i, int j, float acc) const {
     store(i, j, acc, load(i, j));
@@ -67,51 +55,7 @@ struct StagedEpilogue {
 
 template <class Load, class Store>
 __host__ __device__ __forceinline__ StagedEpilogue<Load, Store> staged_epilogue(Load load, Store store) {
-  return StagedEpilogue<Load, Store>{load, store, NoPrefetch{}};
-}
-template <class Load, class Store, class Prefetch>
-__host__ __device__ __forceinline__ StagedEpilogue<Load, Store, Prefetch> staged_epilogue(Load load, Store store,
-                                                                                         Prefetch prefetch) {
-  return StagedEpilogue<Load, Store, Prefetch>{load, store, prefetch};
-}
-
-// The bytes [p, p + bytes) into L2 (cp.async.bulk.prefetch: sm_90; the range
-// widened to whole 16-byte granules, which never leave the pages of the bytes
-// they hold). No-op on the host and before sm_90.
-__host__ __device__ __forceinline__ void prefetch_l2(const void* p, long long bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const unsigned long long lo = reinterpret_cast<unsigned long long>(p) & ~15ull;
-  const unsigned long long hi = (reinterpret_cast<unsigned long long>(p) + (unsigned long long)bytes + 15ull) & ~15ull;
-  if (bytes > 0)
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(lo), "r"((unsigned)(hi - lo)) : "memory");
-#else
-  (void)p;
-  (void)bytes;
-#endif
-}
-
-// An epilogue's prefetch half, where it has one (TK_NO_EPILOGUE_PREFETCH, a
-// probe knob: never).
-namespace detail {
-template <class E, class = void>
-struct has_prefetch {
-  static constexpr bool value = false;
-};
-template <class E>
-struct has_prefetch<E, decltype((void)E::kPrefetch)> {
-  static constexpr bool value = E::kPrefetch;
-};
-}  // namespace detail
-template <class E>
-__host__ __device__ __forceinline__ void epilogue_prefetch(const E& epi, int r0, int c0, int rows, int cols) {
-#if !defined(TK_NO_EPILOGUE_PREFETCH)
-  if constexpr (detail::has_prefetch<E>::value) epi.prefetch(r0, c0, rows, cols);
-#endif
-  (void)epi;
-  (void)r0;
-  (void)c0;
-  (void)rows;
-  (void)cols;
+  return StagedEpilogue<Load, Store>{load, store};
 }
 
 // An epilogue with load and store halves (generated code's) ...

@@ -1007,22 +1007,10 @@ __device__ __forceinline__ void pipeline_init(uint32_t base) {
   ptx::mbar_fence_init();
 }
 
-// K steps before a unit's end at which the producer asks L2 for the unit's
-// epilogue operands (epilogue_prefetch): with the stages it runs ahead, that
-// is ~20 K steps before the epilogue (~14 us on a 128 x 256 tile, ~4 on a
-// 128 x 64 one), enough for a DRAM round trip at a share of the bandwidth,
-// and short enough that 132 tiles' operands (17 MB of fp32 on large) do not
-// sit in L2 through the whole K loop, pushing out the operands it streams.
-#if !defined(TK_EPILOGUE_PREFETCH_STEPS)  // a probe knob (perf-log step 25)
-#define TK_EPILOGUE_PREFETCH_STEPS 16
-#endif
-constexpr int kEpiloguePrefetchSteps = TK_EPILOGUE_PREFETCH_STEPS;
-
-// The producer warpgroup's part of gemm_units (thread 0 issues the copies,
-// and the L2 prefetch of each unit's epilogue operands).
-template <typename T, class Shape, bool TA, bool TB, class Epi>
+// The producer warpgroup's part of gemm_units (thread 0 issues the copies).
+template <typename T, class Shape, bool TA, bool TB>
 __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
-                                              const GemmParams& p, const Epi& epi, uint32_t base, int first,
+                                              const GemmParams& p, uint32_t base, int first,
                                               int stride, PipeState& pipe) {
 #if TK_HOPPER_DEVICE
   constexpr int BM = Shape::BM, BN = Shape::BN, STAGES = Shape::STAGES;
@@ -1030,10 +1018,7 @@ __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CU
   if (threadIdx.x == 0) {
     for (int u = first; u < units; u += stride) {
       const WorkUnit w = work_unit(p, u, BM, BN);
-      const int prefetch_kb = w.kb1 - kEpiloguePrefetchSteps > w.kb0 ? w.kb1 - kEpiloguePrefetchSteps : w.kb0;
       for (int kb = w.kb0; kb < w.kb1; ++kb) {
-        if (kb == prefetch_kb)  // every slice of a split tile: any may be the one that finishes it
-          epilogue_prefetch(epi, w.m0, w.n0, p.M - w.m0 < BM ? p.M - w.m0 : BM, p.N - w.n0 < BN ? p.N - w.n0 : BN);
         ptx::mbar_wait(empty_bar<Shape>(base, pipe.stage), pipe.phase ^ 1u);
         const uint32_t full = full_bar<Shape>(base, pipe.stage);
         ptx::mbar_arrive_expect_tx(full, Shape::STAGE_BYTES);
@@ -1202,7 +1187,7 @@ __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUten
                                            int first, int stride, PipeState& pipe) {
 #if TK_HOPPER_DEVICE
   if (threadIdx.x < 128)
-    produce_units<T, Shape, TA, TB>(tma_a, tma_b, p, epi, base, first, stride, pipe);
+    produce_units<T, Shape, TA, TB>(tma_a, tma_b, p, base, first, stride, pipe);
   else
     consume_units<T, Shape, TA, TB, kWholeTiles>(p, epi, base, first, stride, pipe);
 #else
@@ -1238,7 +1223,7 @@ __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const 
     // Two separate paths: ptxas allocates each under its own register limit.
     if (producer) {
       ptx::setmaxnreg_dec<kProducerRegs>();
-      produce_units<T, Shape, TA, TB>(tma_a, tma_b, p, epi, base, first, stride, pipe);
+      produce_units<T, Shape, TA, TB>(tma_a, tma_b, p, base, first, stride, pipe);
       ptx::named_barrier(kRegsBarrier, kThreads);
       ptx::setmaxnreg_inc<kBaseRegs>();
     } else {
