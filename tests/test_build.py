@@ -230,17 +230,19 @@ def _symbols(path: Path) -> str:
 
 @pytest.mark.skipif(shutil.which("nm") is None or shutil.which("ld") is None, reason="binutils (nm, ld) not found")
 def test_separate_image_builds_the_device_code_apart(tmp_path, monkeypatch):
-    """TRAINKERNEL_SEPARATE_IMAGE=1 (perf-log step 24): a generated kernel's cubin is built
+    """The separate image (the default; perf-log step 24): a generated kernel's cubin is built
     beside its host side and linked into the library as data; the launchers reach it
     through cudaLibraryLoadData. The library exports the same ABI, holds the cubin (an
     ELF with the kernel's .nv.info section) under a hidden symbol, and has no host stub
     of the kernel; the cache keeps it apart from the one-piece build, and a source
-    the printer did not write (no TK_SEPARATE_IMAGE guard) still builds in one piece."""
+    the printer did not write (no TK_SEPARATE_IMAGE guard) still builds in one piece;
+    TRAINKERNEL_SEPARATE_IMAGE=0 builds in one piece."""
     source = _generated_tiny()
     assert B.SEPARATE_IMAGE_GUARD in source
-    monkeypatch.delenv("TRAINKERNEL_SEPARATE_IMAGE", raising=False)
+    monkeypatch.setenv("TRAINKERNEL_SEPARATE_IMAGE", "0")
     whole = B.build(source, arch="sm_90", cache_dir=tmp_path)
-    monkeypatch.setenv("TRAINKERNEL_SEPARATE_IMAGE", "1")
+    monkeypatch.delenv("TRAINKERNEL_SEPARATE_IMAGE")
+    assert B.separate_image()
     apart = B.build(source, arch="sm_90", cache_dir=tmp_path)
     assert not apart.cached and apart.key != whole.key
     assert B.build(source, arch="sm_90", cache_dir=tmp_path).cached
@@ -260,7 +262,7 @@ def test_separate_image_builds_the_device_code_apart(tmp_path, monkeypatch):
     assert B.SEPARATE_IMAGE_MARK in meta
 
     handwritten = B.build(tiny("apart"), cache_dir=tmp_path)
-    monkeypatch.delenv("TRAINKERNEL_SEPARATE_IMAGE")
+    monkeypatch.setenv("TRAINKERNEL_SEPARATE_IMAGE", "0")
     assert B.build(tiny("apart"), cache_dir=tmp_path).key == handwritten.key
 
 

@@ -109,8 +109,9 @@ BASE_FLAGS: tuple[str, ...] = ("-O3", "-std=c++17", "--shared", "-Xcompiler", "-
 
 
 def separate_image() -> bool:
-    """Build the kernel's device code apart from its host side (off by default until
-    the GPU suite has run on it: perf-log step 24; ``TRAINKERNEL_SEPARATE_IMAGE=1``).
+    """Build the kernel's device code apart from its host side (the default since
+    the GPU suite ran on it, perf-log step 24; ``TRAINKERNEL_SEPARATE_IMAGE=0``
+    builds in one piece, as does a machine without binutils' ``ld``).
 
     One nvcc compiles the source into a cubin (preprocessing, cicc, ptxas) while
     another compiles it with ``-DTK_SEPARATE_IMAGE`` into the host object (the
@@ -119,7 +120,7 @@ def separate_image() -> bool:
     with cudaLibraryLoadData (the printer's `kernel_handle`). The host side's
     ~1.1-1.4 s (an empty kernel's nvcc) then runs beside cicc and ptxas instead
     of before and after them. Part of the cache key."""
-    return os.environ.get("TRAINKERNEL_SEPARATE_IMAGE", "") not in ("", "0")
+    return os.environ.get("TRAINKERNEL_SEPARATE_IMAGE", "1") != "0" and shutil.which("ld") is not None
 
 
 SEPARATE_IMAGE_MARK = "<separate-image>"
