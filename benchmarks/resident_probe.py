@@ -26,6 +26,7 @@ from trainkernel.workloads import LARGE, TWINS, WORKLOADS
 
 from trainkernel.backend.cuda_target import COLUMN_LOADS  # restored after a `col-loads=` variant
 from trainkernel.backend.cuda_target import FULL_REDUCE_LOADS  # every variant but `full-loads=` uses the default
+from trainkernel.pipeline import FUSE_MERGE  # every variant but `merge=` uses the default
 
 SPLIT = SplitLongReduction.match_and_rewrite  # `--reduce` swaps it for a no-op and back
 
@@ -305,6 +306,9 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
 
                 target.TARGETS[target.H200.name] = target_variant(label[7:].partition(" +")[0])
                 cuda_target.TARGET = target.TARGETS[target.H200.name]  # the resident printer's fields too
+            from trainkernel import pipeline  # tk-fuse's merge mode: merge=MODE, else the pipeline's default
+
+            pipeline.FUSE_MERGE = label[6:] if label.startswith("merge=") else FUSE_MERGE
             if label.startswith("threads="):  # the h200 target with another resident_threads
                 from trainkernel import target
 
@@ -370,6 +374,9 @@ if __name__ == "__main__":
         main(rest[cut + 1:] or ["small", "mlp4"], variants={f"target:{v}": v.partition(" +")[2] for v in rest[:cut] or [""]})
     elif sys.argv[1:2] == ["--threads"]:
         main(sys.argv[3:] or DEFAULT, variants={f"threads={n}": "" for n in sys.argv[2].split(",")})
+    elif sys.argv[1:2] == ["--merge"]:  # --merge none,maps spec ...: tk-fuse's merge modes
+        main(sys.argv[3:] or ["online-adam", "classification-adamw-ce", "mlp4-adamw-ce"],
+             variants={f"merge={m}": "" for m in sys.argv[2].split(",")})
     elif sys.argv[1:2] == ["--variants"]:
         main(sys.argv[2:] or DEFAULT, variants=VARIANTS)
     elif sys.argv[1:2] == ["--auto"]:

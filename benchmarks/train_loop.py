@@ -46,6 +46,7 @@ import torch
 from . import correctness as C
 from . import stats
 from torch.utils import _pytree as pytree
+from trainkernel.passes.tk_fuse import MERGE_MODES
 
 from .workloads import (
     StepFn,
@@ -719,9 +720,9 @@ def build_parser(prog: str = "python -m benchmarks.train_loop") -> argparse.Argu
     ap.add_argument("--no-report", action="store_true", help="write only the JSON")
     ap.add_argument("--cache-dir", type=Path, default=None,
                     help="root for the cold/warm compile caches (default: a fresh temporary folder)")
-    ap.add_argument("--fuse-merge", action="store_true",
-                    help="experiment: lower with tk-fuse{merge_groups=true} (perf-log step 17; recorded in the "
-                         "JSON's command), to measure it against a run without")
+    ap.add_argument("--fuse-merge", choices=MERGE_MODES, default=None,
+                    help="experiment: lower with tk-fuse{merge=MODE} (perf-log steps 17 and 26; recorded in the "
+                         "JSON's command), to measure it against a run without (default: the pipeline's)")
     ap.add_argument("--cpu-smoke", action="store_true",
                     help="run on CPU without CUDA graphs to exercise the harness; measures nothing")
     return ap
@@ -736,10 +737,10 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m benchmarks
     except ValueError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
-    if args.fuse_merge:
+    if args.fuse_merge is not None:
         from trainkernel import pipeline
 
-        pipeline.FUSE_MERGE_GROUPS = True
+        pipeline.FUSE_MERGE = args.fuse_merge
     if args.steps < args.graph_steps:
         print(f"{prog}: error: --steps ({args.steps}) must be >= --graph-steps ({args.graph_steps})", file=sys.stderr)
         return 2

@@ -15,6 +15,8 @@
 #   probe-wide    resident_probe --wide on $ENGINE_SPECS (128 x 256 wgmma tiles, column-reduction loads)
 #   probe-target  resident_probe --target on $TARGET_SPECS: target variants, '|'-separated in
 #                 $TARGET_VARIANTS (each 'field=v[,v];field=v'; an empty one is the target as it is)
+#   probe-merge   resident_probe --merge on $MERGE_SPECS: tk-fuse's merge modes ($MERGE_MODES,
+#                 default none,maps; perf-log step 26)
 #   unit-timer    resident_probe --unit-timer on $TIMER_SPECS (phases, and each wgmma unit of block 0)
 #   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles)
 #   probe-full-loads resident_probe --full-loads on $ENGINE_SPECS (full reductions 1 against 16 loads in flight)
@@ -24,7 +26,7 @@
 #   tests-runtime tests/test_runtime_cuda.py without xdist: its session fixture builds every case
 #                 at once (build_many, all cores); under xdist each worker would build them all again
 #   bench         the harness on $WORKLOADS (default all; $BENCH_FLAGS as for bench-twins)
-#   bench-twins   the harness's twins ($BENCH_FLAGS: e.g. --fuse-merge, perf-log step 17)
+#   bench-twins   the harness's twins ($BENCH_FLAGS: e.g. --fuse-merge maps, perf-log steps 17 and 26)
 #   tests-train   tests/test_train_cuda.py (new ops, compile_module trajectories)
 #   probe         resident_probe --auto on the suite and unseen shapes
 #   racecheck-diag racecheck on $RACE_WORKLOAD (default small), one try per entry of $RACE_SPECS,
@@ -84,6 +86,9 @@ for item in "$@"; do
     probe-target) mkdir -p "$W/target"; IFS='|' read -r -a tv <<< "${TARGET_VARIANTS:-}"
              OUT=$W/target timeout "$t" python3 -m benchmarks.resident_probe --target "${tv[@]}" -- \
              ${TARGET_SPECS:-small mlp4} > "$W/probe_target.log" 2>&1 ;;
+    probe-merge) mkdir -p "$W/merge"; OUT=$W/merge timeout "$t" python3 -m benchmarks.resident_probe --merge \
+             "${MERGE_MODES:-none,maps}" ${MERGE_SPECS:-online-adam classification-adamw-ce mlp4-adamw-ce} \
+             > "$W/probe_merge.log" 2>&1 ;;
     unit-timer) timeout "$t" python3 -m benchmarks.resident_probe --unit-timer \
              ${TIMER_SPECS:-small mlp4} > "$W/unit_timer.log" 2>&1 ;;
     timer) timeout "$t" python3 -m benchmarks.resident_probe --timer \

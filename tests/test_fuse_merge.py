@@ -1,8 +1,8 @@
-"""tk-fuse{merge_groups=true} (off by default until its kernels have run on the
-GPU): merging the groups a pointwise op reads keeps every value, and on the
-harness's optimizer twins it moves the Adam/AdamW updates into the gradients'
-gemm epilogues (fewer maps and barriers), bit-exact against eager through the
-sched and tile levels.
+"""tk-fuse{merge=maps|epilogues}: merging the groups a pointwise op reads keeps
+every value. On the harness's optimizer twins, `maps` makes each Adam/AdamW
+update one map (the moments' and the parameter's chains merged), `epilogues`
+moves it into the gradient's gemm epilogue; both bit-exact against the
+unmerged lowering through the sched and tile levels.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from torch.utils import _pytree as pytree
+from xdsl.ir import BlockArgument
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -26,15 +27,15 @@ from trainkernel.dialects import sched, tile  # noqa: E402
 from trainkernel.pipeline import run_passes, stage_passes, state_leaves  # noqa: E402
 from trainkernel.sched_interpreter import run_program  # noqa: E402
 
-MERGE = "tk-fuse{merge_groups=true}"
+MODES = ("maps", "epilogues")
 
 
-def lower_stages(captured, merge: bool):
+def lower_stages(captured, merge: str):
     module = captured.module.clone()
     state = state_leaves(captured)
     out = {}
     for stage in ("tk", "sched", "tile"):
-        run_passes(module, stage_passes(stage, True, state=state, merge_groups=merge))
+        run_passes(module, stage_passes(stage, True, state=state, merge=merge))
         out[stage] = module.clone()
     return out
 
@@ -53,55 +54,68 @@ def counts(kernel: tile.KernelOp) -> dict[str, int]:
     return {n: names.count(n) for n in set(names)}
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", ["online-adam", "classification-adamw-ce", "mlp4-adamw-ce"])
-def test_merged_groups_give_the_same_bits(name):
+def test_merged_groups_give_the_same_bits(name, mode):
     """Three steps through the sched and tile levels, merged and as before, each
     feeding back its own state: every result bit for bit the same (fusion moves
     ops between kernels' stages, never changes what one computes). The levels
     against eager are test_lowering's and test_trajectories' business."""
     step, state, batches, captured = twin(name)
-    stages = {merge: lower_stages(captured, merge) for merge in (False, True)}
+    stages = {m: lower_stages(captured, m) for m in ("none", mode)}
     n_state = len(pytree.tree_leaves(state))
     spec = pytree.tree_structure(state)
     for lv in ("sched", "tile"):
-        st = {False: state, True: state}
+        st = {m: state for m in stages}
         for i, batch in enumerate(batches):
             got = {m: run_program(only(stages[m][lv], sched.ProgramLikeOp), pytree.tree_leaves((st[m], *batch)))
-                   for m in (False, True)}
-            assert len(got[True]) == len(got[False])
-            for k, (a, b) in enumerate(zip(got[False], got[True])):
+                   for m in stages}
+            assert len(got[mode]) == len(got["none"])
+            for k, (a, b) in enumerate(zip(got["none"], got[mode])):
                 assert torch.equal(a.view(-1).view(torch.int32) if a.dtype == torch.float32 else a,
                                    b.view(-1).view(torch.int32) if b.dtype == torch.float32 else b), \
                     f"{name} step {i}, {lv} level, result {k}"
-            st = {m: pytree.tree_unflatten(list(got[m][len(got[m]) - n_state:]), spec) for m in (False, True)}
+            st = {m: pytree.tree_unflatten(list(got[m][len(got[m]) - n_state:]), spec) for m in stages}
     # and the step is one eager would take: the new state within float32 rounding of eager's
     want = pytree.tree_leaves(step(state, *batches[0]))
-    first = run_program(only(stages[True]["tile"], sched.ProgramLikeOp), pytree.tree_leaves((state, *batches[0])))
+    first = run_program(only(stages[mode]["tile"], sched.ProgramLikeOp), pytree.tree_leaves((state, *batches[0])))
     for g, e in zip(first, want):
         torch.testing.assert_close(g.float(), e.float(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("name, maps, syncs", [
-    # (maps, barriers) without -> with the merge, for the twins of the harness
-    ("online-adam", (15, 6), (6, 4)),
-    ("classification-adamw-ce", (26, 14), (11, 10)),
+    # (maps, barriers) without the merge, with merge=maps, with merge=epilogues, for the twins of the harness
+    ("online-adam", (15, 11, 6), (6, 5, 4)),
+    ("classification-adamw-ce", (26, 18, 14), (11, 10, 10)),
+    ("mlp4-adamw-ce", (42, 26, 18), (15, 13, 12)),
 ])
-def test_the_optimizer_joins_the_gradient_epilogues(name, maps, syncs):
+def test_the_optimizer_updates_merge(name, maps, syncs):
     *_, captured = twin(name)
-    kernels = [only(lower_stages(captured, merge)["tile"], tile.KernelOp) for merge in (False, True)]
+    kernels = [only(lower_stages(captured, m)["tile"], tile.KernelOp) for m in ("none", *MODES)]
     for kernel, n_maps, n_syncs in zip(kernels, maps, syncs):
         c = counts(kernel)
         assert c.get("tile.map", 0) == n_maps and c.get("tile.sync block", 0) + c.get("tile.sync grid", 0) == n_syncs, c
-    # Each AdamW parameter update now reads its moments inside a gemm or reduction epilogue.
-    merged = kernels[1]
-    assert any(isinstance(op, tile.GemmOp) and len(op.outs) >= 3 for op in merged.block.ops)
+    none, by_maps, by_epilogues = kernels
+    # maps: each AdamW parameter update is one map writing the parameter and both moments ...
+    def updates(kernel):  # maps writing three of the kernel's arguments in place: the state, the moments
+        return [op for op in kernel.block.ops if isinstance(op, tile.MapOp) and len(op.outs) == 3
+                and all(isinstance(o, BlockArgument) for o in op.outs)]
+
+    n_params = 2 * (len(bench.WORKLOADS[name].widths) - 1)  # a weight and a bias a layer
+    assert len(updates(by_maps)) == n_params and not updates(none)
+    # ... and no gemm takes a moment into its epilogue (that is the epilogues mode)
+    assert not any(isinstance(op, tile.GemmOp) and len(op.outs) >= 3 for op in by_maps.block.ops)
+    assert any(isinstance(op, tile.GemmOp) and len(op.outs) >= 3 for op in by_epilogues.block.ops)
 
 
 def test_merge_is_off_by_default():
     assert stage_passes("tk").endswith(",tk-fuse")
     from trainkernel.passes.tk_fuse import TkFusePass
 
-    assert TkFusePass().merge_groups is False
+    assert TkFusePass().merge == "none"
+    assert stage_passes("tk", merge="maps").endswith(",tk-fuse{merge=maps}")
+    with pytest.raises(ValueError, match="merge must be one of none, maps, epilogues"):
+        stage_passes("tk", merge="yes")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -116,9 +130,10 @@ def test_merging_keeps_the_values_of_generated_programs(program):
     base = parse_module(text)
     run_passes(base, "canonicalize,tk-decompose,tk-legalize-masks,canonicalize,cse,dce")
     outs = []
-    for spec in ("tk-fuse", MERGE):
+    for spec in ("tk-fuse", "tk-fuse{merge=maps}", "tk-fuse{merge=epilogues}"):
         module = base.clone()
         run_passes(module, spec)
         outs.append(interpret(module, *program.args))
-    for a, b in zip(*outs):
-        assert torch.equal(a, b) or (a.isnan() == b.isnan()).all() and torch.equal(a[~a.isnan()], b[~b.isnan()]), text
+    for a, *others in zip(*outs):
+        for b in others:
+            assert torch.equal(a, b) or (a.isnan() == b.isnan()).all() and torch.equal(a[~a.isnan()], b[~b.isnan()]), text

@@ -58,7 +58,7 @@ def _switches() -> dict[str, str]:
     from trainkernel.backend import cuda_target
 
     return {
-        "fuse_merge_groups": repr(pipeline.FUSE_MERGE_GROUPS),
+        "fuse_merge": repr(pipeline.FUSE_MERGE),
         "phase_timer": repr(cuda_target.PHASE_TIMER),
         "timer_values_per_line": repr(cuda_target.TIMER_VALUES_PER_LINE),
         "final_fence": repr(cuda_target.FINAL_FENCE),

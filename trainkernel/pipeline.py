@@ -33,14 +33,14 @@ _STAGE_PASSES = {
 }
 
 
-# tk-fuse's merge_groups (perf-log step 17), off until its kernels have run on
-# the GPU; the harness's --fuse-merge sets it for an experiment.
-FUSE_MERGE_GROUPS = False
+# tk-fuse's merge mode (none, maps, epilogues; perf-log steps 17 and 26); the
+# harness's --fuse-merge sets it for an experiment.
+FUSE_MERGE = "none"
 
 
 def stage_passes(
     stage: str, inplace: bool = True, grid: int = 0, resident: str = "auto", state: int = 0, target: str | None = None,
-    engine: str = "auto", merge_groups: bool | None = None,
+    engine: str = "auto", merge: str | None = None,
 ) -> str:
     """Passes of one stage. `state`: how many leading arguments are the state (their
     new values are the last results; 0: none). `grid=0` lets sched-to-tile's cost
@@ -49,8 +49,8 @@ def stage_passes(
     working set fits) or off. `target`: a name of `trainkernel.target.TARGETS`
     for the tile passes (None or the default target's name: the passes' default,
     not spelled out). `engine`: the grid kernel's gemm engine, auto (the cost
-    model; not spelled out), mma or wgmma. `merge_groups`: tk-fuse's option
-    (None: FUSE_MERGE_GROUPS)."""
+    model; not spelled out), mma or wgmma. `merge`: tk-fuse's merge mode
+    (None: FUSE_MERGE; "none" is not spelled out)."""
     from trainkernel.target import DEFAULT, get_target
     if stage not in _STAGE_PASSES:
         raise ValueError(f"unknown stage {stage!r}; stages are {', '.join(STAGES)}")
@@ -66,8 +66,15 @@ def stage_passes(
     return _STAGE_PASSES[stage].format(
         inplace=str(inplace).lower(), grid=int(grid), resident=resident, state=int(state), target=spelled,
         engine="" if engine == "auto" else f" engine={engine}",
-        fuse="{merge_groups=true}" if (FUSE_MERGE_GROUPS if merge_groups is None else merge_groups) else "",
+        fuse=_fuse_options(FUSE_MERGE if merge is None else merge),
     )
+
+
+def _fuse_options(merge: str) -> str:
+    from trainkernel.passes.tk_fuse import MERGE_MODES
+    if merge not in MERGE_MODES:
+        raise ValueError(f"merge must be one of {', '.join(MERGE_MODES)}, got {merge!r}")
+    return "" if merge == "none" else f"{{merge={merge}}}"
 
 
 def pass_pipeline(

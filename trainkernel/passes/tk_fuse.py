@@ -29,6 +29,7 @@ from xdsl.dialects import builtin, func
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import tk
 
@@ -87,16 +88,16 @@ def _depends_on(value: SSAValue, target: Group, group_of: dict[Operation, Group]
     return result
 
 
-def _can_merge(a: Group, b: Group, group_of: dict[Operation, Group]) -> bool:
+def _can_merge(a: Group, b: Group, group_of: dict[Operation, Group], merge: str) -> bool:
     """Whether groups a and b (one iteration shape) can become one: at most one
-    of them is rooted at a matmul or reduction, that root's operands come from
-    neither group (a gemm or reduction cannot compute its own inputs in its
-    epilogue), and no value outside both lies on a path between them (the
-    merged group would depend on itself)."""
+    of them is rooted at a matmul or reduction, and none with `merge="maps"`;
+    that root's operands come from neither group (a gemm or reduction cannot
+    compute its own inputs in its epilogue), and no value outside both lies on
+    a path between them (the merged group would depend on itself)."""
     if a is b or a.shape != b.shape:
         return False
     roots = [g.root for g in (a, b) if not isinstance(g.root, POINTWISE)]
-    if len(roots) > 1:
+    if len(roots) > (0 if merge == "maps" else 1):
         return False
     members = set(a.ops) | set(b.ops)
     if roots and any(o.owner in members for o in roots[0].operands):
@@ -126,12 +127,20 @@ def _merge(into: Group, other: Group, group_of: dict[Operation, Group], groups: 
     return into
 
 
-def form_groups(body: Block, merge: bool = False) -> list[Group]:
-    """Greedy grouping in program order. With `merge`, a pointwise op whose
-    operands come from several groups of its shape also merges those groups
-    (where `_can_merge` allows): AdamW's moment and parameter updates, each
-    starting from its own state tensor, then join the gradient's gemm epilogue
-    instead of running as three maps behind barriers of their own."""
+MERGE_MODES = ("none", "maps", "epilogues")
+
+
+def form_groups(body: Block, merge: str = "none") -> list[Group]:
+    """Greedy grouping in program order. With `merge` other than "none", a
+    pointwise op whose operands come from several groups of its shape also
+    merges those groups (where `_can_merge` allows): AdamW's moment and
+    parameter updates, each starting from its own state tensor, become one map
+    ("maps": only groups rooted at pointwise ops merge) instead of three behind
+    barriers of their own, or also join the gradient's gemm epilogue
+    ("epilogues"; perf-log step 17: that loses, an epilogue walks the
+    accumulator's fragments where a map reads coalesced)."""
+    if merge not in MERGE_MODES:
+        raise DiagnosticException(f"tk-fuse: merge must be one of {', '.join(MERGE_MODES)}, got {merge!r}")
     group_of: dict[Operation, Group] = {}
     groups: list[Group] = []
     position = {op: i for i, op in enumerate(body.ops)}
@@ -156,10 +165,10 @@ def form_groups(body: Block, merge: bool = False) -> list[Group]:
             if joined is not None:
                 joined.ops.append(op)
                 group_of[op] = joined
-                if merge:
+                if merge != "none":
                     for operand in op.operands:
                         g = group_of.get(operand.owner) if isinstance(operand.owner, Operation) else None
-                        if g is not None and _can_merge(joined, g, group_of):
+                        if g is not None and _can_merge(joined, g, group_of, merge):
                             joined = _merge(joined, g, group_of, groups, position)
                 continue
             g = Group(op, shape, [op])
@@ -221,7 +230,7 @@ def topological_sort(body: Block) -> None:
         body.add_op(op)
 
 
-def fuse_function(f: func.FuncOp, merge: bool = False) -> None:
+def fuse_function(f: func.FuncOp, merge: str = "none") -> None:
     body = f.body.block
     drop_keepdim_reshapes(body)
     for group in form_groups(body, merge):
@@ -233,14 +242,15 @@ def fuse_function(f: func.FuncOp, merge: bool = False) -> None:
 class TkFusePass(ModulePass):
     """Group pointwise chains and matmul/reduction epilogues into tk.fused.
 
-    merge_groups: also merge the groups a pointwise op reads from (form_groups).
-    Off by default until its kernels have run on the GPU."""
+    merge: also merge the groups a pointwise op reads from (form_groups):
+    none, maps (pointwise groups only) or epilogues (into a matmul or
+    reduction group too)."""
 
     name = "tk-fuse"
 
-    merge_groups: bool = False
+    merge: str = "none"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for f in op.walk():
             if isinstance(f, func.FuncOp):
-                fuse_function(f, self.merge_groups)
+                fuse_function(f, self.merge)

@@ -1,9 +1,13 @@
-// tk-fuse{merge_groups=true}: a pointwise op that reads two groups of its shape
+// tk-fuse{merge=epilogues}: a pointwise op that reads two groups of its shape
 // merges them, so an Adam-style update (each moment and the parameter starting
-// from its own state tensor) joins the gradient's gemm epilogue. Without the
-// option the groups stay apart (the default until the kernels ran on a GPU).
-// RUN: trainkernel-opt %s -p 'tk-fuse{merge_groups=true}' | filecheck %s
+// from its own state tensor) joins the gradient's gemm epilogue. With
+// merge=maps only groups rooted at pointwise ops merge: the update is one
+// fused op apart from the gemm's. Without the option the groups stay apart.
+// RUN: trainkernel-opt %s -p 'tk-fuse{merge=epilogues}' | filecheck %s
+// RUN: trainkernel-opt %s -p 'tk-fuse{merge=maps}' | filecheck %s --check-prefix=MAPS
 // RUN: trainkernel-opt %s -p tk-fuse | filecheck %s --check-prefix=PLAIN
+// RUN: not trainkernel-opt %s -p 'tk-fuse{merge=yes}' 2>&1 | filecheck %s --check-prefix=BAD
+// BAD: tk-fuse: merge must be one of none, maps, epilogues, got 'yes'
 
 // One fused op: the dW matmul, both moments and the parameter, three results.
 // CHECK-LABEL: func.func @adam_like(
@@ -14,6 +18,17 @@
 // CHECK-NEXT:    }
 // CHECK-NOT:     tk.fused
 // CHECK:         func.return
+// MAPS-LABEL: func.func @adam_like(
+// The gemm with its epilogue (the cast, the squared gradient) ...
+// MAPS:         %g, %gg = tk.fused %h, %d : {{.*}} {
+// MAPS:           tk.matmul
+// MAPS:         }
+// ... then one map: both moments and the parameter.
+// MAPS-NEXT:    %v2, %m2, %p2 = tk.fused %v, %gg, %m, %g, %p : {{.*}} -> (tensor<64x8xf32>, tensor<64x8xf32>, tensor<64x8xf32>) {
+// MAPS-NOT:       tk.matmul
+// MAPS:         }
+// MAPS-NOT:     tk.fused
+// MAPS:         func.return
 // PLAIN-LABEL: func.func @adam_like(
 // PLAIN-COUNT-3: tk.fused
 func.func @adam_like(%h: tensor<16x64xbf16>, %d: tensor<16x8xbf16>, %m: tensor<64x8xf32>, %v: tensor<64x8xf32>, %p: tensor<64x8xf32>) -> (tensor<64x8xf32>, tensor<64x8xf32>, tensor<64x8xf32>) {
@@ -41,6 +56,10 @@ func.func @adam_like(%h: tensor<16x64xbf16>, %d: tensor<16x8xbf16>, %m: tensor<6
 // CHECK-COUNT-2: tk.fused
 // CHECK-NOT:     tk.fused
 // CHECK:         func.return
+// MAPS-LABEL: func.func @operand_in_group(
+// MAPS-COUNT-2: tk.fused
+// MAPS-NOT:     tk.fused
+// MAPS:         func.return
 func.func @operand_in_group(%a: tensor<8x8xbf16>, %b: tensor<8x8xbf16>) -> tensor<8x8xbf16> {
   %s = tk.neg %a : tensor<8x8xbf16>
   %mm = tk.matmul %s, %b : (tensor<8x8xbf16>, tensor<8x8xbf16>) -> tensor<8x8xbf16>
