@@ -19,6 +19,7 @@ import math
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import IO
 
 from xdsl.context import Context
@@ -296,6 +297,33 @@ EXPR_AT: dict[type[Operation], Callable[[Operation, Callable[[tuple[int, ...]], 
 """Ops whose C expression reads the iteration index instead of operands."""
 
 
+def _prefetch_lines(sources, indent: str) -> str:
+    """The L2 prefetch of a gemm epilogue's operands over its slab
+    [r0, r0 + rows) x [c0, c0 + cols) (tk/epilogue.cuh's prefetch half), the
+    128-byte lines spread over `lanes` threads (this one is `lane`): per buffer
+    read at the element (i, j) itself, the lines of each slab row, or of the one
+    range where it is read along a single index (a bias along j, a row vector
+    along i). Reads through a transpose or a slice get none."""
+    lines = []
+    seen = set()
+    for ptr, shape, index in sources:
+        if (ptr, tuple(index)) in seen:
+            continue
+        seen.add((ptr, tuple(index)))
+        live = [(x, st) for x, st, d in zip(index, _strides(shape), shape) if d != 1]
+        where = {x: st for x, st in live}
+        if len(where) != len(live) or not set(where) <= {"i", "j"}:
+            continue  # a transposed, sliced or repeated index: no simple ranges
+        if where.get("j") == 1 and "i" in where:
+            lines.append(f"{indent}tk::prefetch_rows_l2({ptr} + (long long)r0 * {where['i']} + c0, {where['i']}, "
+                         f"rows, cols, lane, lanes);\n")
+        elif where.get("j") == 1:
+            lines.append(f"{indent}tk::prefetch_rows_l2({ptr} + c0, 0, 1, cols, lane, lanes);\n")
+        elif where.get("i") == 1 and "j" not in where:
+            lines.append(f"{indent}tk::prefetch_rows_l2({ptr} + r0, 0, 1, rows, lane, lanes);\n")
+    return "".join(lines)
+
+
 @dataclass
 class BodyPrinter:
     """Prints a tile op's tk body as per-element C++ at one iteration index."""
@@ -311,6 +339,9 @@ class BodyPrinter:
     # load k as hoist_ref.format(k). None: loads inline.
     hoisted: dict[str, int] | None = None
     hoist_ref: str = "tk_l{}[u]"
+    # Where each hoisted load reads: load expression -> (pointer, shape of the
+    # buffer, its index at the element), for a gemm epilogue's L2 prefetch.
+    sources: dict[str, tuple[str, tuple[int, ...], list[str]]] = dataclass_field(default_factory=dict)
 
     def fresh(self) -> str:
         self.counter += 1
@@ -323,9 +354,11 @@ class BodyPrinter:
         buf = self.op.ins[arg.index]
         shape = tuple(tk.shape_of(arg))
         ptr = self.names[buf]
-        expr = f"tk::to_float({ptr}[{_linear(broadcast_index(index, shape), shape, self.wide)}])"
+        bidx = broadcast_index(index, shape)
+        expr = f"tk::to_float({ptr}[{_linear(bidx, shape, self.wide)}])"
         if self.hoisted is None:
             return expr
+        self.sources.setdefault(expr, (ptr, shape, bidx))
         return self.hoist_ref.format(self.hoisted.setdefault(expr, len(self.hoisted)))
 
     def value_at(self, v: SSAValue, index: list[str], env: dict[SSAValue, str]) -> str:
@@ -822,6 +855,13 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         self.w(f"{indent}  }},")
         self.w(f"{indent}  [&](int i, int j, float acc, const {regs}& tk_l) {{")
         self.out.write(body.getvalue())
+        prefetch = _prefetch_lines(bp.sources.values(), indent + "    ")
+        if not prefetch or op.engine != "wgmma":
+            self.w(f"{indent}  }})")
+            return
+        self.w(f"{indent}  }},")
+        self.w(f"{indent}  [&](int r0, int c0, int rows, int cols, int lane, int lanes) {{")
+        self.out.write(prefetch)
         self.w(f"{indent}  }})")
 
     def _gemm_epilogue(self, op: tile.GemmOp, mm: tk.MatmulOp, indent: str, bp: "BodyPrinter | None" = None) -> None:

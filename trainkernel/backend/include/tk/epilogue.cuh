@@ -24,6 +24,7 @@
 // --epilogue) makes the tiles call load and store element by element again.
 #pragma once
 
+#include <type_traits>
 #include <utility>
 
 namespace tk {
@@ -40,13 +41,25 @@ constexpr int epilogue_chunk(int loads_per_element) {
   return loads_per_element <= 1 ? 16 : loads_per_element <= 2 ? 8 : 4;
 }
 
-template <class Load, class Store>
+// An optional third half, prefetch(r0, c0, rows, cols, lane, lanes): thread
+// `lane` of `lanes` asks L2 for its share of the operand lines the slab
+// [r0, r0 + rows) x [c0, c0 + cols) will load, so that the epilogue's loads
+// hit L2 instead of waiting on DRAM chunk after chunk (large's fp32 weight
+// updates, perf-log step 27). A hint: it moves no data the kernel sees and
+// needs no ordering.
+struct NoPrefetch {
+  __host__ __device__ __forceinline__ void operator()(int, int, int, int, int, int) const {}
+};
+
+template <class Load, class Store, class Prefetch = NoPrefetch>
 struct StagedEpilogue {
   static constexpr bool kStaged = true;
+  static constexpr bool kPrefetch = !std::is_same<Prefetch, NoPrefetch>::value;
   using Loads = decltype(std::declval<const Load&>()(0, 0));
   static constexpr int kChunk = epilogue_chunk(sizeof(Loads) / sizeof(float));
   Load load;
   Store store;
+  Prefetch prefetch;
   // Per-element form (the tiles that do not stage, the TMA fallback).
   __host__ __device__ __forceinline__ void operator()(int i, int j, float acc) const {
     store(i, j, acc, load(i, j));
@@ -55,7 +68,65 @@ struct StagedEpilogue {
 
 template <class Load, class Store>
 __host__ __device__ __forceinline__ StagedEpilogue<Load, Store> staged_epilogue(Load load, Store store) {
-  return StagedEpilogue<Load, Store>{load, store};
+  return StagedEpilogue<Load, Store>{load, store, NoPrefetch{}};
+}
+template <class Load, class Store, class Prefetch>
+__host__ __device__ __forceinline__ StagedEpilogue<Load, Store, Prefetch> staged_epilogue(Load load, Store store,
+                                                                                         Prefetch prefetch) {
+  return StagedEpilogue<Load, Store, Prefetch>{load, store, prefetch};
+}
+
+// The 128-byte lines of `rows` rows of `cols` elements from p (row stride
+// ld elements) into L2, thread `lane` of `lanes` taking every lanes-th line
+// (prefetch.global.L2; each line holds bytes of the range, so it never leaves
+// the allocation's pages). No-op on the host.
+template <typename T>
+__host__ __device__ __forceinline__ void prefetch_rows_l2(const T* p, long long ld, int rows, int cols, int lane,
+                                                          int lanes) {
+#if defined(__CUDA_ARCH__)
+  if (rows <= 0 || cols <= 0) return;
+  const long long bytes = (long long)cols * (long long)sizeof(T);
+  const int per_row = (int)((bytes + 127) / 128) + 1;  // lines a row can touch, unaligned
+  for (int q = lane; q < rows * per_row; q += lanes) {
+    const unsigned long long row = reinterpret_cast<unsigned long long>(p + (long long)(q / per_row) * ld);
+    const unsigned long long line = (row & ~127ull) + 128ull * (unsigned long long)(q % per_row);
+    if (line < row + (unsigned long long)bytes) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(line));
+  }
+#else
+  (void)p;
+  (void)ld;
+  (void)rows;
+  (void)cols;
+  (void)lane;
+  (void)lanes;
+#endif
+}
+
+// An epilogue's prefetch half, where it has one (TK_NO_EPILOGUE_PREFETCH, a
+// probe knob: never).
+namespace detail {
+template <class E, class = void>
+struct has_prefetch {
+  static constexpr bool value = false;
+};
+template <class E>
+struct has_prefetch<E, decltype((void)E::kPrefetch)> {
+  static constexpr bool value = E::kPrefetch;
+};
+}  // namespace detail
+template <class E>
+__host__ __device__ __forceinline__ void epilogue_prefetch(const E& epi, int r0, int c0, int rows, int cols, int lane,
+                                                           int lanes) {
+#if !defined(TK_NO_EPILOGUE_PREFETCH)
+  if constexpr (detail::has_prefetch<E>::value) epi.prefetch(r0, c0, rows, cols, lane, lanes);
+#endif
+  (void)epi;
+  (void)r0;
+  (void)c0;
+  (void)rows;
+  (void)cols;
+  (void)lane;
+  (void)lanes;
 }
 
 // An epilogue with load and store halves (generated code's) ...

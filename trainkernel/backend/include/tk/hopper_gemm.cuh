@@ -1055,6 +1055,17 @@ struct RowsTimer {
 #endif
 };
 
+// K steps before a unit's end at which each consumer warpgroup asks L2 for its
+// slab's epilogue operands (epilogue_prefetch): large's fp32 weight updates
+// otherwise wait a DRAM round trip for every chunk of the row walk (perf-log
+// step 27). The consumers issue the lines themselves (prefetch.global.L2, a
+// few a thread): from the producer, as bulk prefetches, they queued in the TMA
+// unit ahead of the next stage's copies and lost everywhere (step 25).
+#if !defined(TK_EPILOGUE_PREFETCH_STEPS)  // a probe knob
+#define TK_EPILOGUE_PREFETCH_STEPS 8
+#endif
+constexpr int kEpiloguePrefetchSteps = TK_EPILOGUE_PREFETCH_STEPS;
+
 // The consumer warpgroups' part of gemm_units.
 template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles, class Epi>
 __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& epi, uint32_t base,
@@ -1083,7 +1094,11 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
     // nothing writes what it reads (the kernel verifier's rules).
     if constexpr (kPreload) rows_preload<BN, !kWholeTiles>(epi, pre, t, w.m0 + 64 * c, w.n0, p.M, p.N);
     int prev = -1;
+    const int prefetch_kb = w.kb1 - kEpiloguePrefetchSteps > w.kb0 ? w.kb1 - kEpiloguePrefetchSteps : w.kb0;
     for (int kb = w.kb0; kb < w.kb1; ++kb) {
+      if (kb == prefetch_kb)  // every slice of a split tile: any may be the one that finishes it
+        epilogue_prefetch(epi, w.m0 + 64 * c, w.n0, p.M - w.m0 - 64 * c < 64 ? p.M - w.m0 - 64 * c : 64,
+                          p.N - w.n0 < BN ? p.N - w.n0 : BN, t, 128);
       ptx::mbar_wait(full_bar<Shape>(base, pipe.stage), pipe.phase);
 #if defined(TK_UNIT_TIMER)
       if (kb == w.kb0) tk_u1 = clock64();
