@@ -203,6 +203,8 @@ class TargetOptions:
     # the mma.sync grid (4 blocks of 128): 8 reached 1.1-2.0 TB/s on medium's
     # and large's casts (perf-log steps 9 and 11).
     wgmma_map_elems_per_thread: int = 32
+    # Loaded values a thread holds in flight in a map item (map_chunk_for).
+    map_loads_per_thread: int = 32
     grid_costs: GridCosts = GridCosts()
     resident_costs: ResidentCosts = ResidentCosts()
 
@@ -219,8 +221,18 @@ class TargetOptions:
 
     @property
     def map_chunk(self) -> int:
-        """Elements of one tile.map work item."""
-        return self.threads * self.map_elems_per_thread
+        """Elements of one tile.map work item that loads one array an element."""
+        return self.map_chunk_for(1)
+
+    def map_chunk_for(self, loads: int) -> int:
+        """Elements of one tile.map work item that loads `loads` arrays an
+        element: the printer holds an item's loads in registers before its
+        stores, so a thread's elements shrink to keep map_loads_per_thread
+        values in flight (AdamW's merged update loads five: 32 elements a
+        thread spilled, and 12288-element items left 126 of 132 blocks idle on
+        mlp4's 65536-element weights; perf-log step 26)."""
+        elems = min(self.map_elems_per_thread, max(1, self.map_loads_per_thread // max(1, loads)))
+        return self.threads * elems
 
     @property
     def max_grid(self) -> int:

@@ -691,10 +691,18 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         # Loading every element of the item first puts them all in flight at once;
         # safe because an in-place output is read only at the elements it writes
         # (the kernel verifier), which are this thread's own.
-        for k in loads.values():
-            self.w(f"      float tk_l{k}[{per_thread}];")
-        load_lines = [f"          tk_l{k}[u] = {expr};\n" for expr, k in loads.items()]
-        for lines in ([load_lines] if load_lines else []) + [[body.getvalue()]]:
+        # A one-element buffer (a scalar: a step size, a bias correction) is
+        # loaded once an item, not once an element (registers: perf-log step 26).
+        scalars = {k for expr, k in loads.items() if math.prod(bp.sources[expr][1]) == 1}
+        text = body.getvalue()
+        for expr, k in loads.items():
+            if k in scalars:
+                self.w(f"      const float tk_s{k} = {expr};")
+                text = text.replace(f"tk_l{k}[u]", f"tk_s{k}")
+            else:
+                self.w(f"      float tk_l{k}[{per_thread}];")
+        load_lines = [f"          tk_l{k}[u] = {expr};\n" for expr, k in loads.items() if k not in scalars]
+        for lines in ([load_lines] if load_lines else []) + [[text]]:
             self.w("#pragma unroll")
             self.w(f"      for (int u = 0; u < {per_thread}; ++u) {{")
             self.w(f"        const {ix} e = first + ({ix})u * kThreads;")
