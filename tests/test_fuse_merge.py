@@ -108,12 +108,13 @@ def test_the_optimizer_updates_merge(name, maps, syncs):
     assert any(isinstance(op, tile.GemmOp) and len(op.outs) >= 3 for op in by_epilogues.block.ops)
 
 
-def test_merge_is_off_by_default():
-    assert stage_passes("tk").endswith(",tk-fuse")
+def test_the_pipeline_merges_maps_by_default():
+    """The pipeline asks tk-fuse for merge=maps; the pass alone merges nothing."""
+    assert stage_passes("tk").endswith(",tk-fuse{merge=maps}")
+    assert stage_passes("tk", merge="none").endswith(",tk-fuse")
     from trainkernel.passes.tk_fuse import TkFusePass
 
     assert TkFusePass().merge == "none"
-    assert stage_passes("tk", merge="maps").endswith(",tk-fuse{merge=maps}")
     with pytest.raises(ValueError, match="merge must be one of none, maps, epilogues"):
         stage_passes("tk", merge="yes")
 

@@ -33,9 +33,10 @@ _STAGE_PASSES = {
 }
 
 
-# tk-fuse's merge mode (none, maps, epilogues; perf-log steps 17 and 26); the
-# harness's --fuse-merge sets it for an experiment.
-FUSE_MERGE = "none"
+# tk-fuse's merge mode (none, maps, epilogues): maps, an optimizer update one
+# map (perf-log steps 26 and 28); the harness's --fuse-merge sets another for
+# an experiment.
+FUSE_MERGE = "maps"
 
 
 def stage_passes(
