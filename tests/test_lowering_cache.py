@@ -44,9 +44,9 @@ def test_what_the_passes_read_is_in_the_key(tmp_path, monkeypatch):
     assert _compile("tiny", tmp_path, dtype=torch.float32).lowering_cached is False  # another module
     assert _compile("tiny", tmp_path, inplace=False).lowering_cached is False  # an option
     assert _compile("tiny", tmp_path, resident="off").lowering_cached is False
-    monkeypatch.setattr(pipeline, "FUSE_MERGE_GROUPS", True)  # a switch
+    monkeypatch.setattr(pipeline, "FUSE_MERGE", "epilogues")  # a switch
     assert _compile("tiny", tmp_path).lowering_cached is False
-    monkeypatch.setattr(pipeline, "FUSE_MERGE_GROUPS", False)
+    monkeypatch.setattr(pipeline, "FUSE_MERGE", "maps")
     from trainkernel.backend import cuda_target  # a printer switch (as the probes set them)
     default_loads = cuda_target.FULL_REDUCE_LOADS
     monkeypatch.setattr(cuda_target, "FULL_REDUCE_LOADS", default_loads + 1)
