@@ -102,33 +102,6 @@ __host__ __device__ __forceinline__ void prefetch_rows_l2(const T* p, long long 
 #endif
 }
 
-// An epilogue's prefetch half, where it has one (TK_NO_EPILOGUE_PREFETCH, a
-// probe knob: never).
-namespace detail {
-template <class E, class = void>
-struct has_prefetch {
-  static constexpr bool value = false;
-};
-template <class E>
-struct has_prefetch<E, decltype((void)E::kPrefetch)> {
-  static constexpr bool value = E::kPrefetch;
-};
-}  // namespace detail
-template <class E>
-__host__ __device__ __forceinline__ void epilogue_prefetch(const E& epi, int r0, int c0, int rows, int cols, int lane,
-                                                           int lanes) {
-#if !defined(TK_NO_EPILOGUE_PREFETCH)
-  if constexpr (detail::has_prefetch<E>::value) epi.prefetch(r0, c0, rows, cols, lane, lanes);
-#endif
-  (void)epi;
-  (void)r0;
-  (void)c0;
-  (void)rows;
-  (void)cols;
-  (void)lane;
-  (void)lanes;
-}
-
 // An epilogue with load and store halves (generated code's) ...
 namespace detail {
 template <class E, class = void>
@@ -142,6 +115,21 @@ struct has_halves<E, decltype((void)E::kStaged)> {
 }  // namespace detail
 template <class E>
 constexpr bool has_staged_halves = detail::has_halves<E>::value;
+
+// An epilogue's prefetch half, where it has one (only StagedEpilogue can;
+// TK_NO_EPILOGUE_PREFETCH, a probe knob: never).
+template <class E>
+__host__ __device__ __forceinline__ void epilogue_prefetch([[maybe_unused]] const E& epi, [[maybe_unused]] int r0,
+                                                           [[maybe_unused]] int c0, [[maybe_unused]] int rows,
+                                                           [[maybe_unused]] int cols, [[maybe_unused]] int lane,
+                                                           [[maybe_unused]] int lanes) {
+#if !defined(TK_NO_EPILOGUE_PREFETCH)
+  if constexpr (has_staged_halves<E>) {
+    if constexpr (E::kPrefetch) epi.prefetch(r0, c0, rows, cols, lane, lanes);
+  }
+#endif
+}
+
 
 // ... and whether the tiles stage them (TK_EPILOGUE_LOADS_INLINE: element by element).
 template <class E>
