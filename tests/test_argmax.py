@@ -224,8 +224,9 @@ def test_argmax_kernels_compile_for_sm90(tmp_path):
     import concurrent.futures
 
     sources = _sources()
-    assert sum("tk::warp_argmax" in s for s in sources.values()) >= 1  # a resident warp-mode argmax
-    assert sum("tk::block_argmax" in s for s in sources.values()) >= 2  # grid kernels and resident block mode
+    assert sum("tk::warp_argmax" in s for s in sources.values()) >= 2  # resident warp mode, grid row argmax
+    assert sum("(a warp each)" in s for s in sources.values()) >= 1  # the grid's row reduction, a warp an output
+    assert sum("tk::block_argmax" in s for s in sources.values()) >= 1  # a grid kernel's scalar argmax
 
     def build(item):
         name, src = item

@@ -135,6 +135,11 @@ class TargetOptions:
     # flight instead of one thread walking every row (medium's 1024-row bias
     # sums were 1024 dependent load-add steps).
     reduce_columns: int = 32
+    # A reduction over trailing axes (a loss per sample, a softmax's row max)
+    # may fold one output per warp (tile.reduce rows = warps) where the cost
+    # rule of sched_to_tile.row_warps says so; False: always one output a
+    # block (the probe's baseline, perf-log step 29).
+    reduce_row_warps: bool = True
     # Split-K (grid kernels): a gemm with fewer tiles than half the grid splits
     # K into up to max_ksplit slices of at least ksplit_min_k elements each
     # (512: on the H200 slices of 128-256 lost more to the partials' round trip

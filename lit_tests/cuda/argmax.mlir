@@ -26,11 +26,18 @@
 // GRID:       { // tile.reduce tk.argmax over 300 elements into 1 outputs
 // GRID:         tk::argmax_step(accum, arg, tk::to_float(b2_v[(q0)]), r);
 // GRID:         b{{[0-9]+}}_out3[0] = (long long)(rv);
-// argmax over axis 1 with its epilogue: the hit mask compares the index (as a float) with the label.
-// GRID:       { // tile.reduce tk.argmax over 10 elements into 8 outputs
+// argmax over axis 1 with its epilogue, one warp an output row (sched-to-tile's
+// row_warps): lane l folds elements l, l + 32, ..., the warp's shuffles keep
+// torch's pair; the hit mask compares the index (as a float) with the label.
+// GRID:       { // tile.reduce tk.argmax over 10 elements into 8 outputs, 4 an item (a warp each)
+// GRID:         const int o = (int)item * 4 + tk_warp;
+// GRID-NEXT:    if (tk_warp >= 4 || o >= 8) continue;  // warp-uniform
+// GRID:         int r = tk_lane;
+// GRID-NEXT:    for (; r < 10; r += 32) {
 // GRID:         tk::argmax_step(accum, arg, tk::to_float(b0_x[(o0)*10 + (q0)]), r);
-// GRID:         tk::block_argmax(accum, arg, scratch);
-// GRID:         const long long rv = arg;
+// GRID:         tk::warp_argmax(accum, arg);
+// GRID-NEXT:    if (tk_lane == 0) {
+// GRID-NEXT:      const long long rv = arg;
 // GRID-NEXT:    const float [[I:v[0-9]+]] = rv;
 // GRID-NEXT:    const float [[H:v[0-9]+]] = (([[I]]) == (tk::to_float({{t[0-9]+}}[(o0)])) ? 1.0f : 0.0f);
 // GRID-NEXT:    b{{[0-9]+}}_out0[(o0)] = (long long)(rv);

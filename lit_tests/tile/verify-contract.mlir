@@ -266,10 +266,34 @@ tile.kernel @k(%a: memref<3000000000x8xbf16>, %b: memref<8x8xbf16>, %o: memref<3
 // -----
 // CHECK: {{^//}} {{-----$}}
 
-// A column reduction (rows > 1) of a reduction whose reduced axes do not lead.
-// CHECK: tile.reduce: rows = 128 (a column reduction) needs reduced axes that lead and kept axes after them, got axes [1] of [16, 8]
+// A row reduction (rows > 1 over trailing axes: a warp an output) with more rows an item than the block has warps.
+// CHECK: tile.reduce: rows 128 (one warp an output row) needs 4096 threads, the kernel has 128
 tile.kernel @k(%x: memref<16x8xf32>, %o: memref<16xf32>) inputs 1 results [1] arena 0 config {grid = 2 : i64, threads = 128 : i64, smem = 0 : i64} {
   tile.reduce ins(%x : memref<16x8xf32>) outs(%o : memref<16xf32>) config {items = 1 : i64, offset = 0 : i64, rows = 128 : i64} {
+  ^bb0(%a: tensor<16x8xf32>):
+    %s = tk.sum %a axes [1] : tensor<16x8xf32> -> tensor<16xf32>
+    tk.yield %s : tensor<16xf32>
+  }
+}
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// rows > 1 over a middle axis: neither a column sum (axes lead) nor a row reduction (axes trail).
+// CHECK: tile.reduce: rows = 4 needs reduced axes that lead (a column sum, not an argmax) or trail the kept ones (a row reduction), got axes [1] of [4, 8, 2]
+tile.kernel @k(%x: memref<4x8x2xf32>, %o: memref<4x2xf32>) inputs 1 results [1] arena 0 config {grid = 2 : i64, threads = 128 : i64, smem = 0 : i64} {
+  tile.reduce ins(%x : memref<4x8x2xf32>) outs(%o : memref<4x2xf32>) config {items = 2 : i64, offset = 0 : i64, rows = 4 : i64} {
+  ^bb0(%a: tensor<4x8x2xf32>):
+    %s = tk.sum %a axes [1] : tensor<4x8x2xf32> -> tensor<4x2xf32>
+    tk.yield %s : tensor<4x2xf32>
+  }
+}
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// A row reduction whose items do not cover its rows: 16 rows, 4 an item, 3 items.
+// CHECK: tile.reduce: items = 3, expected 4 (16 output rows, 4 per item)
+tile.kernel @k(%x: memref<16x8xf32>, %o: memref<16xf32>) inputs 1 results [1] arena 0 config {grid = 2 : i64, threads = 128 : i64, smem = 0 : i64} {
+  tile.reduce ins(%x : memref<16x8xf32>) outs(%o : memref<16xf32>) config {items = 3 : i64, offset = 0 : i64, rows = 4 : i64} {
   ^bb0(%a: tensor<16x8xf32>):
     %s = tk.sum %a axes [1] : tensor<16x8xf32> -> tensor<16xf32>
     tk.yield %s : tensor<16xf32>

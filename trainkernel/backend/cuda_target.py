@@ -883,6 +883,9 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
 
     def reduce(self, op: tile.ReduceOp) -> None:
         red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp))
+        if op.is_row_reduction():
+            self.row_reduce(op, red)
+            return
         if op.rows > 1:
             self.column_reduce(op, red)
             return
@@ -937,6 +940,59 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         self.reduce_epilogue(op, red, _output_index(red, len(in_shape), axes, kidx))
         self.w("      }")
         self.w("      __syncthreads();")
+        self.w("    }")
+        self.w("  }")
+
+    def row_reduce(self, op: tile.ReduceOp, red: tk.ReductionOp) -> None:
+        """Reduction over trailing axes, `rows` outputs an item: warp w of the
+        block folds output item * rows + w, lane l its elements l, l + 32, ...
+        (FULL_REDUCE_LOADS in flight, folded in that order), then the warp's
+        shuffle tree combines the lanes: deterministic, and no block barrier
+        (sched-to-tile's row_warps chose it over one output a block)."""
+        src = red.input
+        in_shape = tuple(tk.shape_of(src))
+        axes = set(red.axes_list)
+        kept = [d for k, d in enumerate(in_shape) if k not in axes]
+        red_dims = [d for k, d in enumerate(in_shape) if k in axes]
+        length, n_out = numel(tuple(red_dims)), numel(tuple(kept))
+        ix = self.index_type
+        self.w(f"  {{ // tile.reduce {red.name} over {length} elements into {n_out} outputs, {op.rows} an item "
+               "(a warp each)")
+        self.w(f"    const int tk_warp = threadIdx.x / 32, tk_lane = threadIdx.x % 32;")
+        self.w(f"    {self._loop(op)} {{")
+        self.w(f"      const {ix} o = ({ix})item * {op.rows} + tk_warp;")
+        self.w(f"      if (tk_warp >= {op.rows} || o >= {n_out}) continue;  // warp-uniform")
+        kdecls, kidx = _multi_index("o", tuple(kept), "o", ix)
+        for d in kdecls:
+            self.w("      " + d)
+        self.w(f"      {_accum_decl(red)}")
+        n = max(1, min(FULL_REDUCE_LOADS, length // 32))
+        var = "rr" if n > 1 else "r"
+        rdecls, ridx = _multi_index(var, tuple(red_dims), "q", ix)
+        full, ki, ri = [], iter(kidx), iter(ridx)
+        for k in range(len(in_shape)):
+            full.append(next(ri) if k in axes else next(ki))
+        value = BodyPrinter(self.out, self.names, op, "", wide=self.wide).value_at(src, full, {})
+
+        def element(first: str, indent: str) -> None:
+            if var != first:
+                self.w(f"{indent}const {ix} {var} = {first};")
+            for d in rdecls:
+                self.w(indent + d)
+
+        self.w(f"      {ix} r = tk_lane;")
+        if n > 1:
+            self.w(f"      for (; r + {(n - 1) * 32} < {length}; r += {n * 32}) {{")
+            self._load_then_fold(red, n, "r + u * 32", element, value, "        ")
+            self.w("      }")
+        self.w(f"      for (; r < {length}; r += 32) {{")
+        element("r", "        ")
+        self.w(f"        {_fold(red, value, 'r')}")
+        self.w("      }")
+        self.w(f"      {_combine(red, 'warp')}")
+        self.w("      if (tk_lane == 0) {")
+        self.reduce_epilogue(op, red, _output_index(red, len(in_shape), axes, kidx))
+        self.w("      }")
         self.w("    }")
         self.w("  }")
 

@@ -130,6 +130,13 @@ class TileWorkOp(ComputeLikeOp):
         """Number of iteration dimensions `split` may name."""
         raise NotImplementedError
 
+    def is_row_reduction(self) -> bool:
+        """rows > 1 over trailing axes: one warp an output (a column sum's axes lead)."""
+        red = self.reduction()
+        axes = list(red.axes_list)
+        rank = len(red.input.type.get_shape())
+        return self.rows > 1 and 0 < len(axes) < rank and axes == list(range(rank - len(axes), rank))
+
     def splits_a_sum(self) -> bool:
         """Whether `split` divides a contraction or reduced dimension (each block
         then holds a partial result)."""
@@ -247,6 +254,13 @@ class GemmOp(TileWorkOp):
     def iteration_rank(self) -> int:
         return 3  # (m, n, k)
 
+    def is_row_reduction(self) -> bool:
+        """rows > 1 over trailing axes: one warp an output (a column sum's axes lead)."""
+        red = self.reduction()
+        axes = list(red.axes_list)
+        rank = len(red.input.type.get_shape())
+        return self.rows > 1 and 0 < len(axes) < rank and axes == list(range(rank - len(axes), rank))
+
     def splits_a_sum(self) -> bool:
         return self.split == 2
 
@@ -325,6 +339,13 @@ class ReduceOp(TileWorkOp):
         reds = [o for o in self.body.block.ops if isinstance(o, SumOp | MaxOp | ArgmaxOp)]
         return len(reds[0].input.type.get_shape()) if reds else 0
 
+    def is_row_reduction(self) -> bool:
+        """rows > 1 over trailing axes: one warp an output (a column sum's axes lead)."""
+        red = self.reduction()
+        axes = list(red.axes_list)
+        rank = len(red.input.type.get_shape())
+        return self.rows > 1 and 0 < len(axes) < rank and axes == list(range(rank - len(axes), rank))
+
     def splits_a_sum(self) -> bool:
         return self.split is not None and self.split in self.reduction().axes_list
 
@@ -343,14 +364,24 @@ class ReduceOp(TileWorkOp):
         n_out = numel(red.result.type.get_shape())
         _check_yields(self, tuple(red.result.type.get_shape()), "its reduction")
         if self.rows > 1:
-            # A column reduction: thread t of an item owns output column item * rows + t
-            # and adds the rows (the reduced axes, which must lead) in order.
-            if axes != list(range(len(axes))) or len(axes) in (0, len(in_shape)):
+            rank = len(in_shape)
+            if len(axes) in (0, rank):
                 raise VerifyException(
-                    f"tile.reduce: rows = {self.rows} (a column reduction) needs reduced axes that lead and kept "
-                    f"axes after them, got axes {axes} of {list(in_shape)}"
+                    f"tile.reduce: rows = {self.rows} needs kept axes (outputs to share an item), got axes "
+                    f"{axes} of {list(in_shape)}")
+            if axes == list(range(len(axes))) and not isinstance(red, ArgmaxOp):
+                # A column reduction: thread t of an item owns output column item * rows + t
+                # and adds the rows (the reduced axes, which lead) in order.
+                _check_items(self, ceil_div(n_out, self.rows), f"{n_out} output columns, {self.rows} per item")
+            elif axes == list(range(rank - len(axes), rank)):
+                # A row reduction: warp w of an item folds output item * rows + w
+                # (the reduced axes trail); the kernel has at least rows warps.
+                _check_items(self, ceil_div(n_out, self.rows), f"{n_out} output rows, {self.rows} per item")
+            else:
+                raise VerifyException(
+                    f"tile.reduce: rows = {self.rows} needs reduced axes that lead (a column sum, not an argmax) "
+                    f"or trail the kept ones (a row reduction), got axes {axes} of {list(in_shape)}"
                 )
-            _check_items(self, ceil_div(n_out, self.rows), f"{n_out} output columns, {self.rows} per item")
         else:
             _check_items(self, n_out, f"one item per output element, {n_out} outputs")
 
@@ -672,7 +703,14 @@ def verify_kernel_bounds(kernel: "KernelOp") -> None:
                         raise VerifyException(f"tile.gemm: two split gemms share workspace bytes (at {lo} and {o_lo})")
     verify_wgmma_kernel(kernel)
     for op in kernel.block.ops:
-        if isinstance(op, ReduceOp) and op.rows > 1 and kernel.cluster is None and kernel.threads % op.rows:
+        if not (isinstance(op, ReduceOp) and op.rows > 1 and kernel.cluster is None):
+            continue
+        if op.is_row_reduction():
+            if op.rows * 32 > kernel.threads:
+                raise VerifyException(
+                    f"tile.reduce: rows {op.rows} (one warp an output row) needs {op.rows * 32} threads, the "
+                    f"kernel has {kernel.threads}")
+        elif kernel.threads % op.rows:
             raise VerifyException(
                 f"tile.reduce: rows {op.rows} must divide the kernel's {kernel.threads} threads (one thread per "
                 "column in each group of rows threads, the groups splitting the rows)"

@@ -35,18 +35,49 @@ from trainkernel.target import DEFAULT, TargetOptions, get_target, wgmma_hands_r
 from trainkernel.util import align_up, ceil_div, numel
 
 
-def column_block(red: tk.ReductionOp, target: TargetOptions) -> int:
-    """Outputs per work item. A reduction over leading axes with axes kept after
-    them (a bias gradient: sum over the batch) is a column sum: the target's
-    `reduce_columns` columns per item, one per lane, the block's thread groups
-    each adding a contiguous slice of the rows in order (coalesced and
-    deterministic). Anything else reduces one output per item with the whole
-    block."""
-    axes = red.axes_list
+def outputs_per_item(red: tk.ReductionOp, target: TargetOptions) -> int:
+    """Outputs per work item of a reduction (tile.reduce `rows`).
+
+    Over leading axes with axes kept after them (a bias gradient: a sum over
+    the batch): a column sum, the target's `reduce_columns` columns per item,
+    one per lane, the block's thread groups each adding a contiguous slice of
+    the rows in order (coalesced and deterministic).
+
+    Over trailing axes with axes kept before them (a loss per sample, a
+    softmax's row max): one output per warp of the block where that takes
+    fewer dependent load rounds a block than the whole block folding one
+    output after another (`row_warps`).
+
+    Anything else (a full reduction to a scalar): one output per item, the
+    whole block."""
+    axes = list(red.axes_list)
     rank = len(tk.shape_of(red.input))
-    if isinstance(red, tk.ArgmaxOp) or not axes or list(axes) != list(range(len(axes))) or len(axes) == rank:
+    if not axes or len(axes) == rank:
         return 1
-    return target.reduce_columns
+    if axes == list(range(len(axes))):
+        return 1 if isinstance(red, tk.ArgmaxOp) else target.reduce_columns
+    if axes == list(range(rank - len(axes), rank)):
+        n_in, n_out = numel(tk.shape_of(red.input)), numel(tk.shape_of(red.result))
+        return row_warps(n_out, n_in // max(n_out, 1), target)
+    return 1
+
+
+def row_warps(n_out: int, length: int, target: TargetOptions) -> int:
+    """A row reduction's outputs per item: the block's warps (one output
+    each, combined by shuffles) or 1 (the whole block, combined through
+    shared memory and two block barriers), whichever needs fewer dependent
+    load rounds on the busiest block of a full grid. Each thread keeps the
+    printer's FULL_REDUCE_LOADS loads in flight either way. large's 2048
+    loss rows of 2048 elements: 16 rows a block one after another, 2 rounds
+    and a combine each (32), against 2 items of 12 rows at 4 rounds (8)."""
+    from trainkernel.backend.cuda_target import FULL_REDUCE_LOADS as loads
+
+    warps = target.threads // 32
+    if warps < 2 or not target.reduce_row_warps:
+        return 1
+    by_block = ceil_div(n_out, target.sms) * (ceil_div(length, target.threads * loads) + 1)
+    by_warp = ceil_div(n_out, target.sms * warps) * ceil_div(length, 32 * loads)
+    return warps if by_warp < by_block else 1
 
 
 def tile_op_for(compute: sched.ComputeOp, offset: int, target: TargetOptions, engine: str = "mma") -> tile.TileWorkOp:
@@ -70,8 +101,8 @@ def tile_op_for(compute: sched.ComputeOp, offset: int, target: TargetOptions, en
     if reductions:
         red = reductions[0]
         n_out = numel(tk.shape_of(red.result))
-        rows = column_block(red, target)
-        items = ceil_div(n_out, rows) if rows > 1 else n_out
+        rows = outputs_per_item(red, target)
+        items = ceil_div(n_out, rows)
         cfg = tile.config(items=max(1, items), offset=offset, rows=rows)
         return tile.ReduceOp(ins, outs, body, cfg)
     shapes = {tuple(tk.shape_of(v)) for v in body.block.last_op.operands}

@@ -10,9 +10,10 @@
 // Phase 0: bf16 gemm 100x300 (2 x 5 = 10 tiles of 64x64), f16 gemm 64x64
 // (1 tile), f32 gemm 65x1 (2 tiles); offsets 0, 10, 11; 13 items in all.
 // Phase 1: a column reduction (over the leading axis: 300 columns, 32 per
-// item, 10 items), a row reduction (over the last axis: one item per output,
-// 100 items) and a map over 100x300 = 30000 elements in chunks of 512 (59
-// items).
+// item, 10 items), a row reduction (over the last axis: one output per warp,
+// 4 an item of 128 threads, 25 items: on 132 SMs one round of 16 loads a lane
+// against one of a block plus its combine) and a map over 100x300 = 30000
+// elements in chunks of 512 (59 items).
 // Phase 2: a commit, as a copying map of 300 elements (1 item).
 // CHECK-LABEL: tile.kernel @step(
 // CHECK-SAME:    inputs 6 results [0, 7, 8] arena 124416 config {grid = 359 : i64, threads = 128 : i64, smem = 30720 : i64} {
@@ -21,8 +22,8 @@
 // CHECK:         tile.gemm ins(%f, %g : memref<65x3xf32>, memref<3x1xf32>) outs(%h : memref<65x1xf32>) config {tile = array<i64: 64, 64, 16>, mma = "simt.f32", items = 2 : i64, offset = 11 : i64} {
 // CHECK:         tile.sync grid
 // CHECK-NEXT:    tile.reduce ins(%c : memref<100x300xbf16>) outs(%r : memref<300xf32>) config {items = 10 : i64, offset = 0 : i64, rows = 32 : i64} {
-// CHECK:         tile.reduce ins(%c : memref<100x300xbf16>) outs(%rr : memref<100xbf16>) config {items = 100 : i64, offset = 10 : i64, rows = 1 : i64} {
-// CHECK:         tile.map ins(%c : memref<100x300xbf16>) outs(%out : memref<100x300xf32>) config {items = 59 : i64, offset = 110 : i64, chunk = 512 : i64} {
+// CHECK:         tile.reduce ins(%c : memref<100x300xbf16>) outs(%rr : memref<100xbf16>) config {items = 25 : i64, offset = 10 : i64, rows = 4 : i64} {
+// CHECK:         tile.map ins(%c : memref<100x300xbf16>) outs(%out : memref<100x300xf32>) config {items = 59 : i64, offset = 35 : i64, chunk = 512 : i64} {
 // A block-scope barrier in a kernel of several blocks becomes a grid barrier.
 // CHECK:         tile.sync grid
 // CHECK-NOT:     tile.sync block
