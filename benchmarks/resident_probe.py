@@ -367,6 +367,8 @@ if __name__ == "__main__":
              variants={"default": "", "wgmma-n=128": "", "col-loads=1": ""})
     elif sys.argv[1:2] == ["--full-loads"]:  # full reductions (the loss sum) one load at a time against 16
         main(sys.argv[2:] or ["small", "mlp4", "medium"], variants={"full-loads=1": "", "full-loads=16": ""})
+    elif sys.argv[1:2] == ["--col-loads"]:  # --col-loads 16,32 spec ...: column sums' loads in flight a thread
+        main(sys.argv[3:] or ["medium", "large"], variants={f"col-loads={n}": "" for n in sys.argv[2].split(",")})
     elif sys.argv[1:2] == ["--target"]:  # --target 'field=v;field=v' ... -- spec ...: target variants, one run
         rest = sys.argv[2:]
         cut = rest.index("--") if "--" in rest else len(rest)

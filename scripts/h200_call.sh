@@ -17,6 +17,8 @@
 #                 $TARGET_VARIANTS (each 'field=v[,v];field=v'; an empty one is the target as it is)
 #   probe-merge   resident_probe --merge on $MERGE_SPECS: tk-fuse's merge modes ($MERGE_MODES,
 #                 default none,maps; perf-log step 26)
+#   probe-col-loads resident_probe --col-loads $COL_LOADS (default 16,32) on $COL_SPECS (column sums'
+#                 loads in flight a thread, perf-log step 29)
 #   unit-timer    resident_probe --unit-timer on $TIMER_SPECS (phases, and each wgmma unit of block 0)
 #   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles)
 #   probe-full-loads resident_probe --full-loads on $ENGINE_SPECS (full reductions 1 against 16 loads in flight)
@@ -89,6 +91,8 @@ for item in "$@"; do
     probe-merge) mkdir -p "$W/merge"; OUT=$W/merge timeout "$t" python3 -m benchmarks.resident_probe --merge \
              "${MERGE_MODES:-none,maps}" ${MERGE_SPECS:-online-adam classification-adamw-ce mlp4-adamw-ce} \
              > "$W/probe_merge.log" 2>&1 ;;
+    probe-col-loads) mkdir -p "$W/col"; OUT=$W/col timeout "$t" python3 -m benchmarks.resident_probe --col-loads \
+             "${COL_LOADS:-16,32}" ${COL_SPECS:-medium large} > "$W/probe_col_loads.log" 2>&1 ;;
     unit-timer) timeout "$t" python3 -m benchmarks.resident_probe --unit-timer \
              ${TIMER_SPECS:-small mlp4} > "$W/unit_timer.log" 2>&1 ;;
     timer) timeout "$t" python3 -m benchmarks.resident_probe --timer \
