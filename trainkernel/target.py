@@ -28,6 +28,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+FULL_REDUCE_LOADS = 16
+"""Elements a thread of a grid tile.reduce that is not a column sum (a whole
+block or a warp an output) loads before folding them (at most as many as it
+has), folded in the order of one at a time (same bits). One at a time, mlp4's
+loss sum (32768 elements, one block) waited ~85 load latencies, about half of
+its 30k-cycle phase; 16 measured small 33.7 -> 30.7 and mlp4 59.9 -> 51.0 us,
+medium unchanged (perf-log step 19, resident_probe --full-loads). The CUDA
+printer issues them; sched-to-tile's row_warps counts load rounds with it."""
+
 
 def wgmma_hands_registers_back(bn: int) -> bool:
     """Mirror of tk::hopper::grid_gemm_units' `Shape::BN > 128`: a wgmma tile

@@ -31,6 +31,7 @@ from xdsl.utils.target import Target
 from trainkernel.dialects import sched, tile, tk
 from trainkernel.elements import byte_size, c_type
 from trainkernel.target import DEFAULT as TARGET
+from trainkernel.target import FULL_REDUCE_LOADS  # a module global here: resident_probe --full-loads replaces it
 from trainkernel.target import WGMMA_TILES
 from trainkernel.util import ceil_div, numel
 
@@ -436,13 +437,6 @@ def _accum_decl(red: tk.ReductionOp) -> str:
 COLUMN_LOADS = 16
 """Rows a column reduction's thread loads before folding them (loads in flight)."""
 
-FULL_REDUCE_LOADS = 16
-"""Elements a thread of a full reduction (tile.reduce with rows = 1: a loss sum)
-loads before folding them (at most as many as it has), folded in the order of
-one at a time (same bits). One at a time, mlp4's loss sum (32768 elements, one
-block) waited ~85 load latencies, about half of its 30k-cycle phase; 16
-measured small 33.7 -> 30.7 and mlp4 59.9 -> 51.0 us, medium unchanged
-(perf-log step 19, resident_probe --full-loads)."""
 
 
 def _fold(red: tk.ReductionOp, value: str, index: str) -> str:
