@@ -85,8 +85,16 @@ def capture(step: Callable, example_args: Any) -> Captured:
 
     if not isinstance(example_args, tuple):
         example_args = tuple(example_args) if isinstance(example_args, list) else (example_args,)
-    gm, in_spec, out_spec, arg_names, result_names = trace(step, example_args)
-    module = build_module(gm, _symbol_name(step), arg_names, result_names)
+    # Without the user's stack on each node first: recording it is ~30% of a
+    # trace (mlp4-adamw-ce's warm compile 0.22 -> ~0.18 s) and only an error
+    # reads it. A graph that does not convert is traced again with it, so the
+    # error names the step's source line.
+    gm, in_spec, out_spec, arg_names, result_names = trace(step, example_args, stack_traces=False)
+    try:
+        module = build_module(gm, _symbol_name(step), arg_names, result_names)
+    except CaptureError:
+        gm, in_spec, out_spec, arg_names, result_names = trace(step, example_args, stack_traces=True)
+        module = build_module(gm, _symbol_name(step), arg_names, result_names)
     try:
         module.verify()
     except Exception as exc:  # an internal bug, not the user's: say so
