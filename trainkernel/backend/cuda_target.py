@@ -901,20 +901,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         # Batches only where a thread has that many elements (an 8-element argmax
         # stays one at a time).
         n = max(1, min(FULL_REDUCE_LOADS, length // self.kernel.threads))
-        # The element's index variable: rr (a batch's r + u * blockDim.x) when batched, else r.
-        var = "rr" if n > 1 else "r"
-        rdecls, ridx = _multi_index(var, tuple(red_dims), "q", ix)
-        full, ki, ri = [], iter(kidx), iter(ridx)
-        for k in range(len(in_shape)):
-            full.append(next(ri) if k in axes else next(ki))
-        value = BodyPrinter(self.out, self.names, op, "", wide=self.wide).value_at(src, full, {})
-
-        def element(first: str, indent: str) -> None:  # declare the element's index (= first) and its multi-index
-            if var != first:
-                self.w(f"{indent}const {ix} {var} = {first};")
-            for d in rdecls:
-                self.w(indent + d)
-
+        value, element = self._reduced_element(op, red, kidx, n)
         if n > 1:
             # A thread's elements r, r + blockDim.x, ... n at a time: every load of
             # the group issued, then folded in the same order (the same bits as
@@ -961,19 +948,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
             self.w("      " + d)
         self.w(f"      {_accum_decl(red)}")
         n = max(1, min(FULL_REDUCE_LOADS, length // 32))
-        var = "rr" if n > 1 else "r"
-        rdecls, ridx = _multi_index(var, tuple(red_dims), "q", ix)
-        full, ki, ri = [], iter(kidx), iter(ridx)
-        for k in range(len(in_shape)):
-            full.append(next(ri) if k in axes else next(ki))
-        value = BodyPrinter(self.out, self.names, op, "", wide=self.wide).value_at(src, full, {})
-
-        def element(first: str, indent: str) -> None:
-            if var != first:
-                self.w(f"{indent}const {ix} {var} = {first};")
-            for d in rdecls:
-                self.w(indent + d)
-
+        value, element = self._reduced_element(op, red, kidx, n)
         self.w(f"      {ix} r = tk_lane;")
         if n > 1:
             self.w(f"      for (; r + {(n - 1) * 32} < {length}; r += {n * 32}) {{")
@@ -989,6 +964,31 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         self.w("      }")
         self.w("    }")
         self.w("  }")
+
+    def _reduced_element(self, op: tile.ReduceOp, red: tk.ReductionOp, kidx: list[str], n: int):
+        """The reduction input's C value at one element, and `element(first,
+        indent)`, which declares that element's index variable (= first) and
+        its multi-index over the reduced axes; kidx names the kept axes. The
+        variable is rr (a batch's r + u * stride) when n > 1 loads are
+        batched, else r."""
+        ix = self.index_type
+        in_shape = tuple(tk.shape_of(red.input))
+        axes = set(red.axes_list)
+        red_dims = [d for k, d in enumerate(in_shape) if k in axes]
+        var = "rr" if n > 1 else "r"
+        rdecls, ridx = _multi_index(var, tuple(red_dims), "q", ix)
+        full, ki, ri = [], iter(kidx), iter(ridx)
+        for k in range(len(in_shape)):
+            full.append(next(ri) if k in axes else next(ki))
+        value = BodyPrinter(self.out, self.names, op, "", wide=self.wide).value_at(red.input, full, {})
+
+        def element(first: str, indent: str) -> None:
+            if var != first:
+                self.w(f"{indent}const {ix} {var} = {first};")
+            for d in rdecls:
+                self.w(indent + d)
+
+        return value, element
 
     def _load_then_fold(self, red: tk.ReductionOp, n: int, at: str, declare, value: str, indent: str) -> None:
         """n elements loaded into tk_v, every load issued first, then folded in order (the bits
