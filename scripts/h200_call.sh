@@ -35,10 +35,12 @@
 #                 each a gemm engine with optional nvcc defines ("auto:-DTK_NO_ROWS_PRELOAD"; default
 #                 "auto auto mma"), every hazard reported (--racecheck-report all)
 #   usage: bash scripts/h200_call.sh <tag> part[:seconds] ...   (default limit 570 s a part)
-# e.g. a validation session's calls, each within the device tool's 10 minutes:
-#   bash scripts/h200_call.sh k tests:300 tests-train:270
-#   bash scripts/h200_call.sh r tests-runtime:560
-#   WORKLOADS=medium,large bash scripts/h200_call.sh b bench:560
+# e.g. a validation session's calls, each within the device tool's 10 minutes (run a of
+# 2026-12-03: the whole GPU suite in one call, 76 + 191 + 225 s; the harness in two, 282 + 185 s):
+#   JOBS=16 bash scripts/h200_call.sh a hgemm-tests:100 tests:250 tests-runtime:240
+#   WORKLOADS=tiny,small,medium,large bash scripts/h200_call.sh b bench:540
+#   bash scripts/h200_call.sh c bench-twins:400
+#   bash scripts/h200_call.sh k tests-train:270
 # On the device machine, install the carried wheels first (../shared/gpu-wheels.sh); copy what
 # comes back under results/h200/ and regenerate the README table:
 #   python -m benchmarks.report --json results/h200/train_loop.json --embed README.md
