@@ -130,13 +130,6 @@ class TileWorkOp(ComputeLikeOp):
         """Number of iteration dimensions `split` may name."""
         raise NotImplementedError
 
-    def is_row_reduction(self) -> bool:
-        """rows > 1 over trailing axes: one warp an output (a column sum's axes lead)."""
-        red = self.reduction()
-        axes = list(red.axes_list)
-        rank = len(red.input.type.get_shape())
-        return self.rows > 1 and 0 < len(axes) < rank and axes == list(range(rank - len(axes), rank))
-
     def splits_a_sum(self) -> bool:
         """Whether `split` divides a contraction or reduced dimension (each block
         then holds a partial result)."""
@@ -253,13 +246,6 @@ class GemmOp(TileWorkOp):
 
     def iteration_rank(self) -> int:
         return 3  # (m, n, k)
-
-    def is_row_reduction(self) -> bool:
-        """rows > 1 over trailing axes: one warp an output (a column sum's axes lead)."""
-        red = self.reduction()
-        axes = list(red.axes_list)
-        rank = len(red.input.type.get_shape())
-        return self.rows > 1 and 0 < len(axes) < rank and axes == list(range(rank - len(axes), rank))
 
     def splits_a_sum(self) -> bool:
         return self.split == 2
