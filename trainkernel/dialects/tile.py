@@ -86,6 +86,21 @@ def _check_yields(op: IRDLOperation, space: tuple[int, ...], what: str) -> None:
             )
 
 
+def reduced_axes_position(axes: list[int], rank: int) -> str:
+    """Where a reduction's axes sit among the input's `rank` axes: "whole" (none
+    kept), "leading" (a column sum: outputs after them), "trailing" (a row
+    reduction: outputs before them) or "middle". sched-to-tile picks a
+    tile.reduce's work items by it, and the verifier and printer read them by it."""
+    axes = list(axes)
+    if not axes or len(axes) == rank:
+        return "whole"
+    if axes == list(range(len(axes))):
+        return "leading"
+    if axes == list(range(rank - len(axes), rank)):
+        return "trailing"
+    return "middle"
+
+
 def _check_items(op: "TileWorkOp", need: int, what: str) -> None:
     """`items` is exactly the number of work items of the iteration space: fewer
     leave outputs unwritten, more address past them (the interpreter ignores
@@ -328,9 +343,7 @@ class ReduceOp(TileWorkOp):
     def is_row_reduction(self) -> bool:
         """rows > 1 over trailing axes: one warp an output (a column sum's axes lead)."""
         red = self.reduction()
-        axes = list(red.axes_list)
-        rank = len(red.input.type.get_shape())
-        return self.rows > 1 and 0 < len(axes) < rank and axes == list(range(rank - len(axes), rank))
+        return self.rows > 1 and reduced_axes_position(red.axes_list, len(red.input.type.get_shape())) == "trailing"
 
     def splits_a_sum(self) -> bool:
         return self.split is not None and self.split in self.reduction().axes_list
@@ -350,24 +363,22 @@ class ReduceOp(TileWorkOp):
         n_out = numel(red.result.type.get_shape())
         _check_yields(self, tuple(red.result.type.get_shape()), "its reduction")
         if self.rows > 1:
-            rank = len(in_shape)
-            if len(axes) in (0, rank):
+            position = reduced_axes_position(axes, len(in_shape))
+            if position == "whole":
                 raise VerifyException(
                     f"tile.reduce: rows = {self.rows} needs kept axes (outputs to share an item), got axes "
                     f"{axes} of {list(in_shape)}")
-            if axes == list(range(len(axes))) and not isinstance(red, ArgmaxOp):
-                # A column reduction: thread t of an item owns output column item * rows + t
-                # and adds the rows (the reduced axes, which lead) in order.
-                _check_items(self, ceil_div(n_out, self.rows), f"{n_out} output columns, {self.rows} per item")
-            elif axes == list(range(rank - len(axes), rank)):
-                # A row reduction: warp w of an item folds output item * rows + w
-                # (the reduced axes trail); the kernel has at least rows warps.
-                _check_items(self, ceil_div(n_out, self.rows), f"{n_out} output rows, {self.rows} per item")
-            else:
+            # A column reduction: thread t of an item owns output column item * rows + t and
+            # adds the rows (the reduced axes, which lead) in order. A row reduction: warp w
+            # of an item folds output item * rows + w (the reduced axes trail); the kernel
+            # has at least rows warps (verify_kernel_bounds).
+            outputs = {"leading": "columns", "trailing": "rows"}.get(position)
+            if outputs is None or (outputs == "columns" and isinstance(red, ArgmaxOp)):
                 raise VerifyException(
                     f"tile.reduce: rows = {self.rows} needs reduced axes that lead (a column sum, not an argmax) "
                     f"or trail the kept ones (a row reduction), got axes {axes} of {list(in_shape)}"
                 )
+            _check_items(self, ceil_div(n_out, self.rows), f"{n_out} output {outputs}, {self.rows} per item")
         else:
             _check_items(self, n_out, f"one item per output element, {n_out} outputs")
 

@@ -50,13 +50,10 @@ def outputs_per_item(red: tk.ReductionOp, target: TargetOptions) -> int:
 
     Anything else (a full reduction to a scalar): one output per item, the
     whole block."""
-    axes = list(red.axes_list)
-    rank = len(tk.shape_of(red.input))
-    if not axes or len(axes) == rank:
-        return 1
-    if axes == list(range(len(axes))):
+    position = tile.reduced_axes_position(red.axes_list, len(tk.shape_of(red.input)))
+    if position == "leading":
         return 1 if isinstance(red, tk.ArgmaxOp) else target.reduce_columns
-    if axes == list(range(rank - len(axes), rank)):
+    if position == "trailing":
         n_in, n_out = numel(tk.shape_of(red.input)), numel(tk.shape_of(red.result))
         return row_warps(n_out, n_in // max(n_out, 1), target)
     return 1
