@@ -201,20 +201,28 @@ def launch_run(specs: list[str], widths: tuple[str, ...] = ("128", "256")) -> No
 
 def target_variant(spec: str):
     """The H200 target with the fields of `spec` replaced: `field=v[,v...]` joined by `;`
-    (an empty spec is the target as it is). Values take the field's type: an int, a
-    float, a string, or a tuple of ints."""
+    (an empty spec is the target as it is); `costs.field=v` replaces a field of a
+    cost object (e.g. `resident_costs.smem_budget=225280`). Values take the field's
+    type: an int, a float, a string, or a tuple of ints."""
     from trainkernel import target
 
-    changes = {}
+    def parse(old, value: str):
+        if isinstance(old, tuple):
+            return tuple(int(v) for v in value.split(","))
+        return type(old)(value) if not isinstance(old, bool) else value in ("1", "true", "True")
+
+    changes, nested = {}, {}
     for item in filter(None, spec.split(";")):
         name, _, value = (part.strip() for part in item.partition("="))  # "| field=v" has spaces
         if not name:
             continue
-        old = getattr(target.H200, name)
-        if isinstance(old, tuple):
-            changes[name] = tuple(int(v) for v in value.split(","))
+        outer, _, inner = name.partition(".")
+        if inner:
+            nested.setdefault(outer, {})[inner] = parse(getattr(getattr(target.H200, outer), inner), value)
         else:
-            changes[name] = type(old)(value) if not isinstance(old, bool) else value in ("1", "true", "True")
+            changes[name] = parse(getattr(target.H200, name), value)
+    for outer, fields in nested.items():
+        changes[outer] = dataclasses.replace(getattr(target.H200, outer), **fields)
     return dataclasses.replace(target.H200, **changes)
 
 

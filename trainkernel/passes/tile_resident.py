@@ -405,12 +405,18 @@ def _result_elems(op: tile.TileWorkOp) -> int:
 def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts) -> Placement | None:
     """Give every read argument and every temporary a shared-memory home, by
     liveness over phases (first-fit, largest first), and price the result.
-    Padded rows first; where they do not fit the budget, dense ones (padding
-    only speeds up shared-memory access, residency is worth far more)."""
-    return _place(kernel, plan, cluster, costs, pad=True) or _place(kernel, plan, cluster, costs, pad=False)
+    Every 2-D home padded first; where that does not fit the budget, only the
+    homes a gemm reads (ldmatrix reads eight rows at once: dense rows of an
+    even number of 16-byte units put them in one bank group, which made
+    classification-adamw-ce's first gemm ~3x slower, perf-log step 32);
+    then dense ones (padding only speeds up shared-memory access, residency
+    is worth far more)."""
+    return (_place(kernel, plan, cluster, costs, pad="all") or _place(kernel, plan, cluster, costs, pad="gemm")
+            or _place(kernel, plan, cluster, costs, pad="none"))
 
 
-def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts, pad: bool) -> Placement | None:
+def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts, pad: str) -> Placement | None:
+    """pad: which 2-D homes get padded rows: "all", "gemm" (those a tile.gemm reads) or "none"."""
     n_in = kernel.num_inputs.data
     ops = tile_ops(kernel)
     last = ops[-1][0] if ops else 0
@@ -440,8 +446,10 @@ def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts
     # Rows of 2-D homes padded (tile.home_pitch) unless the home is also read
     # through a view of another shape, which assumes dense rows.
     viewed = {sched.root_buffer(op.result) for op in kernel.block.ops if isinstance(op, sched.ViewOp)}
+    padded = {sched.root_buffer(v) for _, op in ops if isinstance(op, tile.GemmOp) for v in op.ins} \
+        if pad == "gemm" else set(live) if pad == "all" else set()
     pitch: dict[SSAValue, int] = {}
-    for r in live if pad else ():
+    for r in (r for r in live if r in padded):
         p = None if r in viewed else tile.home_pitch(r.type, plan.buffer_split.get(r, -1), cluster)
         if p is not None:
             pitch[r] = p
