@@ -117,6 +117,15 @@ class ResidentCosts:
     mma_flop_per_us: float = 1.0e6  # mma.sync from shared memory, one SM
     simt_flop_per_us: float = 0.1e6
     elem_ops_per_us: float = 2.0e4  # per-element code of one block
+    # The block size (tile-resident's `resident_threads_for`). An IEEE division or
+    # square root is a fast path and a branch to its slow path, which keeps the
+    # compiler from overlapping a thread's elements: such element ops are
+    # latency-bound and cost ~in proportion to 1 / warps. 512 threads a block
+    # against 256, measured (perf-log step 32): classification-adamw-ce (AdamW
+    # over ~26k element ops of div/sqrt a block) 32.18 -> 28.41 us, online-adam
+    # (~7k) 15.06 -> 14.73, the SGD steps (none) +0.07..+0.41 us.
+    branchy_elem_op_us: float = 0.25e-3  # one div or sqrt of one element, at resident_threads
+    wider_block_us: float = 0.35  # each further resident_threads a block: barriers, the gemms' set-up
     # The homes' share of a block's 227 KiB: what the hardware allows less 1 KiB for
     # the kernel's static arrays (reduction scratch: 256 bytes). At 220 KiB
     # classification-adamw-ce could not pad its gemm operands (perf-log step 32).
@@ -174,7 +183,9 @@ class TargetOptions:
     # 512 wins 6-8% where the gemms take the scalar path (odd widths) and
     # loses 2-3% elsewhere. One block per SM, so more warps only hide latency:
     # every resident op is latency-bound (ncu: 6.3 cycles per issued
-    # instruction at 128 threads, one warp per scheduler).
+    # instruction at 128 threads, one warp per scheduler). tile-resident takes
+    # resident_max_threads instead where ResidentCosts' branchy_elem_op_us
+    # says the kernel's divisions and square roots pay for it (perf-log step 32).
     resident_threads: int = 256
     # One resident block per SM at ~120 registers a thread: 65536 / 128.
     resident_max_threads: int = 512

@@ -565,6 +565,34 @@ def choose(kernel: tile.KernelOp, target: TargetOptions, max_cluster: int = 0) -
     return min((f for f in found if f[1].estimate_us <= 1.05 * fastest), key=lambda f: f[1].cluster)
 
 
+def branchy_element_ops(kernel: tile.KernelOp, plan: Plan, cluster: int) -> int:
+    """Element ops of IEEE divisions and square roots one block runs: each
+    tile op's local elements (its iteration space, the split axis divided over
+    the cluster) times the tk.div/tk.sqrt in its body."""
+    total = 0
+    for _, op in tile_ops(kernel):
+        n = sum(1 for o in op.body.walk() if isinstance(o, tk.DivOp | tk.SqrtOp))
+        if n:
+            split = plan.op_split[op]
+            total += n * numel([ceil_div(d, cluster) if k == split else d
+                                for k, d in enumerate(iteration_space(op))])
+    return total
+
+
+def resident_threads_for(kernel: tile.KernelOp, plan: Plan, cluster: int, target: TargetOptions) -> int:
+    """The block size of a resident kernel: target.resident_threads, or
+    resident_max_threads where the latency of its division and square-root
+    element ops, which more warps hide, outweighs a wider block's cost
+    (ResidentCosts.branchy_elem_op_us, wider_block_us)."""
+    costs, base = target.resident_costs, target.resident_threads
+    branchy = branchy_element_ops(kernel, plan, cluster)
+
+    def cost(threads: int) -> float:
+        return branchy * costs.branchy_elem_op_us * base / threads + costs.wider_block_us * (threads / base - 1)
+
+    return min((base, target.resident_max_threads), key=cost)
+
+
 # ---------------------------------------------------------------- rewrite
 
 
@@ -640,7 +668,7 @@ class TileResidentPass(ModulePass):
     mode: str = "auto"
     max_cluster: int = 0  # 0: the target's
     target: str = DEFAULT.name  # a name of trainkernel.target.TARGETS
-    threads: int = 0  # threads per block of a resident kernel; 0: the target's resident_threads
+    threads: int = 0  # threads per block of a resident kernel; 0: the pass decides (resident_threads_for)
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         from xdsl.utils.exceptions import DiagnosticException
@@ -668,5 +696,6 @@ class TileResidentPass(ModulePass):
             plan, placement = best
             if self.mode == "auto" and placement.estimate_us >= grid_estimate_us(kernel, target):
                 continue
+            threads = self.threads or resident_threads_for(kernel, plan, placement.cluster, target)
             make_resident(kernel, plan, placement, target)
-            kernel.properties["threads"] = IntegerAttr(self.threads or target.resident_threads, 64)
+            kernel.properties["threads"] = IntegerAttr(threads, 64)
