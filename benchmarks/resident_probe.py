@@ -96,15 +96,16 @@ def check(w, dtype, compiled, steps: int = 10, device: str = "cuda") -> float:
     return worst
 
 
-def timer_run(specs: list[str], flags: str = "") -> None:
+def timer_run(specs: list[str], flags: str = "", timer: str = "PHASE_TIMER") -> None:
     """Three launches of each step's kernel (resident or grid, as the compiler
     chooses) with per-op (resident) or per-phase (grid) cycle counts printed by block 0.
-    flags: nvcc defines (--unit-timer: -DTK_UNIT_TIMER, each wgmma unit's cycles too)."""
+    flags: nvcc defines (--unit-timer: -DTK_UNIT_TIMER, each wgmma unit's cycles too).
+    timer: OP_TIMER (--op-timer) for grid kernels' per-op maxima over the blocks instead."""
     from trainkernel.backend import cuda_target
 
     if flags:
         os.environ["NVCC_APPEND_FLAGS"] = flags
-    cuda_target.PHASE_TIMER = True
+    setattr(cuda_target, timer, True)
     for spec in specs:
         w, dtype = workload(spec)
         params = w.init_state(0, "cuda")  # the parameters, or a twin's optimizer state
@@ -113,7 +114,7 @@ def timer_run(specs: list[str], flags: str = "") -> None:
         for _ in range(3):
             c(params, *batches[0])
         torch.cuda.synchronize()
-    cuda_target.PHASE_TIMER = False
+    setattr(cuda_target, timer, False)
 
 
 def launch_run(specs: list[str], widths: tuple[str, ...] = ("128", "256")) -> None:
@@ -347,6 +348,8 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--timer"]:
         timer_run(sys.argv[2:] or DEFAULT)
+    elif sys.argv[1:2] == ["--op-timer"]:  # grid kernels: each tile op's slowest block, cycles from its phase's start
+        timer_run(sys.argv[2:] or ["mlp4", "mlp4-adamw-ce", "medium", "large"], timer="OP_TIMER")
     elif sys.argv[1:2] == ["--unit-timer"]:  # the phase timer, and block 0's cycles of each wgmma unit
         timer_run(sys.argv[2:] or ["small", "mlp4"], "-DTK_UNIT_TIMER")
     elif sys.argv[1:2] == ["--launch"]:  # in-place graph against direct launches and a staged graph, per tile width

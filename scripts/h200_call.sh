@@ -21,6 +21,7 @@
 #                 loads in flight a thread, perf-log step 29)
 #   unit-timer    resident_probe --unit-timer on $TIMER_SPECS (phases, and each wgmma unit of block 0)
 #   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles)
+#   op-timer      resident_probe --op-timer on $TIMER_SPECS (grid kernels: each op's slowest block)
 #   probe-full-loads resident_probe --full-loads on $ENGINE_SPECS (full reductions 1 against 16 loads in flight)
 #   probe-final   resident_probe --final on $ENGINE_SPECS (final grid barrier by rule / never / a fence / always)
 #   probe-launch  resident_probe --launch on $LAUNCH_SPECS (in-place graph vs direct launches vs staged graph)
@@ -97,6 +98,8 @@ for item in "$@"; do
              "${COL_LOADS:-16,32}" ${COL_SPECS:-medium large} > "$W/probe_col_loads.log" 2>&1 ;;
     unit-timer) timeout "$t" python3 -m benchmarks.resident_probe --unit-timer \
              ${TIMER_SPECS:-small mlp4} > "$W/unit_timer.log" 2>&1 ;;
+    op-timer) timeout "$t" python3 -m benchmarks.resident_probe --op-timer \
+             ${TIMER_SPECS:-mlp4 mlp4-adamw-ce medium large} > "$W/op_timer.log" 2>&1 ;;
     timer) timeout "$t" python3 -m benchmarks.resident_probe --timer \
              ${TIMER_SPECS:-tiny online classification small mlp4 medium large} > "$W/timer.log" 2>&1 ;;
     tests) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 -n "${JOBS:-12}" \

@@ -63,10 +63,33 @@ def test_a_long_op_list_prints_in_lines_within_printf_limit(monkeypatch, tmp_pat
     _compiles(src, tmp_path)
 
 
+def test_op_timer_records_each_grid_ops_slowest_block(monkeypatch, tmp_path):
+    """OP_TIMER (`resident_probe --op-timer`): after every tile op of a grid kernel, a
+    block that ran items of it (its first item (block - offset) mod G below items)
+    folds its cycles since its phase's start into the op's maximum; block 0 prints
+    every op's label and maximum at exit and clears them for the next launch."""
+    import re
+
+    monkeypatch.setattr(cuda_target, "OP_TIMER", True)
+    w = WORKLOADS["small"]
+    compiled = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False)
+    src = compiled.cuda_source
+    ops = re.findall(r"tile\.(gemm|reduce|map) .*items = (\d+) : i64, offset = (\d+) : i64", compiled.ir("tile"))
+    assert ops and f"__device__ unsigned long long tk_op_max[{len(ops)}];" in src
+    for i, (_, items, offset) in enumerate(ops):
+        assert (f"if (threadIdx.x == 0 && (int)((blockIdx.x + G - {offset} % G) % G) < {items}) "
+                f"atomicMax(&tk_op_max[{i}], (unsigned long long)(clock64() - tk_ph));") in src
+    assert src.count("tk_ph = clock64();") == 1 + src.count("// ---- phase") - 1  # the start, then each barrier
+    labels = re.findall(r"(p\d+:\w+@\d+x\d+)=%llu", " ".join(ln for ln in src.splitlines() if "tk-optimer" in ln))
+    assert [lab.split(":")[1].split("@")[0] for lab in labels] == [kind for kind, _, _ in ops]
+    assert f"if (blockIdx.x == 0 && threadIdx.x < {len(ops)}) tk_op_max[threadIdx.x] = 0;" in src
+    _compiles(src, tmp_path)
+
+
 def test_timer_off_reads_no_clock():
     w = WORKLOADS["small"]
     src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
-    assert "clock64" not in src and "tk-timer" not in src
+    assert "clock64" not in src and "tk-timer" not in src and "tk_op_max" not in src
 
 
 def _compiles(src: str, tmp_path) -> None:
