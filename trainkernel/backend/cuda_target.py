@@ -598,7 +598,9 @@ class CudaPrinter:
                 fmt = " ".join(f"{labels[i]}=%llu" for i in part)
                 vals = ", ".join(f"tk_op_max[{i}]" for i in part)
                 self.w(f'  if (blockIdx.x == 0 && threadIdx.x == 0) printf("tk-optimer {k.sym_name.data} {fmt}\\n", {vals});')
-            self.w(f"  if (blockIdx.x == 0 && threadIdx.x < {len(labels)}) tk_op_max[threadIdx.x] = 0;")
+            # Cleared only once thread 0 has printed every line (other warps would race its printf).
+            self.w("  __syncthreads();")
+            self.w(f"  for (int i = threadIdx.x; blockIdx.x == 0 && i < {len(labels)}; i += blockDim.x) tk_op_max[i] = 0;")
         if timer:  # one more barrier, so that the last phase is timed over the grid too
             self.w(f"  tk::grid_sync(); tk_t[{phase + 1}] = clock64();")
             self.w('  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(tk_ns1));')
