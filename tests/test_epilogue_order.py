@@ -88,6 +88,29 @@ def test_a_grid_kernel_builds_with_each_library_switch(tmp_path, flags):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_load_free_epilogues_build_through_the_row_walk(tmp_path):
+    """mlp4-adamw-ce's weight-gradient gemms end in epilogues that read no operand (0.1 g
+    and 0.001 g^2 for the AdamW map): the printer gives them as plain (i, j, acc) functors,
+    which -DTK_ROWS_PLAIN_EPILOGUES sends through the row walk instead of fragment order
+    (perf-log step 34's probe variant); the kernel compiles for sm_90a that way."""
+    if NVCC is None:
+        pytest.skip("nvcc not found")
+    import torch
+
+    import trainkernel
+    from trainkernel.workloads import TWINS
+
+    w = TWINS["mlp4-adamw-ce"]
+    src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
+    assert "tk::hopper::grid_gemm_units" in src and "[&](int i, int j, float acc) {" in src
+    cu = tmp_path / "k.cu"
+    cu.write_text(src)
+    proc = subprocess.run([NVCC, "-std=c++17", "-O3", "-cubin", "-gencode=arch=compute_90a,code=sm_90a",
+                           "-DTK_ROWS_PLAIN_EPILOGUES", "-I", str(INCLUDE), str(cu), "-o", str(tmp_path / "k.cubin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_small_has_no_named_barriers(tmp_path):
     """small's kernel (64-wide wgmma gemms, one of them split) syncs its consumers'
     row epilogue and split-K vote only with __syncwarp: every CTA barrier in its PTX is

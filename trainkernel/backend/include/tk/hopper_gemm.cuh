@@ -792,6 +792,19 @@ constexpr bool kRowsPreload = false;
 #else
 constexpr bool kRowsPreload = true;
 #endif
+// An epilogue that reads no operand is a plain (i, j, acc) functor (the printer
+// stages only epilogues with loads), and apply_epilogue hands it its elements in
+// fragment order. With -DTK_ROWS_PLAIN_EPILOGUES it takes the row walk too: the
+// op timer put mlp4-adamw-ce's AdamW gradient epilogues (0.1 g and 0.001 g^2
+// into two fp32 buffers) at 12k cycles a 128 x 64 unit against 6.6k for the
+// staged SGD epilogue of the same gemm (perf-log step 34; a probe variant until
+// measured, then the default with the GPU suite).
+#if defined(TK_ROWS_PLAIN_EPILOGUES)
+constexpr bool kRowsPlain = true;
+#else
+constexpr bool kRowsPlain = false;
+#endif
+
 template <int BN, class Epi>
 __host__ __device__ constexpr bool rows_preload_fits() {
   if constexpr (is_staged_epilogue<Epi>)
@@ -1140,7 +1153,7 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
     RowsTimer tk_rows;
     if constexpr (detail::has_fragment_hook<Epi>::value) {
       epi.template fragment<BN>(acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
-    } else if constexpr (has_staged_halves<Epi>) {  // generated code's epilogues: by rows
+    } else if constexpr (has_staged_halves<Epi> || kRowsPlain) {  // generated code's epilogues: by rows
       float* scratch = static_cast<float*>(__cvta_shared_to_generic(rows_scratch<Shape>(base, c)));
       // The passes, with every element's bounds test (kGuard) or none: a
       // guarded element is a branch around its own load-compute-store chain,
