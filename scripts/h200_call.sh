@@ -39,6 +39,8 @@
 # e.g. a validation session's calls, each within the device tool's 10 minutes (run a of
 # 2026-12-03: the whole GPU suite in one call, 76 + 191 + 225 s; the harness in two, 282 + 185 s):
 #   JOBS=16 bash scripts/h200_call.sh a hgemm-tests:100 tests:250 tests-runtime:240
+#   (tests-runtime took 190-270 s; in the ninth session 230 s cut it at 141 of 162 items: the
+#   next call ran the rest with pytest -k, results/h200/run-56c1704-a/gpu_tests_runtime_rest.log)
 #   WORKLOADS=tiny,small,medium,large bash scripts/h200_call.sh b bench:540
 #   bash scripts/h200_call.sh c bench-twins:400
 #   bash scripts/h200_call.sh k tests-train:270
