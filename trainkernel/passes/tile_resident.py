@@ -446,8 +446,10 @@ def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts
     # Rows of 2-D homes padded (tile.home_pitch) unless the home is also read
     # through a view of another shape, which assumes dense rows.
     viewed = {sched.root_buffer(op.result) for op in kernel.block.ops if isinstance(op, sched.ViewOp)}
-    padded = {sched.root_buffer(v) for _, op in ops if isinstance(op, tile.GemmOp) for v in op.ins} \
-        if pad == "gemm" else set(live) if pad == "all" else set()
+    if pad == "gemm":
+        padded = {sched.root_buffer(v) for _, op in ops if isinstance(op, tile.GemmOp) for v in op.ins}
+    else:
+        padded = set(live) if pad == "all" else set()
     pitch: dict[SSAValue, int] = {}
     for r in (r for r in live if r in padded):
         p = None if r in viewed else tile.home_pitch(r.type, plan.buffer_split.get(r, -1), cluster)
