@@ -63,6 +63,24 @@ def test_the_probe_knob_makes_it_per_element_again(tmp_path):
     assert len(rows) == 96 and all(r[4] == "ok" and r[-1] == "1" for r in rows), rows
 
 
+def _kernel_source(workload) -> str:
+    import torch
+
+    import trainkernel
+
+    return trainkernel.compile_training(workload.make_step(torch.bfloat16), workload.example_args(),
+                                        build=False).cuda_source
+
+
+def _builds_for_sm90a(src: str, tmp_path, flags: list[str]) -> None:
+    cu = tmp_path / "k.cu"
+    cu.write_text(src)
+    proc = subprocess.run([NVCC, "-std=c++17", "-O3", "-cubin", "-gencode=arch=compute_90a,code=sm_90a",
+                           *flags, "-I", str(INCLUDE), str(cu), "-o", str(tmp_path / "k.cubin")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 @pytest.mark.parametrize("flags", [[], ["-DTK_NO_ROWS_PRELOAD"], ["-DTK_UNIT_TIMER"], ["-DTK_ROWS_ALWAYS_GUARDED"]])
 def test_a_grid_kernel_builds_with_each_library_switch(tmp_path, flags):
     """The row preload (on by default; -DTK_NO_ROWS_PRELOAD turns it off for the probe),
@@ -72,20 +90,11 @@ def test_a_grid_kernel_builds_with_each_library_switch(tmp_path, flags):
     preload one operand an element and one of which is split, compiles for sm_90a each way."""
     if NVCC is None:
         pytest.skip("nvcc not found")
-    import torch
-
-    import trainkernel
     from trainkernel.workloads import WORKLOADS
 
-    w = WORKLOADS["small"]
-    src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
+    src = _kernel_source(WORKLOADS["small"])
     assert "tk::staged_epilogue" in src and "hopper_gemm.cuh" in src
-    cu = tmp_path / "small.cu"
-    cu.write_text(src)
-    proc = subprocess.run([NVCC, "-std=c++17", "-O3", "-cubin", "-gencode=arch=compute_90a,code=sm_90a",
-                           *flags, "-I", str(INCLUDE), str(cu), "-o", str(tmp_path / "small.cubin")],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    _builds_for_sm90a(src, tmp_path, flags)
 
 
 def test_load_free_epilogues_build_through_the_row_walk(tmp_path):
@@ -95,20 +104,11 @@ def test_load_free_epilogues_build_through_the_row_walk(tmp_path):
     (perf-log step 34's probe variant); the kernel compiles for sm_90a that way."""
     if NVCC is None:
         pytest.skip("nvcc not found")
-    import torch
-
-    import trainkernel
     from trainkernel.workloads import TWINS
 
-    w = TWINS["mlp4-adamw-ce"]
-    src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
+    src = _kernel_source(TWINS["mlp4-adamw-ce"])
     assert "tk::hopper::grid_gemm_units" in src and "[&](int i, int j, float acc) {" in src
-    cu = tmp_path / "k.cu"
-    cu.write_text(src)
-    proc = subprocess.run([NVCC, "-std=c++17", "-O3", "-cubin", "-gencode=arch=compute_90a,code=sm_90a",
-                           "-DTK_ROWS_PLAIN_EPILOGUES", "-I", str(INCLUDE), str(cu), "-o", str(tmp_path / "k.cubin")],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    _builds_for_sm90a(src, tmp_path, ["-DTK_ROWS_PLAIN_EPILOGUES"])
 
 
 def test_small_has_no_named_barriers(tmp_path):
