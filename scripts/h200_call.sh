@@ -101,7 +101,7 @@ for item in "$@"; do
     unit-timer) timeout "$t" python3 -m benchmarks.resident_probe --unit-timer \
              ${TIMER_SPECS:-small mlp4} > "$W/unit_timer.log" 2>&1 ;;
     op-timer) timeout "$t" python3 -m benchmarks.resident_probe --op-timer \
-             ${TIMER_SPECS:-mlp4 mlp4-adamw-ce medium large} > "$W/op_timer.log" 2>&1 ;;
+             ${TIMER_SPECS:-} > "$W/op_timer.log" 2>&1 ;;  # default: the probe's own spec list
     timer) timeout "$t" python3 -m benchmarks.resident_probe --timer \
              ${TIMER_SPECS:-tiny online classification small mlp4 medium large} > "$W/timer.log" 2>&1 ;;
     tests) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 -n "${JOBS:-12}" \

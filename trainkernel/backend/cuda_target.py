@@ -537,9 +537,9 @@ class CudaPrinter:
             smem_terms = [f"tk::gemm_smem_bytes<{t}, {bm}, {bn}, {bk}>()" for t, bm, bn, bk in gemm_cfgs]
             self.w(f"static constexpr int kSmem = {self._cmax(smem_terms)};")
         self.w(f"static constexpr int kThreads = {k.threads};")
-        work_ops = [op for op in k.block.ops if isinstance(op, tile.GemmOp | tile.ReduceOp | tile.MapOp)]
         if OP_TIMER:
-            self.w(f"__device__ unsigned long long tk_op_max[{len(work_ops)}];  // OP_TIMER: the slowest block, per op")
+            n_ops = sum(1 for op in k.block.ops if isinstance(op, tile.GemmOp | tile.ReduceOp | tile.MapOp))
+            self.w(f"__device__ unsigned long long tk_op_max[{n_ops}];  // OP_TIMER: the slowest block, per op")
         self.w()
         self.open_kernel(f"{k.threads}, 1" if self.wgmma else str(k.threads), 16, "const int G = gridDim.x;", "G")
         if self.wgmma:
