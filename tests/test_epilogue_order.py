@@ -97,18 +97,20 @@ def test_a_grid_kernel_builds_with_each_library_switch(tmp_path, flags):
     _builds_for_sm90a(src, tmp_path, flags)
 
 
-def test_load_free_epilogues_build_through_the_row_walk(tmp_path):
+@pytest.mark.parametrize("flags", [[], ["-DTK_NO_ROWS_PLAIN"]])
+def test_load_free_epilogues_build_through_the_row_walk(tmp_path, flags):
     """mlp4-adamw-ce's weight-gradient gemms end in epilogues that read no operand (0.1 g
     and 0.001 g^2 for the AdamW map): the printer gives them as plain (i, j, acc) functors,
-    which -DTK_ROWS_PLAIN_EPILOGUES sends through the row walk instead of fragment order
-    (perf-log step 34's probe variant); the kernel compiles for sm_90a that way."""
+    which the Hopper gemm walks by rows like the staged ones (perf-log step 34;
+    -DTK_NO_ROWS_PLAIN is the probe's old fragment-order path); it compiles for sm_90a
+    either way."""
     if NVCC is None:
         pytest.skip("nvcc not found")
     from trainkernel.workloads import TWINS
 
     src = _kernel_source(TWINS["mlp4-adamw-ce"])
     assert "tk::hopper::grid_gemm_units" in src and "[&](int i, int j, float acc) {" in src
-    _builds_for_sm90a(src, tmp_path, ["-DTK_ROWS_PLAIN_EPILOGUES"])
+    _builds_for_sm90a(src, tmp_path, flags)
 
 
 def test_small_has_no_named_barriers(tmp_path):

@@ -793,16 +793,16 @@ constexpr bool kRowsPreload = false;
 constexpr bool kRowsPreload = true;
 #endif
 // An epilogue that reads no operand is a plain (i, j, acc) functor (the printer
-// stages only epilogues with loads), and apply_epilogue hands it its elements in
-// fragment order. With -DTK_ROWS_PLAIN_EPILOGUES it takes the row walk too: the
-// op timer put mlp4-adamw-ce's AdamW gradient epilogues (0.1 g and 0.001 g^2
-// into two fp32 buffers) at 12k cycles a 128 x 64 unit against 6.6k for the
-// staged SGD epilogue of the same gemm (perf-log step 34; a probe variant until
-// measured, then the default with the GPU suite).
-#if defined(TK_ROWS_PLAIN_EPILOGUES)
-constexpr bool kRowsPlain = true;
-#else
+// stages only epilogues with loads); it takes the row walk too, not fragment
+// order: mlp4-adamw-ce's AdamW gradient epilogues (0.1 g and 0.001 g^2 into two
+// fp32 buffers) took 12k cycles a 128 x 64 unit in fragment order against 6.6k
+// for the staged SGD epilogue of the same gemm, and the step 59.5 -> 48.6 us
+// through the row walk (perf-log step 34). -DTK_NO_ROWS_PLAIN builds the old
+// fragment-order path (resident_probe --target ' +-DTK_NO_ROWS_PLAIN').
+#if defined(TK_NO_ROWS_PLAIN)
 constexpr bool kRowsPlain = false;
+#else
+constexpr bool kRowsPlain = true;
 #endif
 
 template <int BN, class Epi>
