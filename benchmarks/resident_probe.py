@@ -25,7 +25,6 @@ from trainkernel.passes.tk_split_reductions import SplitLongReduction
 from trainkernel.workloads import LARGE, TWINS, WORKLOADS
 
 from trainkernel.backend.cuda_target import COLUMN_LOADS  # restored after a `col-loads=` variant
-from trainkernel.backend.cuda_target import COLUMN_VECTOR_LOADS  # every variant but `col-vector=` uses the default
 from trainkernel.backend.cuda_target import FULL_REDUCE_LOADS  # every variant but `full-loads=` uses the default
 from trainkernel.pipeline import FUSE_MERGE  # every variant but `merge=` uses the default
 
@@ -292,9 +291,6 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
             from trainkernel.backend import cuda_target  # full reductions' loads in flight: full-loads=N, else the default
 
             cuda_target.FULL_REDUCE_LOADS = int(label[11:]) if label.startswith("full-loads=") else FULL_REDUCE_LOADS
-            # vector column sums' 16-byte loads in flight a thread (0: the scalar path), else the default
-            cuda_target.COLUMN_VECTOR_LOADS = (int(label[11:]) if label.startswith("col-vector=")
-                                               else COLUMN_VECTOR_LOADS)
             if label.startswith("col-loads="):  # column reductions' loads in flight a thread
                 from trainkernel import target
                 from trainkernel.backend import cuda_target
@@ -384,8 +380,6 @@ if __name__ == "__main__":
         main(sys.argv[2:] or ["small", "mlp4", "medium"], variants={"full-loads=1": "", "full-loads=16": ""})
     elif sys.argv[1:2] == ["--col-loads"]:  # --col-loads 16,32 spec ...: column sums' loads in flight a thread
         main(sys.argv[3:] or ["medium", "large"], variants={f"col-loads={n}": "" for n in sys.argv[2].split(",")})
-    elif sys.argv[1:2] == ["--col-vector"]:  # --col-vector 0,16 spec ...: column sums, scalar (0) or vector loads
-        main(sys.argv[3:] or ["medium", "large"], variants={f"col-vector={n}": "" for n in sys.argv[2].split(",")})
     elif sys.argv[1:2] == ["--target"]:  # --target 'field=v;field=v' ... -- spec ...: target variants, one run
         rest = sys.argv[2:]
         cut = rest.index("--") if "--" in rest else len(rest)

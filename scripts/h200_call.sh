@@ -19,8 +19,6 @@
 #                 default none,maps; perf-log step 26)
 #   probe-col-loads resident_probe --col-loads $COL_LOADS (default 16,32) on $COL_SPECS (column sums'
 #                 loads in flight a thread, perf-log step 29)
-#   probe-col-vector resident_probe --col-vector $COL_VECTOR (default 0,16) on $COL_SPECS (column sums
-#                 on the scalar path against 16-byte loads, perf-log step 35)
 #   unit-timer    resident_probe --unit-timer on $TIMER_SPECS (phases, and each wgmma unit of block 0)
 #   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles)
 #   op-timer      resident_probe --op-timer on $TIMER_SPECS (grid kernels: each op's slowest block)
@@ -100,8 +98,6 @@ for item in "$@"; do
              > "$W/probe_merge.log" 2>&1 ;;
     probe-col-loads) mkdir -p "$W/col"; OUT=$W/col timeout "$t" python3 -m benchmarks.resident_probe --col-loads \
              "${COL_LOADS:-16,32}" ${COL_SPECS:-medium large} > "$W/probe_col_loads.log" 2>&1 ;;
-    probe-col-vector) mkdir -p "$W/colv"; OUT=$W/colv timeout "$t" python3 -m benchmarks.resident_probe --col-vector \
-             "${COL_VECTOR:-0,16}" ${COL_SPECS:-medium large} > "$W/probe_col_vector.log" 2>&1 ;;
     unit-timer) timeout "$t" python3 -m benchmarks.resident_probe --unit-timer \
              ${TIMER_SPECS:-small mlp4} > "$W/unit_timer.log" 2>&1 ;;
     op-timer) timeout "$t" python3 -m benchmarks.resident_probe --op-timer \

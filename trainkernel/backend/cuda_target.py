@@ -437,11 +437,6 @@ def _accum_decl(red: tk.ReductionOp) -> str:
 COLUMN_LOADS = 16
 """Rows a column reduction's thread loads before folding them (loads in flight)."""
 
-COLUMN_VECTOR_LOADS = 16
-"""16-byte loads a thread of a vector column reduction issues before folding
-them (`CudaPrinter.vector_column_reduce`); 0 prints every column reduction
-on the scalar path (resident_probe's `col-vector=0`)."""
-
 
 
 def _fold(red: tk.ReductionOp, value: str, index: str) -> str:
@@ -1042,107 +1037,12 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         bp.emit_ops(out_index, env, skip=(red,))
         bp.store_outputs(out_index, env)
 
-    def _column_vector_width(self, op: tile.ReduceOp, red: tk.ReductionOp) -> int:
-        """Elements of one 16-byte load where `vector_column_reduce` applies,
-        else 0: a sum or max read straight from an arena buffer (256-byte
-        aligned, dense rows), whose row length and item width are multiples
-        of the vector, and an item's lanes a divisor of the warp."""
-        src = red.input
-        if not COLUMN_VECTOR_LOADS or isinstance(red, tk.ArgmaxOp) or not isinstance(src, BlockArgument):
-            return 0
-        buf = op.ins[src.index]
-        if not isinstance(sched.root_buffer(buf).owner, sched.BufferOp):
-            return 0
-        in_shape = tuple(tk.shape_of(src))
-        if tuple(buf.type.get_shape()) != in_shape:
-            return 0
-        size = byte_size(buf.type.get_element_type())
-        if size not in (2, 4):
-            return 0
-        vec = 16 // size
-        cols = numel(in_shape[len(red.axes_list):])
-        lanes = op.rows // vec if op.rows % vec == 0 else 0
-        if cols % vec or not lanes or 32 % lanes:
-            return 0
-        return vec
-
-    def vector_column_reduce(self, op: tile.ReduceOp, red: tk.ReductionOp, vec: int) -> None:
-        """A column reduction whose loads are 16 bytes (`vec` elements): an
-        item's `rows` columns are `rows / vec` lanes of a row, so a warp reads
-        32 * vec / rows rows at once; warp w folds the rows of slice w, each
-        lane its row group's rows in order (COLUMN_VECTOR_LOADS in flight, the
-        tail predicated), the row groups fold through the warp's shuffle tree
-        and the warps' partials in slice order: deterministic, and ~8x the
-        bytes in flight of one element a lane (large's bias columns took ~47k
-        cycles after the gemm on the scalar path, perf-log step 35)."""
-        src = red.input
-        in_shape = tuple(tk.shape_of(src))
-        nred = len(red.axes_list)
-        length, cols = numel(in_shape[:nred]), numel(in_shape[nred:])
-        lanes = op.rows // vec  # of a row group
-        groups = 32 // lanes  # row groups of a warp
-        warps = self.kernel.threads // 32
-        chunk = ceil_div(length, warps)
-        n = COLUMN_VECTOR_LOADS
-        ix = self.index_type
-        ptr = self.names[op.ins[src.index]]
-        ct = c_type(tk.element_type_of(src))
-        sum_ = isinstance(red, tk.SumOp)
-        op_name = "tk::SumOp{}" if sum_ else "tk::MaxOp{}"
-        self.w(f"  {{ // tile.reduce {red.name}: {length} rows into {cols} columns, {op.rows} per item, "
-               f"rows in {warps} slices of {chunk}, 16-byte loads ({lanes} lanes a row)")
-        self.w(f"    __shared__ float tk_part[{warps * op.rows}];")
-        self.w("    const int tk_warp = threadIdx.x / 32, tk_lane = threadIdx.x % 32;")
-        self.w(f"    {self._loop(op)} {{")
-        self.w(f"      const {ix} cb = ({ix})item * {op.rows} + (tk_lane % {lanes}) * {vec};")
-        self.w(f"      float tk_acc[{vec}];")
-        self.w("#pragma unroll")
-        self.w(f"      for (int v = 0; v < {vec}; ++v) tk_acc[v] = {'0.0f' if sum_ else '-INFINITY'};")
-        self.w(f"      if (cb < {cols}) {{")
-        self.w(f"        const {ix} r1 = ({ix})tk_warp * {chunk} + {chunk} < {length} ? ({ix})tk_warp * {chunk} + {chunk} : {length};")
-        self.w(f"        for ({ix} r = ({ix})tk_warp * {chunk} + tk_lane / {lanes}; r < r1; r += {n * groups}) {{")
-        self.w(f"          tk::Vec<{ct}, {vec}> tk_raw[{n}];")
-        self.w("#pragma unroll")
-        self.w(f"          for (int u = 0; u < {n}; ++u)")
-        self.w(f"            if (r + u * {groups} < r1) tk_raw[u] = tk::load_vec<{vec}>({ptr} + (r + u * {groups}) * {cols} + cb);")
-        self.w("#pragma unroll")
-        self.w(f"          for (int u = 0; u < {n}; ++u)")
-        self.w(f"            if (r + u * {groups} < r1)")
-        self.w("#pragma unroll")
-        fold = "tk_acc[v] + x" if sum_ else "tk::max_nan(tk_acc[v], x)"
-        self.w(f"              for (int v = 0; v < {vec}; ++v) {{ const float x = tk::to_float(tk_raw[u].v[v]); "
-               f"tk_acc[v] = {fold}; }}")
-        self.w("        }")
-        self.w("      }")
-        self.w(f"      tk::warp_fold_row_groups<{lanes}>(tk_acc, {op_name});  // every lane, in or out of bounds")
-        self.w(f"      if (tk_lane < {lanes})")
-        self.w("#pragma unroll")
-        self.w(f"        for (int v = 0; v < {vec}; ++v) tk_part[tk_warp * {op.rows} + tk_lane * {vec} + v] = tk_acc[v];")
-        self.w("      __syncthreads();")
-        self.w(f"      const {ix} c = ({ix})item * {op.rows} + threadIdx.x;")
-        self.w(f"      if (threadIdx.x < {op.rows} && c < {cols}) {{")
-        kdecls, kidx = _multi_index("c", in_shape[nred:], "o", ix)
-        for d in kdecls:
-            self.w("        " + d)
-        self.w("        float accum = tk_part[threadIdx.x];")
-        self.w(f"        for (int s = 1; s < {warps}; ++s) {_fold(red, f'tk_part[s * {op.rows} + threadIdx.x]', 's')}")
-        out_index = (["0"] * nred if red.keepdim is not None else []) + kidx
-        self.reduce_epilogue(op, red, out_index)
-        self.w("      }")
-        self.w("      __syncthreads();  // tk_part is reused by the next item")
-        self.w("    }")
-        self.w("  }")
-
     def column_reduce(self, op: tile.ReduceOp, red: tk.ReductionOp) -> None:
         """Reduction over leading axes: item k owns output columns k*rows ..
         k*rows + rows-1, one per lane of a `rows`-thread group; the block's
         threads / rows groups split the rows into contiguous slices, each
         added in order, then group 0 adds the slices' partials in slice order
         (deterministic, coalesced, and threads / rows loads in flight per column)."""
-        vec = self._column_vector_width(op, red)
-        if vec:
-            self.vector_column_reduce(op, red, vec)
-            return
         src = red.input
         in_shape = tuple(tk.shape_of(src))
         nred = len(red.axes_list)

@@ -104,19 +104,6 @@ __device__ __forceinline__ float warp_allreduce(float v, Op op) {
 __device__ __forceinline__ float warp_reduce_sum(float v) { return warp_allreduce(v, SumOp{}); }
 __device__ __forceinline__ float warp_reduce_max(float v) { return warp_allreduce(v, MaxOp{}); }
 
-// A vector column reduction's warp (cuda_target's vector_column_reduce): lane
-// g * Lanes + c holds V columns of row group g; the row groups fold through the
-// shuffle tree (offsets 16 .. Lanes) and every lane of a column ends with the
-// same bits, whatever the inputs (a fixed tree).
-template <int Lanes, int V, class Op>
-__device__ __forceinline__ void warp_fold_row_groups(float (&acc)[V], Op op) {
-#pragma unroll
-  for (int offset = 16; offset >= Lanes; offset >>= 1) {
-#pragma unroll
-    for (int v = 0; v < V; ++v) acc[v] = op(acc[v], __shfl_xor_sync(0xffffffffu, acc[v], offset));
-  }
-}
-
 // ---------------------------------------------------------------------------
 // Block level: all threads receive the same bits.
 // ---------------------------------------------------------------------------
