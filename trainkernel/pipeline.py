@@ -29,7 +29,8 @@ STAGES = ("tk", "sched", "tile")
 _STAGE_PASSES = {
     "tk": "tk-mark-state-updates{{state={state}}},canonicalize,tk-decompose,tk-split-reductions,tk-legalize-masks,canonicalize,cse,dce,tk-fuse{fuse}",
     "sched": "tk-to-sched{{inplace={inplace}}},sched-inplace-state,sched-allocate",
-    "tile": "sched-to-tile{{grid={grid}{target}{engine}}},tile-resident{{mode={resident}{target}}}",
+    "tile": "sched-to-tile{{grid={grid}{target}{engine}}},tile-resident{{mode={resident}{target}}},"
+            "tile-reductions-first{target_only}",
 }
 
 
@@ -66,6 +67,7 @@ def stage_passes(
     spelled = "" if target in (None, DEFAULT.name) else f" target={target}"
     return _STAGE_PASSES[stage].format(
         inplace=str(inplace).lower(), grid=int(grid), resident=resident, state=int(state), target=spelled,
+        target_only=f"{{{spelled.strip()}}}" if spelled else "",
         engine="" if engine == "auto" else f" engine={engine}",
         fuse=_fuse_options(FUSE_MERGE if merge is None else merge),
     )

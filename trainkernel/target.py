@@ -161,6 +161,14 @@ class TargetOptions:
     # rule of sched_to_tile.row_warps says so; False: always one output a
     # block (the probe's baseline, perf-log step 29).
     reduce_row_warps: bool = True
+    # A grid kernel's phase runs its reductions before its gemms (each block
+    # takes its items of the phase's ops in order): a column sum reads what the
+    # previous phase stored, in 64-byte pieces a row apart, and after the gemms
+    # it read it back from DRAM while the gemm epilogues streamed the weights
+    # (large's p4 bias sums ended 39k cycles after the gemm, either load width;
+    # perf-log steps 35 and 36). False: the schedule's order (the probe's
+    # baseline).
+    reductions_first: bool = True
     # Split-K (grid kernels): a gemm with fewer tiles than half the grid splits
     # K into up to max_ksplit slices of at least ksplit_min_k elements each
     # (512: on the H200 slices of 128-256 lost more to the partials' round trip

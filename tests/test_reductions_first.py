@@ -1,0 +1,87 @@
+"""tile-reductions-first (trainkernel/passes/tile_reductions_first.py): in a
+grid kernel's phase the reductions run before the gemms; resident and
+one-block kernels keep their order; the results are the same bits (the
+sched/tile interpreter runs a phase's ops as if concurrent)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.utils._pytree as pytree
+
+import trainkernel
+import trainkernel.target as T
+from trainkernel.dialects import sched, tile
+from trainkernel.passes.tile_reductions_first import phases
+from trainkernel.pipeline import lower, run_passes, stage_passes, state_leaves
+from trainkernel.sched_interpreter import run_program
+from trainkernel.tools.cli import problem
+from trainkernel.workloads import LARGE, WORKLOADS
+
+
+@pytest.fixture
+def keep_order():
+    """The H200 without the pass (a registered variant, forgotten after the test)."""
+    T.variant("keep_order", reductions_first=False)
+    yield "keep_order"
+    T.TARGETS.pop("keep_order", None)
+
+
+def _tile_module(captured, target=None, inplace=True, grid=0):
+    module = captured.module.clone()
+    for stage in ("tk", "sched", "tile"):
+        run_passes(module, stage_passes(stage, inplace, state=state_leaves(captured), grid=grid, target=target))
+    return module
+
+
+def _kernel(w, target=None) -> tile.KernelOp:
+    captured = trainkernel.capture(w.make_step(torch.bfloat16), w.example_args("meta"))
+    return next(op for op in _tile_module(captured, target).walk() if isinstance(op, tile.KernelOp))
+
+
+def _kinds(kernel: tile.KernelOp) -> list[list[str]]:
+    return [[op.name.split(".")[1] for op in ops] for ops in phases(kernel)]
+
+
+def test_large_sums_its_bias_gradients_before_the_gemms(keep_order):
+    new, old = _kinds(_kernel(LARGE)), _kinds(_kernel(LARGE, target=keep_order))
+    # p3: the loss-gradient row sums and db2's column sums, then dh and dW2;
+    # p4: the loss and db1's column sums, then dW1.
+    assert old[3] == ["reduce", "gemm", "gemm", "reduce"] and new[3] == ["reduce", "reduce", "gemm", "gemm"]
+    assert old[4] == ["reduce", "gemm", "reduce"] and new[4] == ["reduce", "reduce", "gemm"]
+    assert new[:3] == old[:3]  # phases without a reduction after a gemm do not change
+    for ops in phases(_kernel(LARGE)):  # each op's first item on the block after the previous op's last
+        assert [op.offset for op in ops] == [sum(o.items for o in ops[:k]) for k in range(len(ops))]
+
+
+def test_resident_kernels_keep_their_order(keep_order):
+    for name in ("tiny", "online", "classification"):
+        w = WORKLOADS[name]
+        captured = trainkernel.capture(w.make_step(torch.bfloat16), w.example_args("meta"))
+        a, b = lower(captured), lower(captured, target=keep_order)
+        assert "kCluster" in a.cuda_source or a.meta.grid == 1
+        assert a.cuda_source.replace("keep_order", "h200") == b.cuda_source.replace("keep_order", "h200")
+
+
+def test_the_pipeline_names_the_pass():
+    assert stage_passes("tile").endswith(",tile-reductions-first")
+    assert stage_passes("tile", target="h200").endswith(",tile-reductions-first")
+
+
+@pytest.mark.parametrize("name", ["small", "mlp4"])
+def test_the_grid_kernel_gives_the_same_bits_either_way(name, keep_order):
+    """The tile interpreter, grid kernels of 4 blocks at a few rows, with and without the pass:
+    identical results."""
+    w = WORKLOADS[name].with_sizes(8, tuple(min(d, 48) for d in WORKLOADS[name].widths))
+    params, batches = problem(w, torch.bfloat16, "cpu")
+    args = (params, *batches[0])
+    captured = trainkernel.capture(w.make_step(torch.bfloat16), args)
+    outs, orders = [], []
+    for target in (None, keep_order):
+        module = _tile_module(captured, target, inplace=False, grid=4)
+        kernel = next(op for op in module.ops if isinstance(op, sched.ProgramLikeOp))
+        orders.append(_kinds(kernel))
+        outs.append(run_program(kernel, pytree.tree_leaves(args)))
+    assert orders[0] != orders[1], "the pass moved nothing: the test compares nothing"
+    for a, b in zip(*outs):
+        assert a.dtype == b.dtype and torch.equal(a.flatten().view(torch.uint8), b.flatten().view(torch.uint8))

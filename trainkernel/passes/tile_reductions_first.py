@@ -1,0 +1,90 @@
+"""`tile-reductions-first`: in each phase of a grid kernel, reductions before gemms.
+
+A block of a grid kernel takes its work items of a phase's ops one op after
+another, so the order of the ops is the order in which each block's work
+happens. The ops of one phase are independent (each reads memory as the phase
+began, `tile.sync` orders phases), so any order computes the same bits; only
+the time changes.
+
+A column sum (a bias gradient) reads what the previous phase stored, a row
+of its columns at a time, in pieces one row pitch apart. Behind the phase's
+gemms it ran after their epilogues had streamed the weights and gradients
+through L2, and read its input back from DRAM: large's p4 bias sums ended
+~39k cycles after the weight-gradient gemm with one element or 16 bytes a
+lane alike (perf-log steps 35 and 36). Ahead of the gemms the reductions read
+it while it is still in L2. Maps keep their place (an optimizer update reads
+the gradient a gemm of an earlier phase stored, not this phase's).
+
+Resident kernels (`cluster`) and one-block kernels are left as they are: their
+phases are one block's ordered program, priced by tile-resident's cost model
+in that order. `target.reductions_first = False` turns the pass off (the
+probe's baseline).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import builtin
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+from trainkernel.dialects import tile
+from trainkernel.target import DEFAULT, get_target
+
+
+def phases(kernel: tile.KernelOp) -> list[list[tile.TileWorkOp]]:
+    """The kernel's tile work ops, phase by phase (split at every tile.sync)."""
+    out: list[list[tile.TileWorkOp]] = [[]]
+    for op in kernel.block.ops:
+        if isinstance(op, tile.SyncOp):
+            out.append([])
+        elif isinstance(op, tile.TileWorkOp):
+            out[-1].append(op)
+    return [p for p in out if p]
+
+
+def reductions_first(ops: list[tile.TileWorkOp]) -> bool:
+    """Move the phase's tile.reduce ops that follow a gemm ahead of its first
+    gemm (every other op keeps its order) and renumber the offsets (each op's
+    first item on the block after the previous op's last). Whether it moved any."""
+    first = next((k for k, op in enumerate(ops) if isinstance(op, tile.GemmOp)), None)
+    if first is None:
+        return False
+    late = [op for op in ops[first:] if isinstance(op, tile.ReduceOp)]
+    if not late:
+        return False
+    anchor = ops[first]
+    block = anchor.parent_block()
+    assert block is not None
+    for op in late:
+        op.detach()
+        block.insert_op_before(op, anchor)
+    ops[first:] = late + [op for op in ops[first:] if not isinstance(op, tile.ReduceOp)]
+    offset = 0
+    for op in ops:
+        op.properties["offset"] = tile.config(offset=offset)["offset"]
+        offset += op.items
+    return True
+
+
+@dataclass(frozen=True)
+class TileReductionsFirstPass(ModulePass):
+    """In every phase of a grid kernel, run the reductions before the gemms."""
+
+    name = "tile-reductions-first"
+
+    target: str = DEFAULT.name  # a name of trainkernel.target.TARGETS
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        try:
+            target = get_target(self.target)
+        except ValueError as e:
+            raise DiagnosticException(f"tile-reductions-first: {e}") from None
+        if not target.reductions_first:
+            return
+        for kernel in op.walk():
+            if isinstance(kernel, tile.KernelOp) and kernel.cluster is None and kernel.grid > 1:
+                for ops in phases(kernel):
+                    reductions_first(ops)
