@@ -54,6 +54,15 @@ def test_large_sums_its_bias_gradients_before_the_gemms(keep_order):
         assert [op.offset for op in ops] == [sum(o.items for o in ops[:k]) for k in range(len(ops))]
 
 
+def test_only_reductions_that_wrap_onto_gemm_blocks_move(keep_order):
+    """small (grid 64): p4's column sums (32 items after the split gemm's 64) move ahead of it;
+    p3's (2 items at offset 41) land on blocks of their own and stay. mlp4's never wrap."""
+    small = _kernel(WORKLOADS["small"])
+    assert _kinds(small)[3] == ["reduce", "gemm", "gemm", "reduce"]
+    assert _kinds(small)[4] == ["reduce", "gemm"] and _kinds(_kernel(WORKLOADS["small"], keep_order))[4] == ["gemm", "reduce"]
+    assert _kinds(_kernel(WORKLOADS["mlp4"])) == _kinds(_kernel(WORKLOADS["mlp4"], keep_order))
+
+
 def test_resident_kernels_keep_their_order(keep_order):
     for name in ("tiny", "online", "classification"):
         w = WORKLOADS[name]
