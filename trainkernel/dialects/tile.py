@@ -599,6 +599,17 @@ class KernelOp(ProgramLikeOp):
                 raise VerifyException(f"tile.kernel may hold buffers, views, tile ops and syncs, not {op.name}")
         verify_kernel_contract(self)
 
+    def phases(self) -> list[list["TileWorkOp"]]:
+        """The tile work ops of each phase, in order (a tile.sync ends a phase;
+        a phase without work is an empty list)."""
+        groups: list[list[TileWorkOp]] = [[]]
+        for op in self.block.ops:
+            if isinstance(op, SyncOp):
+                groups.append([])
+            elif isinstance(op, TileWorkOp):
+                groups[-1].append(op)
+        return groups
+
     @property
     def cluster(self) -> int | None:
         """Blocks of the one cluster a resident kernel runs as; None for a grid kernel."""
@@ -953,23 +964,13 @@ def _ranges(kernel: "KernelOp", root: SSAValue, write: bool, homes) -> list[tupl
     return []
 
 
-def _phases(kernel: "KernelOp") -> list[list[TileWorkOp]]:
-    groups: list[list[TileWorkOp]] = [[]]
-    for op in kernel.block.ops:
-        if isinstance(op, SyncOp):
-            groups.append([])
-        elif isinstance(op, TileWorkOp):
-            groups[-1].append(op)
-    return groups
-
-
 def verify_phase_hazards(kernel: "KernelOp", accesses) -> None:
     """The ops of a phase run concurrently (over the grid, or over a block's
     threads with no barrier between them): none may touch bytes another one
     writes. On byte ranges (arena offsets, shared-memory offsets), so two
     buffers that share bytes conflict whatever their SSA roots."""
     homes = _homes_of(kernel)
-    for i, ops in enumerate(_phases(kernel)):
+    for i, ops in enumerate(kernel.phases()):
         touched = []
         for op in ops:
             mine = []
@@ -1008,7 +1009,7 @@ def verify_home_liveness(kernel: "KernelOp", accesses) -> None:
         if isinstance(op, SmemOp) and op.source is not None and op.source.index < n_in:
             live[op.result] = [0, 0]
     spans: list[tuple[int, int, int, int, str]] = []
-    for i, ops in enumerate(_phases(kernel)):
+    for i, ops in enumerate(kernel.phases()):
         for op in ops:
             for a in accesses[op]:
                 roots = [a.root] + ([homes[a.root].result] if a.write and a.root in homes else [])
@@ -1039,7 +1040,7 @@ def verify_tile_reads_after_writes(kernel: "KernelOp", accesses) -> None:
     n_in = kernel.num_inputs.data
     defined: set[SSAValue] = set(kernel.block.args[:n_in])
     defined |= {h.result for a, h in homes.items() if a.index < n_in}
-    for i, ops in enumerate(_phases(kernel)):
+    for i, ops in enumerate(kernel.phases()):
         for op in ops:
             for a in accesses[op]:
                 if not a.write and a.root not in defined:

@@ -301,11 +301,18 @@ def split_k(phases: list[list[tile.TileWorkOp]], grid: int, arena: int, target: 
             arena += op.workspace_bytes()
             changed = True
         if changed:
-            offset = 0
-            for op in ops:
-                op.properties["offset"] = tile.config(offset=offset)["offset"]
-                offset += op.items
+            renumber_offsets(ops)
     return arena
+
+
+def renumber_offsets(ops: list[tile.TileWorkOp]) -> None:
+    """The offsets of a phase's ops after their items or order changed: each
+    op's first item on the block after the previous op's last (split-K,
+    tile-reductions-first)."""
+    offset = 0
+    for op in ops:
+        op.properties["offset"] = tile.config(offset=offset)["offset"]
+        offset += op.items
 
 
 @dataclass(frozen=True)

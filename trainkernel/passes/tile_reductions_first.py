@@ -33,18 +33,8 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import tile
+from trainkernel.passes.sched_to_tile import renumber_offsets
 from trainkernel.target import DEFAULT, get_target
-
-
-def phases(kernel: tile.KernelOp) -> list[list[tile.TileWorkOp]]:
-    """The kernel's tile work ops, phase by phase (split at every tile.sync)."""
-    out: list[list[tile.TileWorkOp]] = [[]]
-    for op in kernel.block.ops:
-        if isinstance(op, tile.SyncOp):
-            out.append([])
-        elif isinstance(op, tile.TileWorkOp):
-            out[-1].append(op)
-    return [p for p in out if p]
 
 
 def reductions_first(ops: list[tile.TileWorkOp], grid: int) -> bool:
@@ -72,10 +62,7 @@ def reductions_first(ops: list[tile.TileWorkOp], grid: int) -> bool:
         block.insert_op_before(op, anchor)
     moved = {id(op) for op in late}
     ops[first:] = late + [op for op in ops[first:] if id(op) not in moved]
-    offset = 0
-    for op in ops:
-        op.properties["offset"] = tile.config(offset=offset)["offset"]
-        offset += op.items
+    renumber_offsets(ops)
     return True
 
 
@@ -96,5 +83,5 @@ class TileReductionsFirstPass(ModulePass):
             return
         for kernel in op.walk():
             if isinstance(kernel, tile.KernelOp) and kernel.cluster is None and kernel.grid > 1:
-                for ops in phases(kernel):
+                for ops in kernel.phases():
                     reductions_first(ops, kernel.grid)

@@ -537,13 +537,7 @@ def grid_estimate_us(kernel: tile.KernelOp, target: TargetOptions) -> float:
     """sched-to-tile's estimate of the grid kernel, calibrated by measurement."""
     from trainkernel.passes.sched_to_tile import estimate_us
 
-    phases: list[list[tile.TileWorkOp]] = [[]]
-    for op in kernel.block.ops:
-        if isinstance(op, tile.SyncOp):
-            phases.append([])
-        elif isinstance(op, tile.TileWorkOp):
-            phases[-1].append(op)
-    phases = [p for p in phases if p]
+    phases = [p for p in kernel.phases() if p]
     launch = target.grid_costs.launch_us
     return target.resident_costs.grid_calibration * (estimate_us(phases, kernel.grid, target) + launch) if phases else 0.0
 
