@@ -46,3 +46,19 @@ def _no_lowering_cache(request, monkeypatch):
         from trainkernel import lowering_cache
 
         monkeypatch.setattr(lowering_cache, "ENABLED", False)
+
+
+@pytest.fixture
+def variant():
+    """Register variants of the H200 for one test (`trainkernel.target.variant`), and forget them after."""
+    import trainkernel.target as T
+
+    made: list[str] = []
+
+    def make(name, **changes):
+        made.append(name)
+        return T.variant(name, **changes)
+
+    yield make
+    for name in made:
+        T.TARGETS.pop(name, None)

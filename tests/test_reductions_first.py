@@ -10,7 +10,6 @@ import torch
 import torch.utils._pytree as pytree
 
 import trainkernel
-import trainkernel.target as T
 from trainkernel.dialects import sched, tile
 from trainkernel.pipeline import lower, run_passes, stage_passes, state_leaves
 from trainkernel.sched_interpreter import run_program
@@ -19,11 +18,9 @@ from trainkernel.workloads import LARGE, WORKLOADS
 
 
 @pytest.fixture
-def keep_order():
-    """The H200 without the pass (a registered variant, forgotten after the test)."""
-    T.variant("keep_order", reductions_first=False)
-    yield "keep_order"
-    T.TARGETS.pop("keep_order", None)
+def keep_order(variant):
+    """The H200 without the pass."""
+    return variant("keep_order", reductions_first=False).name
 
 
 def _tile_module(captured, target=None, inplace=True, grid=0):

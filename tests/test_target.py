@@ -33,20 +33,6 @@ ROOT = Path(__file__).resolve().parents[1]
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else None)
 
 
-@pytest.fixture
-def variant():
-    """Register variants of the H200 for one test, and forget them after."""
-    made: list[str] = []
-
-    def make(name, **changes):
-        made.append(name)
-        return T.variant(name, **changes)
-
-    yield make
-    for name in made:
-        T.TARGETS.pop(name, None)
-
-
 def test_h200_defaults_are_the_figures_of_gpu_md():
     h = T.H200
     assert T.DEFAULT is h and T.get_target("h200") is h

@@ -37,11 +37,11 @@ from trainkernel.passes.sched_to_tile import renumber_offsets
 from trainkernel.target import DEFAULT, get_target
 
 
-def reductions_first(ops: list[tile.TileWorkOp], grid: int) -> bool:
+def reductions_first(ops: list[tile.TileWorkOp], grid: int) -> None:
     """Move the phase's tile.reduce ops that a block would run after gemm
     items ahead of its first gemm (every other op keeps its order) and
     renumber the offsets (each op's first item on the block after the previous
-    op's last). Whether it moved any.
+    op's last).
 
     A reduction behind a gemm whose items all land on blocks of their own
     (offset + items <= grid) waits for nothing; moving it only shifts the
@@ -50,10 +50,10 @@ def reductions_first(ops: list[tile.TileWorkOp], grid: int) -> bool:
     earlier items of the phase ran after them: those move."""
     first = next((k for k, op in enumerate(ops) if isinstance(op, tile.GemmOp)), None)
     if first is None:
-        return False
+        return
     late = [op for op in ops[first:] if isinstance(op, tile.ReduceOp) and op.offset + op.items > grid]
     if not late:
-        return False
+        return
     anchor = ops[first]
     block = anchor.parent_block()
     assert block is not None
@@ -63,7 +63,6 @@ def reductions_first(ops: list[tile.TileWorkOp], grid: int) -> bool:
     moved = {id(op) for op in late}
     ops[first:] = late + [op for op in ops[first:] if id(op) not in moved]
     renumber_offsets(ops)
-    return True
 
 
 @dataclass(frozen=True)
