@@ -49,15 +49,16 @@
 
 // A pointwise op over 32 elements in one chunk: a scalar fill operand becomes
 // a literal; the multiply of f32 values is not rounded. Each thread first
-// loads its 512 / 128 = 4 elements of the item (all loads in flight), then
-// computes and stores them.
-// CHECK:       { // tile.map: 32 elements, 4 per thread an item, every read issued before any store
+// loads its elements of the item (all loads in flight), then computes and
+// stores them: the item holds 512 elements (4 a thread), but the op has 32,
+// so one a thread is unrolled, not 4.
+// CHECK:       { // tile.map: 32 elements, 1 per thread an item, every read issued before any store
 // CHECK-NEXT:    for (int item = (blockIdx.x + G - 2 % G) % G; item < 1; item += G) {
 // CHECK-NEXT:      const int end = min((int)(item + 1) * 512, (int)32);
 // CHECK-NEXT:      const int first = (int)item * 512 + threadIdx.x;
-// CHECK-NEXT:      float tk_l0[4];
+// CHECK-NEXT:      float tk_l0[1];
 // CHECK-NEXT: #pragma unroll
-// CHECK-NEXT:      for (int u = 0; u < 4; ++u) {
+// CHECK-NEXT:      for (int u = 0; u < 1; ++u) {
 // CHECK-NEXT:        const int e = first + (int)u * kThreads;
 // CHECK-NEXT:        if (e < end) {
 // CHECK-NEXT:          const int i0 = (e) / 8;
@@ -66,7 +67,7 @@
 // CHECK-NEXT:        }
 // CHECK-NEXT:      }
 // CHECK-NEXT: #pragma unroll
-// CHECK-NEXT:      for (int u = 0; u < 4; ++u) {
+// CHECK-NEXT:      for (int u = 0; u < 1; ++u) {
 // CHECK-NEXT:        const int e = first + (int)u * kThreads;
 // CHECK-NEXT:        if (e < end) {
 // CHECK-NEXT:          const int i0 = (e) / 8;

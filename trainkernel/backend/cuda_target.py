@@ -683,7 +683,10 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         shape = tuple(tk.shape_of(term.values[0]))
         n = numel(shape)
         ix = self.index_type
-        per_thread = ceil_div(op.chunk, self.kernel.threads)
+        # A map smaller than its item (a bias, a scalar) unrolls only the
+        # elements it has: 32 guarded copies of a 1-element body are ptxas time
+        # (issue 10.6) and instruction fetch, nothing else.
+        per_thread = ceil_div(min(op.chunk, n), self.kernel.threads)
         decls, index = _multi_index("e", shape, "i", ix)
         # The body first, into its own buffer: printing it names every load
         # (`hoisted`), which the load loop then issues.
