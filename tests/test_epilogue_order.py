@@ -38,7 +38,7 @@ def test_staged_epilogue_loads_a_chunk_before_its_stores(tmp_path):
     bits, and each thread reads only scratch its own warp wrote."""
     out = _run(tmp_path)
     owners = [r for r in out if r[0] == "owner"]
-    rows = [r for r in out if r[0] != "owner"]
+    rows = [r for r in out if r[0] != "owner" and not r[0].startswith("partials")]
     assert [r[1:] for r in owners] == [["64", "ok"], ["128", "ok"], ["256", "ok"]], owners
     assert len(rows) == 96 and {r[0] for r in rows} == {"frag", "rows", "pre", "rows-whole", "pre-whole"}
     for walk, bn, m, n, verdict, *rest in rows:
@@ -58,8 +58,23 @@ def test_staged_epilogue_loads_a_chunk_before_its_stores(tmp_path):
             assert runs[(walk + "-whole", bn, "64", bn)] == runs[(walk, bn, "64", bn)], (walk, bn)
 
 
+def test_column_partials_are_each_run_of_16_rows_summed_in_order(tmp_path):
+    """tk::hopper::ColumnPartials (tile-column-partials) through the row walks: the staged
+    epilogue, the preloaded one (where its operands fit: the 64-wide tile) and a plain
+    functor, guarded and whole: each in-bounds run of 16 rows of a column gets the fp32
+    sum, in row order, of the values stored there (those bits), and nothing else is
+    written (runs wholly below the product, columns past it)."""
+    rows = [r for r in _run(tmp_path) if r[0].startswith("partials")]
+    walks = {r[0] for r in rows}
+    assert walks == {"partials-staged", "partials-staged-whole", "partials-pre", "partials-pre-whole",
+                     "partials-plain", "partials-plain-whole"}, walks
+    assert len(rows) == 53 and {r[2] for r in rows} >= {"1", "16", "37", "64"}
+    for walk, bn, m, n, verdict, *rest in rows:
+        assert verdict == "ok", (walk, bn, m, n, rest)
+
+
 def test_the_probe_knob_makes_it_per_element_again(tmp_path):
-    rows = [r for r in _run(tmp_path, "-DTK_EPILOGUE_LOADS_INLINE") if r[0] != "owner"]
+    rows = [r for r in _run(tmp_path, "-DTK_EPILOGUE_LOADS_INLINE") if r[0] != "owner" and not r[0].startswith("partials")]
     assert len(rows) == 96 and all(r[4] == "ok" and r[-1] == "1" for r in rows), rows
 
 

@@ -275,6 +275,22 @@ def _argmax(interp, op: tk.ArgmaxOp, args):
     return torch.argmax(x, dim=axis, keepdim=op.keepdim is not None)
 
 
+def _column_partials(interp, op: tk.ColumnPartialsOp, args):
+    # Row by row in fp32 from +0.0, as a thread of the Hopper row walk adds its
+    # 16 rows; rows past the end are skipped (not added as zeros), as there.
+    (x,) = args
+    rows = op.rows_value
+    m, n = x.shape
+    groups = -(-m // rows)
+    x = x.float()
+    acc = torch.zeros(groups, n, dtype=torch.float32)
+    for r in range(rows):
+        idx = torch.arange(groups) * rows + r
+        valid = idx < m
+        acc[valid] = acc[valid] + x[idx[valid]]
+    return acc
+
+
 def _reshape(interp, op, args):
     (x,) = args
     return x.reshape(_result_shape(op))
@@ -348,6 +364,7 @@ TK_OP_TABLE: dict[type[Operation], OpImpl] = {
     tk.MeanOp: _reduction(_mean),
     tk.MaxOp: _reduction(_amax),
     tk.ArgmaxOp: _argmax,
+    tk.ColumnPartialsOp: _column_partials,
     tk.ReshapeOp: _reshape,
     tk.ExpandOp: _expand,
     tk.TransposeOp: _transpose,

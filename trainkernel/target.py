@@ -169,6 +169,12 @@ class TargetOptions:
     # perf-log steps 35 and 36). False: the schedule's order (the probe's
     # baseline).
     reductions_first: bool = True
+    # tile-column-partials (grid kernels on the wgmma engine): a column sum of a
+    # gemm's output reads the 16-row fp32 partials the gemm's row walk wrote
+    # (False: the probe's baseline). column_partial_rows mirrors
+    # tk::hopper::kColumnPartialRows (the row walk's rows a thread a pass).
+    column_partials: bool = True
+    column_partial_rows: int = 16
     # Split-K (grid kernels): a gemm with fewer tiles than half the grid splits
     # K into up to max_ksplit slices of at least ksplit_min_k elements each
     # (512: on the H200 slices of 128-256 lost more to the partials' round trip

@@ -148,6 +148,94 @@ static void report_all() {
   }
 }
 
+// Column partials (tk::hopper::ColumnPartials) through the row walks: the
+// staged epilogue (PLAIN 0; preloaded where it fits, PRE 1) or a plain
+// functor (PLAIN 1) returns the value it stores; every run of 16 rows of an
+// in-bounds column gets the fp32 sum of its in-bounds values in row order
+// (the bits of that loop), and no other partial is written.
+template <int BN, bool PLAIN, bool PRE, bool kGuard>
+static const char* partials_case(int M, int N) {
+  const int rows = 64, row0 = 0, col0 = 0, runs = rows / tk::hopper::kColumnPartialRows;
+  std::vector<float> acc_all(128 * (BN / 2)), stored(rows * BN, 0.0f), P(runs * BN, -7.0f);
+  for (int k = 0; k < (int)acc_all.size(); ++k) acc_all[k] = 0.37f * (float)((k * 53) % 97) - 17.0f;
+  auto staged = tk::hopper::column_partials(
+      tk::staged_epilogue([&](int i, int j) { tk::EpilogueLoads<1> l; l.v[0] = 0.5f * (float)(i - j); return l; },
+                          [&](int i, int j, float a, const tk::EpilogueLoads<1>& l) {
+                            const float v = a * 1.25f + l.v[0];
+                            stored[i * BN + j] = v;
+                            return v;
+                          }),
+      P.data(), BN);
+  auto plain = tk::hopper::column_partials(
+      [&](int i, int j, float a) {
+        const float v = a * 1.25f + 0.5f * (float)(i - j);
+        stored[i * BN + j] = v;
+        return v;
+      },
+      P.data(), BN);
+  using Loads = tk::EpilogueLoads<1>;
+  const bool preload = PRE && tk::hopper::rows_preload_fits<BN, decltype(staged)>();
+  if (PRE && !preload) return "skip";
+  std::vector<std::vector<Loads>> pre(128, std::vector<Loads>(BN / 2));
+  if (preload)
+    for (int t = 0; t < 128; ++t) {
+      Loads loaded[BN / 2];
+      tk::hopper::rows_preload<BN, kGuard>(staged, loaded, t, row0, col0, M, N);
+      for (int e = 0; e < BN / 2; ++e) pre[t][e] = loaded[e];
+    }
+  std::vector<float> scratch(64 * tk::hopper::kRowPitch, -1.0f);
+  for (int c0 = 0; c0 < BN && col0 + c0 < N; c0 += tk::hopper::kRowCols) {
+    for (int t = 0; t < 128; ++t) {
+      float acc[BN / 2];
+      for (int r = 0; r < BN / 2; ++r) acc[r] = acc_all[t * (BN / 2) + r];
+      tk::hopper::frag_to_rows<BN>(acc, scratch.data(), t, c0);
+    }
+    for (int t = 0; t < 128; ++t) {
+      if (PLAIN) {
+        tk::hopper::rows_epilogue<BN, kGuard>(plain, scratch.data(), t, row0, col0 + c0, M, N);
+      } else if (preload) {
+        Loads loaded[BN / 2];
+        for (int e = 0; e < BN / 2; ++e) loaded[e] = pre[t][e];
+        tk::hopper::rows_store_preloaded<BN, kGuard>(staged, loaded, scratch.data(), t, c0 / tk::hopper::kRowCols,
+                                                     row0, col0, M, N);
+      } else {
+        tk::hopper::rows_epilogue<BN, kGuard>(staged, scratch.data(), t, row0, col0 + c0, M, N);
+      }
+    }
+  }
+  for (int g = 0; g < runs; ++g)
+    for (int j = 0; j < BN; ++j) {
+      const int i0 = g * tk::hopper::kColumnPartialRows;
+      if (i0 >= M || j >= N) {
+        if (P[g * BN + j] != -7.0f) return "a partial written outside the product";
+        continue;
+      }
+      float want = 0.0f;
+      for (int i = i0; i < i0 + tk::hopper::kColumnPartialRows && i < M; ++i) want += stored[i * BN + j];
+      if (std::memcmp(&want, &P[g * BN + j], sizeof(float))) return "a partial is not the row-order sum of its stores";
+    }
+  return nullptr;
+}
+
+template <int BN, bool PLAIN, bool PRE, bool kGuard = true>
+static void report_partials(int M, int N) {
+  const char* err = partials_case<BN, PLAIN, PRE, kGuard>(M, N);
+  if (err && !std::strcmp(err, "skip")) return;
+  std::printf("partials-%s%s %d %d %d %s%s\n", PLAIN ? "plain" : PRE ? "pre" : "staged", kGuard ? "" : "-whole", BN,
+              M, N, err ? "FAIL " : "ok", err ? err : "");
+}
+
+template <bool PLAIN, bool PRE>
+static void report_partials_all() {
+  for (int m : {64, 37, 16, 1}) {
+    for (int n : {64, 33}) report_partials<64, PLAIN, PRE>(m, n);
+    for (int n : {128, 101}) report_partials<128, PLAIN, PRE>(m, n);
+    report_partials<256, PLAIN, PRE>(m, 129);
+  }
+  report_partials<64, PLAIN, PRE, false>(64, 64);
+  report_partials<256, PLAIN, PRE, false>(64, 256);
+}
+
 // Each pass's scratch filled by frag_to_rows with the writer's thread index,
 // then read back at every thread's rows_scratch_index.
 template <int BN>
@@ -177,5 +265,8 @@ int main() {
   report_owner<64>();
   report_owner<128>();
   report_owner<256>();
+  report_partials_all<false, false>();
+  report_partials_all<false, true>();
+  report_partials_all<true, false>();
   return 0;
 }

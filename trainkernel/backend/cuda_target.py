@@ -412,10 +412,14 @@ class BodyPrinter:
             raise DiagnosticException(f"cuda: {op.name} is not supported inside a {self.op.name} body")
         return render(op, lambda i: self.value_at(op.operands[i], index, env))
 
-    def store_outputs(self, index: list[str], env: dict[SSAValue, str]) -> None:
+    def store_outputs(self, index: list[str], env: dict[SSAValue, str], skip: Operation | None = None) -> None:
+        """Store every yielded value at `index` (but the results of `skip`: a
+        gemm's tk.column_partials, which its row walk stores)."""
         term = self.op.body.block.last_op
         assert isinstance(term, tk.YieldOp)
         for buf, v in zip(self.op.outs, term.values):
+            if skip is not None and v.owner is skip:
+                continue
             shape = tuple(tk.shape_of(v))
             val = self.value_at(v, index, env)
             self.line(f"{self.names[buf]}[{_linear(index, shape, self.wide)}] = {_store(buf.type, val)};")
@@ -822,7 +826,19 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         self.w(f"    tk::hopper::grid_gemm_units<{t}, TkShape, {str(ta).lower()}, {str(tb).lower()}, "
                f"{str(whole).lower()}>("
                f"&p.maps[{2 * g}], &p.maps[{2 * g + 1}], tk_gp,")
-        self._epilogue_functor(op, mm, "      ")
+        partials = op.column_partials()
+        if partials is None:
+            self._epilogue_functor(op, mm, "      ")
+        else:  # the epilogue also sums its output's 16-row runs into P (tk::hopper::ColumnPartials)
+            if partials.rows_value != TARGET.column_partial_rows:
+                raise DiagnosticException(
+                    f"cuda: tk.column_partials of {partials.rows_value} rows; the row walk sums runs of "
+                    f"{TARGET.column_partial_rows} (tk::hopper::kColumnPartialRows)")
+            term = op.body.block.last_op
+            out = next(buf for buf, v in zip(op.outs, term.operands) if v.owner is partials)
+            self.w("      tk::hopper::column_partials(")
+            self._epilogue_functor(op, mm, "        ")
+            self.w(f"        , {self.names[out]}, {n})")
         self.w(f"      , tk_hbase, {start}, G, tk_pipe);")
         self.w("  }")
 
@@ -868,8 +884,13 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         bp = BodyPrinter(body, self.names, op, indent + "    ", wide=self.wide, hoisted={}, hoist_ref="tk_l.v[{}]")
         env: dict[SSAValue, str] = {mm.result: "mmv"}
         bp.line(f"const float mmv = {_round('acc', mm.result.type)};")
-        bp.emit_ops(["i", "j"], env, skip=(mm,))
-        bp.store_outputs(["i", "j"], env)
+        # Column partials (tile-column-partials): the functor returns the value
+        # that tk::hopper::ColumnPartials sums, as stored (already rounded).
+        partials = op.column_partials()
+        bp.emit_ops(["i", "j"], env, skip=(mm,) if partials is None else (mm, partials))
+        bp.store_outputs(["i", "j"], env, skip=partials)
+        if partials is not None:
+            bp.line(f"return {bp.value_at(partials.input, ['i', 'j'], env)};")
         loads = bp.hoisted
         if not loads:
             self.w(f"{indent}[&](int i, int j, float acc) {{")

@@ -74,11 +74,16 @@ def _yield_shapes(op: IRDLOperation) -> list[tuple[int, ...]]:
     return [tuple(v.type.get_shape()) for v in (term.operands if term is not None else ())]
 
 
-def _check_yields(op: IRDLOperation, space: tuple[int, ...], what: str) -> None:
+def _check_yields(op: IRDLOperation, space: tuple[int, ...], what: str, skip=None) -> None:
     """Every yielded value has the shape of the iteration space: the printer
     stores each output at the iteration index (a smaller output would be
-    written past its end)."""
-    for shape in _yield_shapes(op):
+    written past its end). `skip`: an op whose result is stored otherwise (a
+    gemm's tk.column_partials, which verifies its own shape)."""
+    term = op.body.block.last_op
+    for v in (term.operands if term is not None else ()):
+        shape = tuple(v.type.get_shape())
+        if skip is not None and v.owner is skip:
+            continue
         if shape != space:
             raise VerifyException(
                 f"{op.name} yields a tensor of shape {list(shape)}, but every output must have the shape of {what} "
@@ -238,7 +243,32 @@ class GemmOp(TileWorkOp):
                      f"a {m}x{n} output in {bm}x{bn} tiles" + (f", {ks} K slices each" if ks > 1 else ""))
         if max(m, n, k) > INT32_MAX or max(self.tile_shape) > INT32_MAX:
             raise VerifyException(f"tile.gemm: extents {m}x{n}x{k} exceed the device GEMM's int extents ({INT32_MAX})")
-        _check_yields(self, (m, n), "its matmul")
+        partials = self.column_partials()
+        if partials is not None:
+            self._verify_column_partials(partials)
+        _check_yields(self, (m, n), "its matmul", skip=partials)
+
+    def column_partials(self):
+        """The body's `tk.column_partials` (tile-column-partials), or None."""
+        from trainkernel.dialects.tk import ColumnPartialsOp
+
+        found = [op for op in self.body.block.ops if isinstance(op, ColumnPartialsOp)]
+        return found[0] if len(found) == 1 else (None if not found else found)
+
+    def _verify_column_partials(self, partials) -> None:
+        # The row walk of the wgmma engine sums them (tk::hopper::ColumnPartials);
+        # it hands each thread one output value at a time: one run of rows, of
+        # one value, yielded straight to an output.
+        if isinstance(partials, list):
+            raise VerifyException(f"tile.gemm: at most one tk.column_partials, found {len(partials)}")
+        if self.engine != "wgmma":
+            raise VerifyException("tile.gemm: tk.column_partials needs the wgmma engine (its row walk sums them)")
+        term = self.body.block.last_op
+        uses = [u for u in partials.result.uses]
+        if len(uses) != 1 or uses[0].operation is not term:
+            raise VerifyException("tile.gemm: a tk.column_partials result must only be yielded")
+        if partials.input not in term.operands:
+            raise VerifyException("tile.gemm: tk.column_partials must sum a value the gemm stores (a yielded value)")
 
     def _verify_wgmma(self, mm) -> None:
         from trainkernel.target import WGMMA_TILES
@@ -884,8 +914,12 @@ def op_accesses(kernel: "KernelOp", op: TileWorkOp) -> list[Access]:
                 dims_b = _broadcast(shape, ctx)
                 kind = "reduction" if in_chain else "pointwise"
                 out.append(Access(buf, root, False, kind if dims_b is not None else "gather", dims_b))
-    for buf in op.outs:
-        out.append(Access(buf, sched.root_buffer(buf), True, "store", _broadcast(tuple(buf.type.get_shape()), out_ctx)))
+    partials = op.column_partials() if isinstance(op, GemmOp) else None
+    term = op.body.block.last_op
+    for buf, v in zip(op.outs, term.operands):
+        # A gemm's column partials are stored a run of rows to an element, not at the iteration index.
+        dims = None if partials is not None and v.owner is partials else _broadcast(tuple(buf.type.get_shape()), out_ctx)
+        out.append(Access(buf, sched.root_buffer(buf), True, "store", dims))
     return out
 
 

@@ -1098,6 +1098,77 @@ class ArgmaxOp(ReductionOp):
             raise VerifyException(f"tk.argmax input must be floating point, got {type_str(self.input.type)}")
 
 
+@irdl_op_definition
+class ColumnPartialsOp(IRDLOperation):
+    """Column sums of each run of `rows` rows, in fp32: result[g, j] is the sum,
+    in row order, of input[g * rows + r, j] for r = 0 .. rows-1 (the rows that
+    exist: the last run may be short). A rank-2 floating input, an f32 result
+    of shape [ceil(M / rows), N].
+
+    Not written by users or the tk passes: `tile-column-partials` puts it in
+    a tile.gemm's body, where the Hopper row walk sums each thread's 16 rows
+    of the value it stores, and a later column sum reads the partials instead
+    of the whole output (issue 10.3).
+
+    `%p = tk.column_partials %x rows 16 : tensor<100x8xbf16> -> tensor<7x8xf32>`
+    """
+
+    name = "tk.column_partials"
+    input = operand_def(TensorT)
+    rows = prop_def(IntegerAttr)
+    result = result_def(TensorT)
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue, rows: int):
+        m, n = shape_of(input)
+        t = TensorType(elements.F32.ir, [math.ceil(m / rows), n])
+        super().__init__(operands=[input], properties={"rows": IntegerAttr(rows, i64)}, result_types=[t])
+
+    @property
+    def rows_value(self) -> int:
+        return self.rows.value.data
+
+    def verify_(self) -> None:
+        shape = shape_of(self.input)
+        if len(shape) != 2 or not is_float(element_type_of(self.input)):
+            raise VerifyException(f"tk.column_partials: input must be a rank-2 floating tensor, got {type_str(self.input.type)}")
+        if self.rows_value < 1:
+            raise VerifyException(f"tk.column_partials: rows must be positive, got {self.rows_value}")
+        m, n = shape
+        want = (-(-m // self.rows_value), n)
+        if shape_of(self.result) != want or element_type_of(self.result) != elements.F32.ir:
+            raise VerifyException(
+                f"tk.column_partials: result must be tensor<{want[0]}x{want[1]}xf32> (runs of {self.rows_value} "
+                f"rows of {m}), got {type_str(self.result.type)}"
+            )
+
+    # Hand-written as tk.iota's: `rows 16`, a bare integer.
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.input)
+        printer.print_string(f" rows {self.rows_value}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.input.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ColumnPartialsOp:
+        x = parser.parse_unresolved_operand()
+        parser.parse_keyword("rows")
+        rows = parser.parse_integer()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        in_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        out_type = parser.parse_type()
+        (value,) = parser.resolve_operands([x], [in_type], parser.pos)
+        op = cls.create(operands=[value], properties={"rows": IntegerAttr(rows, i64)}, result_types=[out_type])
+        op.attributes.update(attrs)
+        return op
+
+
 # ------------------------------------------------------------------------ views
 
 
@@ -1405,6 +1476,7 @@ TK = Dialect(
         MeanOp,
         MaxOp,
         ArgmaxOp,
+        ColumnPartialsOp,
         ReshapeOp,
         ExpandOp,
         TransposeOp,

@@ -60,9 +60,10 @@ struct StagedEpilogue {
   Load load;
   Store store;
   Prefetch prefetch;
-  // Per-element form (the tiles that do not stage, the TMA fallback).
-  __host__ __device__ __forceinline__ void operator()(int i, int j, float acc) const {
-    store(i, j, acc, load(i, j));
+  // Per-element form (the tiles that do not stage, the TMA fallback); returns
+  // what store returns (a column-partials epilogue's summed value).
+  __host__ __device__ __forceinline__ decltype(auto) operator()(int i, int j, float acc) const {
+    return store(i, j, acc, load(i, j));
   }
 };
 
@@ -140,9 +141,13 @@ constexpr bool is_staged_epilogue = has_staged_halves<E>;
 #endif
 
 // The chunk's elements e = 0 .. n-1: where(e, i, j) says where element e is
-// (false: out of bounds), value(e) its accumulator. Every load, then every store.
+// (false: out of bounds), value(e) its accumulator. Every load, then every
+// store. A store half that returns a float (a column-partials epilogue, tk/
+// hopper_gemm.cuh) has its in-bounds elements' values added to `sum` in
+// element order; the result is that sum (`sum` itself for a void store).
 template <int kN, class Epi, class Where, class Value>
-__host__ __device__ __forceinline__ void stage_epilogue_chunk(const Epi& epi, Where where, Value value) {
+__host__ __device__ __forceinline__ float stage_epilogue_chunk(const Epi& epi, Where where, Value value,
+                                                               float sum = 0.0f) {
   typename Epi::Loads loads[kN];
 #pragma unroll
   for (int e = 0; e < kN; ++e) {
@@ -152,8 +157,14 @@ __host__ __device__ __forceinline__ void stage_epilogue_chunk(const Epi& epi, Wh
 #pragma unroll
   for (int e = 0; e < kN; ++e) {
     int i, j;
-    if (where(e, i, j)) epi.store(i, j, value(e), loads[e]);
+    if (where(e, i, j)) {
+      if constexpr (std::is_void<decltype(epi.store(i, j, value(e), loads[e]))>::value)
+        epi.store(i, j, value(e), loads[e]);
+      else
+        sum += epi.store(i, j, value(e), loads[e]);
+    }
   }
+  return sum;
 }
 
 }  // namespace tk

@@ -729,6 +729,63 @@ __host__ __device__ __forceinline__ void frag_to_rows(const float (&acc)[BN / 2]
 
 constexpr int kRowsPerThread = 64 * kRowCols / 128;  // a thread's elements of one pass
 
+// Column partials (tk.column_partials in a gemm's body, the tile pass
+// tile-column-partials): besides its stores, the epilogue sums one of its
+// outputs over each run of kRowsPerThread rows, P[i / 16, j] = the fp32 sum in
+// row order of the values it stored at rows 16(i/16) .. +15 of column j, so
+// that a bias gradient later reads P (1/16 of the bytes) instead of the
+// output. The row walk already gives each thread one column of 16 rows a
+// pass: the sum is thread-local, one float store per thread and pass. The
+// wrapped epilogue's store half (or plain functor) returns the value to sum.
+constexpr int kColumnPartialRows = kRowsPerThread;
+static_assert(kColumnPartialRows == 16, "trainkernel.target.TargetOptions.column_partial_rows mirrors this");
+
+template <class Epi>
+struct ColumnPartials : Epi {
+  static constexpr bool kColumnPartials = true;
+  float* partials;  // [ceil(M / 16)][ld] floats
+  long long ld;
+};
+template <class Epi>
+__host__ __device__ __forceinline__ ColumnPartials<Epi> column_partials(Epi epi, float* partials, long long ld) {
+  return ColumnPartials<Epi>{epi, partials, ld};
+}
+
+namespace detail {
+template <class E, class = void>
+struct has_column_partials {
+  static constexpr bool value = false;
+};
+template <class E>
+struct has_column_partials<E, decltype((void)E::kColumnPartials)> {
+  static constexpr bool value = E::kColumnPartials;
+};
+}  // namespace detail
+template <class E>
+constexpr bool has_column_partials = detail::has_column_partials<E>::value;
+
+// Element (i, j) through a plain functor; a column-partials epilogue's value
+// added to sum.
+template <class Epi>
+__host__ __device__ __forceinline__ void rows_plain_element(const Epi& epi, int i, int j, float v, float& sum) {
+  if constexpr (has_column_partials<Epi>)
+    sum += epi(i, j, v);
+  else
+    epi(i, j, v);
+}
+
+// The partial of the thread's 16 rows from i0 in column j (nothing for
+// another epilogue; a run wholly below the product or a column past it has none).
+template <bool kGuard, class Epi>
+__host__ __device__ __forceinline__ void store_column_partial([[maybe_unused]] const Epi& epi,
+                                                              [[maybe_unused]] float sum, [[maybe_unused]] int i0,
+                                                              [[maybe_unused]] int j, [[maybe_unused]] int M,
+                                                              [[maybe_unused]] int N) {
+  if constexpr (has_column_partials<Epi>) {
+    if (!kGuard || (i0 < M && j < N)) epi.partials[(long long)(i0 / kColumnPartialRows) * epi.ld + j] = sum;
+  }
+}
+
 // Element e of thread t in the row walk of the slab at (row0, col0): pass
 // e / kRowsPerThread, column 32 pass + t % 32, and with w = t / 32 (the warp)
 // and k = e % kRowsPerThread the row 16w + k. Its value sits in the pass's
@@ -755,27 +812,29 @@ __host__ __device__ __forceinline__ void rows_epilogue(const Epi& epi, const flo
                                                       int col0, int M, int N) {
   const int col = t % kRowCols, row = t / kRowCols;
   const int j = col0 + col;
+  float sum = 0.0f;  // a column-partials epilogue's 16 rows (dead code otherwise)
   if constexpr (is_staged_epilogue<Epi>) {
     // A 256-wide tile's accumulator (128 registers) leaves room for half the chunk.
     constexpr int kRoom = BN > 128 ? Epi::kChunk / 2 : Epi::kChunk;
     constexpr int kChunk = kRoom < kRowsPerThread ? kRoom : kRowsPerThread;
 #pragma unroll
     for (int k0 = 0; k0 < kRowsPerThread; k0 += kChunk)
-      stage_epilogue_chunk<kChunk>(
+      sum = stage_epilogue_chunk<kChunk>(
           epi,
           [&](int e, int& i, int& jj) {
             i = row0 + rows_slab_row(row, k0 + e);
             jj = j;
             return !kGuard || (i < M && j < N);
           },
-          [&](int e) { return scratch[rows_scratch_index(t, k0 + e)]; });
+          [&](int e) { return scratch[rows_scratch_index(t, k0 + e)]; }, sum);
   } else {
 #pragma unroll
     for (int k = 0; k < kRowsPerThread; ++k) {
       const int i = row0 + rows_slab_row(row, k);
-      if (!kGuard || (i < M && j < N)) epi(i, j, scratch[rows_scratch_index(t, k)]);
+      if (!kGuard || (i < M && j < N)) rows_plain_element(epi, i, j, scratch[rows_scratch_index(t, k)], sum);
     }
   }
+  store_column_partial<kGuard>(epi, sum, row0 + rows_slab_row(row, 0), j, M, N);
 }
 
 // Row epilogue operands loaded before the unit's K loop, so that their latency
@@ -840,12 +899,20 @@ template <int BN, bool kGuard = true, class Epi>
 __host__ __device__ __forceinline__ void rows_store_preloaded(const Epi& epi, const typename Epi::Loads (&pre)[BN / 2],
                                                              const float* scratch, int t, int pass, int row0,
                                                              int col0, int M, int N) {
+  float sum = 0.0f;  // a column-partials epilogue's 16 rows (dead code otherwise)
 #pragma unroll
   for (int k = 0; k < kRowsPerThread; ++k) {
     int i, j;
-    if (rows_element<kGuard>(t, pass * kRowsPerThread + k, row0, col0, M, N, i, j))
-      epi.store(i, j, scratch[rows_scratch_index(t, k)], pre[pass * kRowsPerThread + k]);
+    if (rows_element<kGuard>(t, pass * kRowsPerThread + k, row0, col0, M, N, i, j)) {
+      if constexpr (has_column_partials<Epi>)
+        sum += epi.store(i, j, scratch[rows_scratch_index(t, k)], pre[pass * kRowsPerThread + k]);
+      else
+        epi.store(i, j, scratch[rows_scratch_index(t, k)], pre[pass * kRowsPerThread + k]);
+    }
   }
+  int i0, j0;
+  rows_element<false>(t, pass * kRowsPerThread, row0, col0, M, N, i0, j0);
+  store_column_partial<kGuard>(epi, sum, i0, j0, M, N);
 }
 
 // C[i, j] = acc (+ beta * C[i, j]); C is read only when beta != 0 (so NaN or
@@ -1153,7 +1220,7 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
     RowsTimer tk_rows;
     if constexpr (detail::has_fragment_hook<Epi>::value) {
       epi.template fragment<BN>(acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
-    } else if constexpr (has_staged_halves<Epi> || kRowsPlain) {  // generated code's epilogues: by rows
+    } else if constexpr (has_staged_halves<Epi> || kRowsPlain || has_column_partials<Epi>) {  // generated code's epilogues: by rows
       float* scratch = static_cast<float*>(__cvta_shared_to_generic(rows_scratch<Shape>(base, c)));
       // The passes, with every element's bounds test (kGuard) or none: a
       // guarded element is a branch around its own load-compute-store chain,

@@ -1,0 +1,175 @@
+"""`tile-column-partials`: column sums read 16-row partials that the producing gemm's epilogue wrote.
+
+A bias gradient is a column sum (`tk.sum axes [0]`) of a gradient that a
+gemm of an earlier phase stored: large's db1 reads all of dh (2048 x 8192
+bf16, 32 MB) back from DRAM while the phase's gemm epilogues stream the fp32
+weights (perf-log steps 35 and 36). The gemm had every one of those values in
+a register: the Hopper row walk gives each thread one column of 16 rows a pass
+(tk::hopper::rows_epilogue). So the gemm also writes their sums,
+
+    P[g, j] = sum over r < 16 of dh[16 g + r, j]   (fp32, in row order)
+
+a [ceil(M / 16), N] fp32 buffer appended to the arena (as split-K appends its
+workspace), and the reduction sums P instead: 16 times fewer rows, 1/8 of the
+bytes for a bf16 gradient.
+
+IR: the gemm's body gains `tk.column_partials %v rows 16` of the yielded
+value and yields it to P (one more output); the reduce reads P, sums it in
+fp32 and casts to the type of the original sum. Numerics: fp32 sums of the
+stored values, one rounding at the end, the class of the original sum (fp32
+accumulation of bf16 values, rounded once); the order is the kernel's, and the
+interpreters run the same op.
+
+Applies to grid kernels (`cluster` absent, more than one block) whose gemms use
+the wgmma engine (the row walk; the mma.sync tiles have none), to a
+`tk.sum axes [0]` of a rank-2 argument that the reduce reads only there and
+that a gemm of an earlier phase stores whole (not a view) with more rows than
+one run. `target.column_partials = False` turns it off (a probe's baseline).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import builtin
+from xdsl.dialects.builtin import IntAttr, MemRefType, TensorType
+from xdsl.ir import BlockArgument, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
+
+from trainkernel.dialects import sched, tile, tk
+from trainkernel.elements import F32
+from trainkernel.target import DEFAULT, TargetOptions, get_target
+from trainkernel.util import align_up, ceil_div
+
+
+def _summed_argument(op: tile.ReduceOp) -> BlockArgument | None:
+    """The reduce's argument that a column sum reads directly and nothing else uses."""
+    red = op.reduction()
+    if not isinstance(red, tk.SumOp) or red.axes_list != (0,) or not isinstance(red.input, BlockArgument):
+        return None
+    arg = red.input
+    if len(tk.shape_of(arg)) != 2 or len(list(arg.uses)) != 1:
+        return None
+    if sum(1 for v in op.ins if v is op.ins[arg.index]) != 1:
+        return None
+    return arg
+
+
+def _writer(ops: list, index: int, buf: SSAValue) -> tile.GemmOp | None:
+    """The last op before ops[index] that stores `buf`, if it is a wgmma gemm."""
+    for op in reversed(ops[:index]):
+        if isinstance(op, tile.TileWorkOp) and buf in op.outs:
+            return op if isinstance(op, tile.GemmOp) and op.engine == "wgmma" else None
+    return None
+
+
+def _with_partials(gemm: tile.GemmOp, out: int, partials: SSAValue, rows: int) -> tile.GemmOp:
+    """`gemm` with `tk.column_partials` of its output `out` yielded to `partials`."""
+    term = gemm.body.block.last_op
+    assert isinstance(term, tk.YieldOp)
+    cp = tk.ColumnPartialsOp(term.values[out], rows)
+    gemm.body.block.insert_op_before(cp, term)
+    new_term = tk.YieldOp(*term.values, cp.result)
+    gemm.body.block.insert_op_before(new_term, term)
+    term.detach()
+    term.erase()
+    new = tile.GemmOp(list(gemm.ins), [*gemm.outs, partials], gemm.detach_region(gemm.body), dict(gemm.properties))
+    block = gemm.parent_block()
+    assert block is not None
+    block.insert_op_before(new, gemm)
+    gemm.detach()
+    gemm.erase()
+    return new
+
+
+def _read_partials(op: tile.ReduceOp, arg: BlockArgument, partials: SSAValue) -> None:
+    """The reduce's column sum over `partials` (fp32) instead of its argument."""
+    red = op.reduction()
+    index = arg.index
+    ptype = TensorType(F32.ir, partials.type.get_shape())
+    new_arg = op.body.block.insert_arg(ptype, index)
+    keep = red.keepdim is not None
+    shape = list(tk.shape_of(red.result))
+    summed = tk.SumOp(new_arg, [0], TensorType(F32.ir, shape), keepdim=keep)
+    op.body.block.insert_op_before(summed, red)
+    result = summed.result
+    if tk.element_type_of(red.result) != F32.ir:
+        cast = tk.CastOp(summed.result, red.result.type)
+        op.body.block.insert_op_before(cast, red)
+        result = cast.result
+    red.result.replace_all_uses_with(result)
+    red.detach()
+    red.erase()
+    op.body.block.erase_arg(arg)
+    operands = list(op.operands)
+    operands[index] = partials
+    op.operands = operands
+
+
+def column_partials(kernel: tile.KernelOp, target: TargetOptions) -> None:
+    """Give every qualifying column sum of `kernel` the producing gemm's partials."""
+    rows = target.column_partial_rows
+    ops = [op for op in kernel.block.ops if isinstance(op, tile.TileWorkOp | tile.SyncOp)]
+    made: dict[tuple[int, int], SSAValue] = {}  # (id(gemm), output) -> its partials buffer
+    arena = kernel.arena_bytes.data
+    last_buffer = None
+    for b in kernel.block.ops:
+        if isinstance(b, sched.BufferOp):
+            last_buffer = b
+    for index, op in enumerate(ops):
+        if not isinstance(op, tile.ReduceOp):
+            continue
+        arg = _summed_argument(op)
+        if arg is None:
+            continue
+        buf = op.ins[arg.index]
+        gemm = _writer(ops, index, buf)
+        if gemm is None or sched.root_buffer(buf) is not buf:
+            continue
+        if not any(isinstance(s, tile.SyncOp) for s in ops[ops.index(gemm) + 1 : index]):
+            continue  # the same phase: the verifier forbids it, do not depend on that here
+        m, n = tk.shape_of(arg)
+        if m <= rows or tuple(buf.type.get_shape()) != tuple(tile.iteration_space(gemm)[:2]):
+            continue
+        out = list(gemm.outs).index(buf)
+        key = (id(gemm), out)
+        if key not in made:
+            if gemm.column_partials() is not None:
+                continue  # one output's partials a gemm (the row walk sums one value)
+            arena = align_up(arena, sched.ARENA_ALIGNMENT)
+            ptype = MemRefType(F32.ir, [ceil_div(m, rows), n])
+            pbuf = sched.BufferOp(ptype, arena)
+            arena += sched.nbytes(ptype)
+            if last_buffer is not None:
+                kernel.block.insert_op_after(pbuf, last_buffer)
+            else:
+                kernel.block.insert_op_before(pbuf, kernel.block.first_op)
+            last_buffer = pbuf
+            new = _with_partials(gemm, out, pbuf.result, rows)
+            ops[ops.index(gemm)] = new
+            made[(id(new), out)] = pbuf.result
+            key = (id(new), out)
+        _read_partials(op, arg, made[key])
+    kernel.properties["arena_bytes"] = IntAttr(arena)
+
+
+@dataclass(frozen=True)
+class TileColumnPartialsPass(ModulePass):
+    """Column sums of a gemm's output read 16-row partials its epilogue wrote."""
+
+    name = "tile-column-partials"
+
+    target: str = DEFAULT.name  # a name of trainkernel.target.TARGETS
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        try:
+            target = get_target(self.target)
+        except ValueError as e:
+            raise DiagnosticException(f"tile-column-partials: {e}") from None
+        if not target.column_partials:
+            return
+        for kernel in list(op.walk()):
+            if isinstance(kernel, tile.KernelOp) and kernel.cluster is None and kernel.grid > 1:
+                column_partials(kernel, target)
