@@ -31,6 +31,12 @@ def no_partials(variant):
     return variant("no_partials", column_partials=False).name
 
 
+@pytest.fixture
+def every_size(variant):
+    """The H200 with partials for outputs of any size."""
+    return variant("every_size", column_partials_min_bytes=0).name
+
+
 def _partials(x: torch.Tensor, rows: int) -> torch.Tensor:
     """tk.column_partials through the interpreter's op table."""
     assert x.dtype == torch.bfloat16
@@ -76,13 +82,23 @@ def _summary(kernel: tile.KernelOp) -> list[tuple[tuple[int, ...], tuple[int, ..
     return out
 
 
-def test_large_and_medium_sum_their_bias_gradients_from_partials(no_partials):
-    """large: db2 from dy (2048 x 2048 -> 128 runs), db1 from dh (2048 x 8192); medium the same
-    at 1024 rows. Each partials buffer is a new arena buffer past the old arena, read by exactly
-    one reduction, whose sum is over the runs."""
+def test_only_sums_of_outputs_past_the_threshold_get_partials(every_size):
+    """By default (column_partials_min_bytes, 12 MB): large's db1 sums dh (2048 x 8192 bf16,
+    32 MB) from 128 runs; its db2's dy (8 MB) and all of medium's outputs (8 MB, 0.5 MB)
+    stay in L2 and are summed as they are. With no threshold both sums of each step get them."""
+    assert _summary(_kernel(_captured(LARGE))) == [((128, 8192), (2048, 8192))]
+    assert _summary(_kernel(_captured(WORKLOADS["medium"]))) == []
+    assert _summary(_kernel(_captured(WORKLOADS["medium"]), target=every_size)) == [((64, 256), (1024, 256)),
+                                                                                     ((64, 4096), (1024, 4096))]
+
+
+def test_the_partials_are_new_arena_buffers_read_by_one_sum(no_partials, every_size):
+    """large and medium with every sum given partials: db2 from dy, db1 from dh, each
+    partials buffer a new arena buffer past the old arena, read by exactly one reduction,
+    whose sum is over the runs."""
     for w, (m, h, o) in ((LARGE, (2048, 8192, 2048)), (WORKLOADS["medium"], (1024, 4096, 256))):
         captured = _captured(w)
-        new, old = _kernel(captured), _kernel(captured, target=no_partials)
+        new, old = _kernel(captured, target=every_size), _kernel(captured, target=no_partials)
         assert sorted(_summary(new)) == sorted([((m // 16, o), (m, o)), ((m // 16, h), (m, h))])
         assert _summary(old) == []
         partials = [op for op in new.block.ops if isinstance(op, sched.BufferOp)
@@ -95,12 +111,12 @@ def test_large_and_medium_sum_their_bias_gradients_from_partials(no_partials):
             assert tk.shape_of(readers[0].reduction().input) == tuple(p.result.type.get_shape())
 
 
-def test_resident_and_mma_kernels_are_left_alone():
+def test_resident_and_mma_kernels_are_left_alone(every_size):
     """The resident kernels (tiny, online, classification) have no grid; a grid kernel on the
     mma.sync engine has no row walk."""
     for name in ("tiny", "online", "classification"):
-        assert _summary(_kernel(_captured(WORKLOADS[name]))) == []
-    assert _summary(_kernel(_captured(WORKLOADS["medium"]), engine="mma")) == []
+        assert _summary(_kernel(_captured(WORKLOADS[name]), target=every_size)) == []
+    assert _summary(_kernel(_captured(WORKLOADS["medium"]), target=every_size, engine="mma")) == []
 
 
 def test_the_pipeline_runs_it_before_reductions_first():
@@ -108,7 +124,7 @@ def test_the_pipeline_runs_it_before_reductions_first():
 
 
 @pytest.mark.parametrize("rows", [40, 97])
-def test_the_tile_interpreter_agrees_with_the_kernel_without_it(rows, no_partials):
+def test_the_tile_interpreter_agrees_with_the_kernel_without_it(rows, no_partials, every_size):
     """small at a few rows (widths 32-48-16; 97 = 6 runs of 16 + 1), 4 blocks, the wgmma engine:
     the same results as without the pass up to the bias gradients' rounding order (bf16's
     tolerance); every other result bit-identical."""
@@ -117,10 +133,10 @@ def test_the_tile_interpreter_agrees_with_the_kernel_without_it(rows, no_partial
     args = (params, *batches[0])
     captured = _captured(w, args)
     outs = []
-    for target in (None, no_partials):
+    for target in (every_size, no_partials):
         kernel = _kernel(captured, target, grid=4, engine="wgmma", inplace=False)
         outs.append(run_program(kernel, pytree.tree_leaves(args)))
-        assert len(_summary(kernel)) == (2 if target is None else 0)
+        assert len(_summary(kernel)) == (2 if target == every_size else 0)
     changed = 0
     for a, b in zip(*outs):
         assert a.dtype == b.dtype and a.shape == b.shape

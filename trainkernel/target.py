@@ -175,6 +175,15 @@ class TargetOptions:
     # tk::hopper::kColumnPartialRows (the row walk's rows a thread a pass).
     column_partials: bool = True
     column_partial_rows: int = 16
+    # Only for a summed output of at least this many bytes. Measured (run
+    # 452f53f-a, every sum given partials): large (dh 32 MB, dy 8 MB) 731.5 ->
+    # 718.3 us; medium (8 MB, 0.5 MB) +0.5, mlp4 (64 KB each) +1.0,
+    # mlp4-adamw-ce +0.3, small -0.9. Since step 36 a sum runs at its phase's
+    # start and reads an output the previous phase stored: up to ~8 MB it is
+    # still in the 50 MB L2 and the sum is cheap; the partials' adds and
+    # stores then only lengthen the gemm's epilogue. 32 MB (with the phase's
+    # fp32 weight traffic) is not. Between the two brackets: a quarter of L2.
+    column_partials_min_bytes: int = 12 * 2**20
     # Split-K (grid kernels): a gemm with fewer tiles than half the grid splits
     # K into up to max_ksplit slices of at least ksplit_min_k elements each
     # (512: on the H200 slices of 128-256 lost more to the partials' round trip

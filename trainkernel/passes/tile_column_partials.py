@@ -24,7 +24,10 @@ Applies to grid kernels (`cluster` absent, more than one block) whose gemms use
 the wgmma engine (the row walk; the mma.sync tiles have none), to a
 `tk.sum axes [0]` of a rank-2 argument that the reduce reads only there and
 that a gemm of an earlier phase stores whole (not a view) with more rows than
-one run. `target.column_partials = False` turns it off (a probe's baseline).
+one run, of at least `target.column_partials_min_bytes` (a smaller output is
+still in L2 when the sum reads it at its phase's start, and the partials only
+lengthen the gemm's epilogue: perf-log step 38). `target.column_partials =
+False` turns it off (a probe's baseline).
 """
 
 from __future__ import annotations
@@ -108,9 +111,11 @@ def _read_partials(op: tile.ReduceOp, arg: BlockArgument, partials: SSAValue) ->
     op.operands = operands
 
 
-def column_partials(kernel: tile.KernelOp, target: TargetOptions) -> None:
-    """Give every qualifying column sum of `kernel` the producing gemm's partials."""
+def column_partials(kernel: tile.KernelOp, target: TargetOptions, min_bytes: int | None = None) -> None:
+    """Give every qualifying column sum of `kernel` the producing gemm's partials
+    (of outputs of at least `min_bytes`, by default the target's)."""
     rows = target.column_partial_rows
+    min_bytes = target.column_partials_min_bytes if min_bytes is None else min_bytes
     ops = [op for op in kernel.block.ops if isinstance(op, tile.TileWorkOp | tile.SyncOp)]
     made: dict[tuple[int, int], SSAValue] = {}  # (id(gemm), output) -> its partials buffer
     arena = kernel.arena_bytes.data
@@ -133,6 +138,8 @@ def column_partials(kernel: tile.KernelOp, target: TargetOptions) -> None:
         m, n = tk.shape_of(arg)
         if m <= rows or tuple(buf.type.get_shape()) != tuple(tile.iteration_space(gemm)[:2]):
             continue
+        if sched.nbytes(buf.type) < min_bytes:
+            continue  # still in L2 when the sum reads it (target.column_partials_min_bytes)
         out = list(gemm.outs).index(buf)
         key = (id(gemm), out)
         if key not in made:
@@ -162,6 +169,7 @@ class TileColumnPartialsPass(ModulePass):
     name = "tile-column-partials"
 
     target: str = DEFAULT.name  # a name of trainkernel.target.TARGETS
+    min_bytes: int = -1  # the smallest summed output given partials; -1: the target's column_partials_min_bytes
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         try:
@@ -172,4 +180,4 @@ class TileColumnPartialsPass(ModulePass):
             return
         for kernel in list(op.walk()):
             if isinstance(kernel, tile.KernelOp) and kernel.cluster is None and kernel.grid > 1:
-                column_partials(kernel, target)
+                column_partials(kernel, target, None if self.min_bytes < 0 else self.min_bytes)

@@ -3,9 +3,11 @@
 // epilogue writes (tk.column_partials yielded to a buffer appended to the
 // arena) instead of the output; the sum of the partials is cast to the type
 // of the original sum. Only wgmma gemms (the Hopper row walk sums the runs),
-// grid kernels, and outputs of more rows than one run.
-// RUN: trainkernel-opt %s --split-input-file -p tile-column-partials | filecheck %s
-// RUN: trainkernel-opt %s --split-input-file -p tile-column-partials -t cuda | filecheck %s --check-prefix=CUDA
+// grid kernels, and outputs of more rows than one run and (min_bytes; the
+// target's column_partials_min_bytes by default) at least so many bytes.
+// RUN: trainkernel-opt %s --split-input-file -p tile-column-partials | filecheck %s --check-prefix=DEFAULT
+// RUN: trainkernel-opt %s --split-input-file -p 'tile-column-partials{min_bytes=0}' | filecheck %s
+// RUN: trainkernel-opt %s --split-input-file -p 'tile-column-partials{min_bytes=0}' -t cuda | filecheck %s --check-prefix=CUDA
 
 // The CUDA printer wraps the epilogue in tk::hopper::column_partials(functor,
 // P, N): the store half stores dh and returns the value stored (already
@@ -25,6 +27,8 @@
 // small at 40 rows (widths 32-48-16), 4 blocks, wgmma: db2 sums dy (40x16,
 // p1's second output), db1 sums dh (40x48, p2's gemm); 3 runs of 16 rows each
 // (the last of 8). The arena grows by the two partial buffers (each at a 256-aligned offset).
+// With the H200's threshold (12 MB) these outputs stay in L2: nothing changes.
+// DEFAULT-NOT: tk.column_partials
 // CHECK:       tile.kernel @small_sgd_bf16
 // CHECK-SAME:  arena 15936
 // CHECK:         %[[P2:.*]] = sched.buffer offset 15104 : memref<3x16xf32>
