@@ -179,6 +179,8 @@ BUILDERS: dict[str, tuple[list[Attribute], Callable[..., list[Operation]]]] = {
         for op in REDUCTIONS
     },
     "argmax": ([T(16, 10, f32)], lambda x: [tk.ArgmaxOp(x, [1], T(16, i64)), tk.ArgmaxOp(x, [0], T(1, 10, i64), True)]),
+    "column_partials": ([T(100, 8, bf16), T(32, 3, f32)],
+                        lambda x, y: [tk.ColumnPartialsOp(x, 16), tk.ColumnPartialsOp(y, 1)]),
     "reshape": ([T(1, 8, f32)], lambda x: [tk.ReshapeOp(x, T(8, f32)), tk.ReshapeOp(x, T(2, 2, 2, f32))]),
     "expand": ([T(1, 8, f32), T(f16)], lambda x, s: [tk.ExpandOp(x, T(3, 4, 8, f32)), tk.ExpandOp(s, T(2, f16))]),
     "transpose": (
