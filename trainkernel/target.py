@@ -184,6 +184,12 @@ class TargetOptions:
     # stores then only lengthen the gemm's epilogue. 32 MB (with the phase's
     # fp32 weight traffic) is not. Between the two brackets: a quarter of L2.
     column_partials_min_bytes: int = 12 * 2**20
+    # tile-row-local (grid kernels): a run of phases whose ops all work row by
+    # row (maps of whole rows, row reductions) over one row count, the same
+    # rows to an item and block, ordered by block barriers instead of grid
+    # barriers (mlp4-adamw-ce's cross-entropy, p5-p8). Off until the H200 has
+    # measured it (perf-log step 39).
+    row_local: bool = False
     # Split-K (grid kernels): a gemm with fewer tiles than half the grid splits
     # K into up to max_ksplit slices of at least ksplit_min_k elements each
     # (512: on the H200 slices of 128-256 lost more to the partials' round trip

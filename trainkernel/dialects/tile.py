@@ -622,8 +622,6 @@ class KernelOp(ProgramLikeOp):
                     f"tile.kernel: a resident kernel indexes in 32 bits, but one of its buffers or tensors holds "
                     f"{most} elements (at most {RESIDENT_MAX_ELEMENTS})"
                 )
-        elif self.grid > 1 and any(isinstance(op, SyncOp) and op.scope.data == "block" for op in self.block.ops):
-            raise VerifyException("tile.kernel: `tile.sync block` cannot order phases of a kernel of several blocks")
         for op in self.block.ops:
             if not isinstance(op, BufferOp | ViewOp | SmemOp | TileWorkOp | SyncOp):
                 raise VerifyException(f"tile.kernel may hold buffers, views, tile ops and syncs, not {op.name}")
@@ -688,6 +686,91 @@ def verify_kernel_contract(kernel: "KernelOp") -> None:
     verify_in_place_updates(kernel, accesses)
     if (kernel.cluster or 1) > 1:
         verify_partition(kernel, accesses)
+    if kernel.cluster is None and kernel.grid > 1:
+        verify_row_local_phases(kernel, accesses)
+
+
+def row_partition(op: "TileWorkOp") -> tuple[int, int] | None:
+    """(R, rows an item) of a grid op whose work item k covers rows k * rows ..
+    (k + 1) * rows - 1 of an iteration space of R rows (its leading axis), or
+    None: a tile.map whose item holds whole rows of its iteration space, or a
+    row reduction of a rank-2 input (warp w of item k folds row k * rows + w;
+    rows = 1: the block folds row k)."""
+    if isinstance(op, MapOp):
+        shape = iteration_space(op)
+        if not shape:
+            return None
+        per_row = numel(shape[1:])
+        return (shape[0], op.chunk // per_row) if per_row and op.chunk % per_row == 0 else None
+    if isinstance(op, ReduceOp):
+        red = op.reduction()
+        shape = tuple(red.input.type.get_shape())
+        if len(shape) == 2 and tuple(red.axes_list) == (1,):
+            return shape[0], op.rows
+    return None
+
+
+def row_local_regions(kernel: "KernelOp") -> list[list[list["TileWorkOp"]]]:
+    """The runs of two or more phases of a grid kernel joined by `tile.sync block`
+    (each a list of its phases' ops)."""
+    regions: list[list[list[TileWorkOp]]] = [[[]]]
+    for op in kernel.block.ops:
+        if isinstance(op, SyncOp):
+            if op.scope.data == "block":
+                regions[-1].append([])
+            else:
+                regions.append([[]])
+        elif isinstance(op, TileWorkOp):
+            regions[-1][-1].append(op)
+    return [r for r in regions if len(r) > 1]
+
+
+def row_local_violation(kernel: "KernelOp", ops: list["TileWorkOp"], accesses) -> str | None:
+    """Why block barriers cannot order `ops` (the ops of consecutive phases of a
+    grid kernel) in place of grid barriers, or None: every op has the same row
+    partition (row_partition, the same rows an item) and offset, so work item k
+    of every op runs on one block; every buffer written among them is read and
+    written only row by row (its leading axis at the iteration's row); no bytes
+    written among them are touched through another buffer. Then what a block
+    reads after a block barrier, the same block wrote (tile-row-local)."""
+    parts = {op: row_partition(op) for op in ops}
+    for op, part in parts.items():
+        if part is None:
+            return f"{op.name} is not row-partitioned (a map of whole rows an item, or a row reduction of a rank-2 input)"
+    first = ops[0]
+    for op in ops[1:]:
+        if parts[op] != parts[first] or op.offset != first.offset:
+            return (f"{op.name} (rows {parts[op][0]}, {parts[op][1]} an item, offset {op.offset}) does not share "
+                    f"{first.name}'s partition (rows {parts[first][0]}, {parts[first][1]} an item, offset {first.offset})")
+    rows = parts[first][0]
+    written = {a.root for op in ops for a in accesses[op] if a.write}
+    for op in ops:
+        for a in accesses[op]:
+            if a.root not in written:
+                continue
+            shape = tuple(a.value.type.get_shape())
+            if a.value is not a.root or a.dims is None or not shape or shape[0] != rows or a.dims[0] != 0:
+                return (f"{op.name} {'writes' if a.write else 'reads'} {a.value.type}, which the region writes, "
+                        "other than row by row")
+    homes = _homes_of(kernel)
+    touched = {a.root for op in ops for a in accesses[op]}
+    for w in written:
+        for mem, lo, hi, label in _ranges(kernel, w, True, homes):
+            for other in touched - {w}:
+                for mem2, lo2, hi2, label2 in _ranges(kernel, other, False, homes):
+                    if mem == mem2 and lo < hi2 and lo2 < hi:
+                        return f"{label} (written) shares bytes with {label2}"
+    return None
+
+
+def verify_row_local_phases(kernel: "KernelOp", accesses) -> None:
+    """A grid kernel orders phases with `tile.sync block` only inside a row-local
+    region (row_local_violation)."""
+    for region in row_local_regions(kernel):
+        why = row_local_violation(kernel, [op for phase in region for op in phase], accesses)
+        if why is not None:
+            raise VerifyException(f"tile.kernel: `tile.sync block` orders phases of a kernel of several blocks only "
+                                  f"within a row-local region: {why}")
 
 
 def verify_kernel_bounds(kernel: "KernelOp") -> None:

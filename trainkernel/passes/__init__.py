@@ -60,6 +60,7 @@ _PROJECT_PASSES: dict[str, tuple[str, str]] = {
     "tile-resident": ("tile_resident", "TileResidentPass"),
     "tile-column-partials": ("tile_column_partials", "TileColumnPartialsPass"),
     "tile-reductions-first": ("tile_reductions_first", "TileReductionsFirstPass"),
+    "tile-row-local": ("tile_row_local", "TileRowLocalPass"),
 }
 
 for _name, (_module, _cls) in _PROJECT_PASSES.items():
