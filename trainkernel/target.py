@@ -345,6 +345,17 @@ def get_target(name: str) -> TargetOptions:
         raise ValueError(f"unknown target {name!r}; targets are {', '.join(sorted(TARGETS))}") from None
 
 
+def pass_target(pass_name: str, name: str) -> TargetOptions:
+    """The target a pass's `target=` option names; an unknown name is that
+    pass's diagnostic (`pass-name: unknown target ...`)."""
+    from xdsl.utils.exceptions import DiagnosticException
+
+    try:
+        return get_target(name)
+    except ValueError as e:
+        raise DiagnosticException(f"{pass_name}: {e}") from None
+
+
 def register(options: TargetOptions) -> TargetOptions:
     """Make `options` available by its name (replacing a target of that name)."""
     TARGETS[options.name] = options

@@ -31,7 +31,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import sched, tile, tk
 from trainkernel.elements import mma_kind
-from trainkernel.target import DEFAULT, FULL_REDUCE_LOADS, TargetOptions, get_target, wgmma_hands_registers_back
+from trainkernel.target import DEFAULT, FULL_REDUCE_LOADS, TargetOptions, pass_target, wgmma_hands_registers_back
 from trainkernel.util import align_up, ceil_div, numel
 
 
@@ -327,10 +327,7 @@ class SchedToTilePass(ModulePass):
     engine: str = "auto"  # the gemm engine: auto (the cost model), mma (mma.sync tiles) or wgmma
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        try:
-            target = get_target(self.target)
-        except ValueError as e:
-            raise DiagnosticException(f"sched-to-tile: {e}") from None
+        target = pass_target(self.name, self.target)
         if self.engine not in ("auto", "mma", "wgmma"):
             raise DiagnosticException(f"sched-to-tile: engine {self.engine!r} is not auto, mma or wgmma")
         max_grid = self.max_grid or target.max_grid

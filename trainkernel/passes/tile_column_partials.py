@@ -39,11 +39,10 @@ from xdsl.dialects import builtin
 from xdsl.dialects.builtin import IntAttr, MemRefType, TensorType
 from xdsl.ir import BlockArgument, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import sched, tile, tk
 from trainkernel.elements import F32
-from trainkernel.target import DEFAULT, TargetOptions, get_target
+from trainkernel.target import DEFAULT, TargetOptions, pass_target
 from trainkernel.util import align_up, ceil_div
 
 
@@ -172,10 +171,7 @@ class TileColumnPartialsPass(ModulePass):
     min_bytes: int = -1  # the smallest summed output given partials; -1: the target's column_partials_min_bytes
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        try:
-            target = get_target(self.target)
-        except ValueError as e:
-            raise DiagnosticException(f"tile-column-partials: {e}") from None
+        target = pass_target(self.name, self.target)
         if not target.column_partials:
             return
         for kernel in list(op.walk()):

@@ -30,11 +30,10 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import builtin
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import tile
 from trainkernel.passes.sched_to_tile import renumber_offsets
-from trainkernel.target import DEFAULT, get_target
+from trainkernel.target import DEFAULT, pass_target
 
 
 def reductions_first(ops: list[tile.TileWorkOp], grid: int) -> None:
@@ -74,10 +73,7 @@ class TileReductionsFirstPass(ModulePass):
     target: str = DEFAULT.name  # a name of trainkernel.target.TARGETS
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        try:
-            target = get_target(self.target)
-        except ValueError as e:
-            raise DiagnosticException(f"tile-reductions-first: {e}") from None
+        target = pass_target(self.name, self.target)
         if not target.reductions_first:
             return
         for kernel in op.walk():

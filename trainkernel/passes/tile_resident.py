@@ -48,7 +48,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from trainkernel.dialects import sched, tile, tk
-from trainkernel.target import DEFAULT, ResidentCosts, TargetOptions, get_target
+from trainkernel.target import DEFAULT, ResidentCosts, TargetOptions, pass_target
 from trainkernel.util import align_up, ceil_div, numel
 
 Axis = tuple[object, int]
@@ -671,10 +671,7 @@ class TileResidentPass(ModulePass):
 
         if self.mode not in ("auto", "force", "off"):
             raise DiagnosticException(f"tile-resident: mode must be auto, force or off, got {self.mode!r}")
-        try:
-            target = get_target(self.target)
-        except ValueError as e:
-            raise DiagnosticException(f"tile-resident: {e}") from None
+        target = pass_target(self.name, self.target)
         if self.threads and (self.threads % 32 or not 32 <= self.threads <= target.resident_max_threads):
             raise DiagnosticException(
                 f"tile-resident: threads must be 0 (the pass decides) or a multiple of 32 in "

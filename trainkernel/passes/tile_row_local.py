@@ -33,10 +33,9 @@ from xdsl.context import Context
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import IntAttr
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import sched, tile
-from trainkernel.target import DEFAULT, get_target
+from trainkernel.target import DEFAULT, pass_target
 from trainkernel.util import align_up, ceil_div, numel
 
 
@@ -151,10 +150,7 @@ class TileRowLocalPass(ModulePass):
     force: bool = False  # run whatever target.row_local says (lit tests, the probe)
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        try:
-            target = get_target(self.target)
-        except ValueError as e:
-            raise DiagnosticException(f"tile-row-local: {e}") from None
+        target = pass_target(self.name, self.target)
         if not (target.row_local or self.force):
             return
         for kernel in list(op.walk()):
