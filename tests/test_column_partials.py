@@ -19,10 +19,12 @@ import trainkernel
 from trainkernel.dialects import sched, tile, tk
 from trainkernel.elements import BF16
 from trainkernel.numerics import Interpreter
-from trainkernel.pipeline import run_passes, stage_passes, state_leaves
+from trainkernel.pipeline import stage_passes
 from trainkernel.sched_interpreter import run_program
 from trainkernel.tools.cli import problem
 from trainkernel.workloads import LARGE, WORKLOADS
+
+from _tile_stage import tile_kernel
 
 
 @pytest.fixture
@@ -60,14 +62,6 @@ def test_each_run_of_rows_is_summed_in_row_order(m):
             assert torch.equal(got[r, j], want), (r, j)
 
 
-def _kernel(captured, target=None, grid=0, engine="auto", inplace=True) -> tile.KernelOp:
-    module = captured.module.clone()
-    for stage in ("tk", "sched", "tile"):
-        run_passes(module, stage_passes(stage, inplace, state=state_leaves(captured), grid=grid, target=target,
-                                        engine=engine))
-    return next(op for op in module.walk() if isinstance(op, tile.KernelOp))
-
-
 def _captured(w, args=None):
     return trainkernel.capture(w.make_step(torch.bfloat16), args if args is not None else w.example_args("meta"))
 
@@ -86,9 +80,9 @@ def test_only_sums_of_outputs_past_the_threshold_get_partials(every_size):
     """By default (column_partials_min_bytes, 12 MB): large's db1 sums dh (2048 x 8192 bf16,
     32 MB) from 128 runs; its db2's dy (8 MB) and all of medium's outputs (8 MB, 0.5 MB)
     stay in L2 and are summed as they are. With no threshold both sums of each step get them."""
-    assert _summary(_kernel(_captured(LARGE))) == [((128, 8192), (2048, 8192))]
-    assert _summary(_kernel(_captured(WORKLOADS["medium"]))) == []
-    assert _summary(_kernel(_captured(WORKLOADS["medium"]), target=every_size)) == [((64, 256), (1024, 256)),
+    assert _summary(tile_kernel(_captured(LARGE))) == [((128, 8192), (2048, 8192))]
+    assert _summary(tile_kernel(_captured(WORKLOADS["medium"]))) == []
+    assert _summary(tile_kernel(_captured(WORKLOADS["medium"]), target=every_size)) == [((64, 256), (1024, 256)),
                                                                                      ((64, 4096), (1024, 4096))]
 
 
@@ -98,7 +92,7 @@ def test_the_partials_are_new_arena_buffers_read_by_one_sum(no_partials, every_s
     whose sum is over the runs."""
     for w, (m, h, o) in ((LARGE, (2048, 8192, 2048)), (WORKLOADS["medium"], (1024, 4096, 256))):
         captured = _captured(w)
-        new, old = _kernel(captured, target=every_size), _kernel(captured, target=no_partials)
+        new, old = tile_kernel(captured, target=every_size), tile_kernel(captured, target=no_partials)
         assert sorted(_summary(new)) == sorted([((m // 16, o), (m, o)), ((m // 16, h), (m, h))])
         assert _summary(old) == []
         partials = [op for op in new.block.ops if isinstance(op, sched.BufferOp)
@@ -115,8 +109,8 @@ def test_resident_and_mma_kernels_are_left_alone(every_size):
     """The resident kernels (tiny, online, classification) have no grid; a grid kernel on the
     mma.sync engine has no row walk."""
     for name in ("tiny", "online", "classification"):
-        assert _summary(_kernel(_captured(WORKLOADS[name]), target=every_size)) == []
-    assert _summary(_kernel(_captured(WORKLOADS["medium"]), target=every_size, engine="mma")) == []
+        assert _summary(tile_kernel(_captured(WORKLOADS[name]), target=every_size)) == []
+    assert _summary(tile_kernel(_captured(WORKLOADS["medium"]), target=every_size, engine="mma")) == []
 
 
 def test_the_pipeline_runs_it_before_reductions_first():
@@ -134,7 +128,7 @@ def test_the_tile_interpreter_agrees_with_the_kernel_without_it(rows, no_partial
     captured = _captured(w, args)
     outs = []
     for target in (every_size, no_partials):
-        kernel = _kernel(captured, target, grid=4, engine="wgmma", inplace=False)
+        kernel = tile_kernel(captured, target, grid=4, engine="wgmma", inplace=False)
         outs.append(run_program(kernel, pytree.tree_leaves(args)))
         assert len(_summary(kernel)) == (2 if target == every_size else 0)
     changed = 0

@@ -11,10 +11,12 @@ import torch.utils._pytree as pytree
 
 import trainkernel
 from trainkernel.dialects import sched, tile
-from trainkernel.pipeline import lower, run_passes, stage_passes, state_leaves
+from trainkernel.pipeline import lower, stage_passes
 from trainkernel.sched_interpreter import run_program
 from trainkernel.tools.cli import problem
 from trainkernel.workloads import LARGE, WORKLOADS
+
+from _tile_stage import tile_kernel, tile_module
 
 
 @pytest.fixture
@@ -23,16 +25,9 @@ def keep_order(variant):
     return variant("keep_order", reductions_first=False).name
 
 
-def _tile_module(captured, target=None, inplace=True, grid=0):
-    module = captured.module.clone()
-    for stage in ("tk", "sched", "tile"):
-        run_passes(module, stage_passes(stage, inplace, state=state_leaves(captured), grid=grid, target=target))
-    return module
-
-
 def _kernel(w, target=None) -> tile.KernelOp:
     captured = trainkernel.capture(w.make_step(torch.bfloat16), w.example_args("meta"))
-    return next(op for op in _tile_module(captured, target).walk() if isinstance(op, tile.KernelOp))
+    return tile_kernel(captured, target)
 
 
 def _kinds(kernel: tile.KernelOp) -> list[list[str]]:
@@ -83,7 +78,7 @@ def test_the_grid_kernel_gives_the_same_bits_either_way(name, keep_order):
     captured = trainkernel.capture(w.make_step(torch.bfloat16), args)
     outs, orders = [], []
     for target in (None, keep_order):
-        module = _tile_module(captured, target, inplace=False, grid=4)
+        module = tile_module(captured, target, inplace=False, grid=4)
         kernel = next(op for op in module.ops if isinstance(op, sched.ProgramLikeOp))
         orders.append(_kinds(kernel))
         outs.append(run_program(kernel, pytree.tree_leaves(args)))

@@ -14,24 +14,18 @@ from xdsl.utils.exceptions import VerifyException
 
 import trainkernel
 from trainkernel.dialects import sched, tile
-from trainkernel.pipeline import lower, run_passes, stage_passes, state_leaves
+from trainkernel.pipeline import lower, stage_passes
 from trainkernel.sched_interpreter import run_program
 from trainkernel.tools.cli import problem
 from trainkernel.workloads import TWINS, WORKLOADS
+
+from _tile_stage import tile_kernel
 
 
 @pytest.fixture
 def row_local(variant):
     """The H200 with the pass on."""
     return variant("row_local", row_local=True).name
-
-
-def _kernel(captured, target=None, grid=0, engine="auto", inplace=True) -> tile.KernelOp:
-    module = captured.module.clone()
-    for stage in ("tk", "sched", "tile"):
-        run_passes(module, stage_passes(stage, inplace, state=state_leaves(captured), grid=grid, target=target,
-                                        engine=engine))
-    return next(op for op in module.walk() if isinstance(op, tile.KernelOp))
 
 
 def _syncs(kernel: tile.KernelOp) -> list[str]:
@@ -44,7 +38,7 @@ def test_the_cross_entropy_phases_of_mlp4_adamw_ce_take_block_barriers(row_local
     every other barrier stays a grid barrier. Off by default."""
     w = TWINS["mlp4-adamw-ce"]
     captured = trainkernel.capture(w.make_step(torch.bfloat16), w.example_args("meta"))
-    old, new = _kernel(captured), _kernel(captured, target=row_local)
+    old, new = tile_kernel(captured), tile_kernel(captured, target=row_local)
     assert "block" not in _syncs(old)
     s_old, s_new = _syncs(old), _syncs(new)
     assert len(s_new) == len(s_old) and s_new.count("block") == 3
@@ -80,7 +74,7 @@ def test_the_tile_interpreter_gives_the_same_bits(row_local):
     captured = trainkernel.capture(w.make_step(torch.bfloat16), args)
     outs = []
     for target in (row_local, None):
-        kernel = _kernel(captured, target, grid=4, engine="wgmma", inplace=False)
+        kernel = tile_kernel(captured, target, grid=4, engine="wgmma", inplace=False)
         outs.append(run_program(kernel, pytree.tree_leaves(args)))
         assert ("block" in _syncs(kernel)) == (target == row_local)
     for a, b in zip(*outs):
@@ -98,7 +92,7 @@ def test_the_verifier_rejects_block_barriers_without_a_shared_partition(row_loca
     number of rows an item, a buffer of the region moved back onto bytes another one uses."""
     w = TWINS["mlp4-adamw-ce"]
     captured = trainkernel.capture(w.make_step(torch.bfloat16), w.example_args("meta"))
-    kernel = _kernel(captured, target=row_local)
+    kernel = tile_kernel(captured, target=row_local)
     ops = [op for phase in tile.row_local_regions(kernel)[0] for op in phase]
     kernel.verify()
     ops[1].properties.update(tile.config(offset=1))
@@ -109,7 +103,7 @@ def test_the_verifier_rejects_block_barriers_without_a_shared_partition(row_loca
     kernel.verify()
     # A buffer the pass moved, put back where sched-allocate had it: on bytes that a buffer
     # dead by then held (legal between grid barriers, not between block barriers).
-    before = [op for op in _kernel(captured).block.ops if isinstance(op, sched.BufferOp)]
+    before = [op for op in tile_kernel(captured).block.ops if isinstance(op, sched.BufferOp)]
     after = [op for op in kernel.block.ops if isinstance(op, sched.BufferOp)]
     moved = [(a, b) for a, b in zip(after, before) if a.offset_value != b.offset_value]
     assert moved
@@ -122,7 +116,7 @@ def test_a_block_barrier_between_a_gemm_and_its_reader_is_rejected():
     first gemm) turned into a block barrier fails verification, naming the reason."""
     w = WORKLOADS["small"]
     captured = trainkernel.capture(w.make_step(torch.bfloat16), w.example_args("meta"))
-    kernel = _kernel(captured)
+    kernel = tile_kernel(captured)
     syncs = [op for op in kernel.block.ops if isinstance(op, tile.SyncOp)]
     syncs[1].properties["scope"] = syncs[1].properties["scope"].__class__("block")
     assert "not row-partitioned" in _verify_error(kernel)
