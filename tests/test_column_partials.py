@@ -138,3 +138,33 @@ def test_the_tile_interpreter_agrees_with_the_kernel_without_it(rows, no_partial
             changed += 1
             torch.testing.assert_close(a.float(), b.float(), rtol=2e-2, atol=2e-3)
     assert changed <= 4  # the two bias gradients and the two biases they update
+
+
+def _on_h200(monkeypatch, **changes):
+    """compile_training's target (the registered "h200") with `changes`, for one test."""
+    import dataclasses
+
+    import trainkernel.target as T
+
+    monkeypatch.setitem(T.TARGETS, T.H200.name, dataclasses.replace(T.H200, **changes))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("inplace", [True, False], ids=["inplace", "staged"])
+@pytest.mark.parametrize("dtype", ["bf16", "f16"])
+def test_partials_on_every_sum_match_pytorch_on_gpu(monkeypatch, dtype, inplace):
+    """Partials on every bias gradient (no size threshold) of small at 200 rows and widths
+    520-1000-56 (the wgmma engine with edge tiles: whole tiles take the unguarded row walk,
+    edge tiles the guarded one, the last run of rows is 8 long): 100 steps against PyTorch
+    by the harness's policy. At the default threshold only large's db1 has partials; this
+    keeps the guarded paths under test."""
+    from trainkernel.tools.cli import check_workload, get_workload
+    from trainkernel.workloads import parse_dtype
+
+    _on_h200(monkeypatch, column_partials_min_bytes=0)
+    w = get_workload("small", (200, 520, 1000, 56))
+    compute = parse_dtype(dtype)
+    c = trainkernel.compile_training(w.make_step(compute), w.example_args(dtype=compute), inplace=inplace)
+    assert "tk::hopper::column_partials(" in c.cuda_source
+    report = check_workload(w, dtype, steps=100, compiled=c, inplace=inplace)
+    assert report.passed, report.format(verbose=True)

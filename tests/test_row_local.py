@@ -120,3 +120,35 @@ def test_a_block_barrier_between_a_gemm_and_its_reader_is_rejected():
     syncs = [op for op in kernel.block.ops if isinstance(op, tile.SyncOp)]
     syncs[1].properties["scope"] = syncs[1].properties["scope"].__class__("block")
     assert "not row-partitioned" in _verify_error(kernel)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("inplace", [True, False], ids=["inplace", "staged"])
+def test_row_local_kernel_gives_the_default_kernels_bits_on_gpu(monkeypatch, inplace):
+    """mlp4-adamw-ce with tile-row-local on (its cross-entropy phases behind block barriers)
+    and off: 20 steps from the same state on the same batches give the same bits (which
+    block runs which rows does not change a value), and 100 steps match PyTorch by the
+    harness's policy."""
+    import dataclasses
+
+    import trainkernel.target as T
+    from trainkernel.tools.cli import check_workload
+
+    w = TWINS["mlp4-adamw-ce"]
+    states = []
+    for on in (False, True):
+        monkeypatch.setitem(T.TARGETS, T.H200.name, dataclasses.replace(T.H200, row_local=on))
+        c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), inplace=inplace)
+        assert ("__syncthreads();\n  // ---- phase" in c.cuda_source) == on
+        state = w.init_state(device="cuda")
+        batches = w.make_batches(4, seed=0, device="cuda", dtype=torch.bfloat16)
+        for t in range(20):
+            out = c(state, *batches[t % 4])
+            state = out[-1]
+        torch.cuda.synchronize()
+        states.append([x.clone() for x in pytree.tree_leaves(state)])
+        if on:
+            report = check_workload(w, "bf16", steps=100, compiled=c, inplace=inplace)
+            assert report.passed, report.format(verbose=True)
+    for a, b in zip(*states):
+        assert torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
