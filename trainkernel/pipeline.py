@@ -16,6 +16,7 @@ the new values of the first N arguments (N = the state's leaves, see
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,12 +92,23 @@ def pass_pipeline(
     return ",".join(stage_passes(s, inplace, grid, resident, state, target, engine) for s in upto)
 
 
-def run_passes(module: builtin.ModuleOp, spec: str) -> None:
+VERIFY_EACH_PASS = os.environ.get("TRAINKERNEL_VERIFY_EACH_PASS", "0") == "1"
+"""`lower` (compile_training's path) verifies the module once a stage, after its
+last pass; TRAINKERNEL_VERIFY_EACH_PASS=1 verifies after every pass, as
+`run_passes` does by default and `trainkernel-opt` always does. Verifying a
+tile.kernel runs the kernel contract (every op's accesses, hazards, liveness):
+after each of the ~20 passes it was ~40% of mlp4-adamw-ce's lowering (issue 10.6)."""
+
+
+def run_passes(module: builtin.ModuleOp, spec: str, verify_each: bool = True) -> None:
+    """Run the `-p` pipeline `spec` on `module` and verify it after every pass
+    (`verify_each`, and before the first), or only after the last."""
     from trainkernel.dialects import make_context
     from trainkernel.passes import PASSES
 
-    def verify(_prev, mod, _next) -> None:
-        mod.verify()
+    def verify(_prev, mod, next_pass) -> None:
+        if verify_each or next_pass is None:
+            mod.verify()
 
     PassPipeline.parse_spec(PASSES, spec, verify).apply(make_context(), module)
 
@@ -199,7 +211,8 @@ def lower(captured, inplace: bool = True, grid: int = 0, resident: str = "auto",
     seconds: dict[str, float] = {}
     for stage in STAGES:
         t0 = time.perf_counter()
-        run_passes(module, stage_passes(stage, inplace, grid, resident, state, target, engine))
+        run_passes(module, stage_passes(stage, inplace, grid, resident, state, target, engine),
+                   verify_each=VERIFY_EACH_PASS)
         seconds[stage] = time.perf_counter() - t0
         stages[stage] = print_module(module)
     kernel = next(op for op in module.ops if isinstance(op, tile.KernelOp))
