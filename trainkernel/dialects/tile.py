@@ -249,18 +249,20 @@ class GemmOp(TileWorkOp):
         _check_yields(self, (m, n), "its matmul", skip=partials)
 
     def column_partials(self):
-        """The body's `tk.column_partials` (tile-column-partials), or None."""
+        """The body's (first) `tk.column_partials` (tile-column-partials), or None."""
         from trainkernel.dialects.tk import ColumnPartialsOp
 
-        found = [op for op in self.body.block.ops if isinstance(op, ColumnPartialsOp)]
-        return found[0] if len(found) == 1 else (None if not found else found)
+        return next((op for op in self.body.block.ops if isinstance(op, ColumnPartialsOp)), None)
 
     def _verify_column_partials(self, partials) -> None:
         # The row walk of the wgmma engine sums them (tk::hopper::ColumnPartials);
         # it hands each thread one output value at a time: one run of rows, of
         # one value, yielded straight to an output.
-        if isinstance(partials, list):
-            raise VerifyException(f"tile.gemm: at most one tk.column_partials, found {len(partials)}")
+        from trainkernel.dialects.tk import ColumnPartialsOp
+
+        found = sum(1 for op in self.body.block.ops if isinstance(op, ColumnPartialsOp))
+        if found > 1:
+            raise VerifyException(f"tile.gemm: at most one tk.column_partials, found {found}")
         if self.engine != "wgmma":
             raise VerifyException("tile.gemm: tk.column_partials needs the wgmma engine (its row walk sums them)")
         term = self.body.block.last_op

@@ -44,24 +44,15 @@ def _candidate_rows(op: tile.TileWorkOp) -> int | None:
     if isinstance(op, tile.MapOp):
         shape = tile.iteration_space(op)
         return shape[0] if shape and numel(shape[1:]) <= op.chunk else None
-    if isinstance(op, tile.ReduceOp):
-        red = op.reduction()
-        shape = tuple(red.input.type.get_shape())
-        return shape[0] if len(shape) == 2 and tuple(red.axes_list) == (1,) else None
-    return None
+    part = tile.row_partition(op) if isinstance(op, tile.ReduceOp) else None  # a row reduction: any rows an item
+    return part[0] if part is not None else None
 
 
 def _runs(kernel: tile.KernelOp) -> list[tuple[list[tile.SyncOp], list[tile.TileWorkOp]]]:
     """Maximal runs of two or more phases whose ops all have the same candidate R:
     (the grid barriers between the run's phases, the run's ops)."""
-    phases: list[list[tile.TileWorkOp]] = [[]]
-    syncs: list[tile.SyncOp] = []
-    for op in kernel.block.ops:
-        if isinstance(op, tile.SyncOp):
-            syncs.append(op)
-            phases.append([])
-        elif isinstance(op, tile.TileWorkOp):
-            phases[-1].append(op)
+    phases = kernel.phases()
+    syncs = [op for op in kernel.block.ops if isinstance(op, tile.SyncOp)]  # syncs[k] ends phases[k]
     rows = []
     for ops in phases:
         rs = {_candidate_rows(op) for op in ops}
