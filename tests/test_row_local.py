@@ -2,8 +2,8 @@
 row-local rule (tile.row_local_violation): runs of phases of a grid kernel
 that work row by row are ordered by block barriers; what the pass changes and
 what it leaves; the same bits through the tile interpreter; the verifier
-rejecting block barriers that a block's own rows do not justify. Off by
-default (target.row_local) until the H200 has measured it."""
+rejecting block barriers that a block's own rows do not justify. On by
+default (target.row_local) since the H200 measured it (perf-log step 41)."""
 
 from __future__ import annotations
 
@@ -24,21 +24,28 @@ from _tile_stage import tile_kernel
 
 @pytest.fixture
 def row_local(variant):
-    """The H200 with the pass on."""
+    """The H200 with the pass on (its default)."""
     return variant("row_local", row_local=True).name
+
+
+@pytest.fixture
+def row_local_off(variant):
+    """The H200 with the pass off."""
+    return variant("no_row_local", row_local=False).name
 
 
 def _syncs(kernel: tile.KernelOp) -> list[str]:
     return [op.scope.data for op in kernel.block.ops if isinstance(op, tile.SyncOp)]
 
 
-def test_the_cross_entropy_phases_of_mlp4_adamw_ce_take_block_barriers(row_local):
+def test_the_cross_entropy_phases_of_mlp4_adamw_ce_take_block_barriers(row_local, row_local_off):
     """p5-p8 (row max and the target row sum; exp; row sum and log; the gradient): one
     partition, 12 rows an item (the block's warps), offset 0, block barriers between them;
-    every other barrier stays a grid barrier. Off by default."""
+    every other barrier stays a grid barrier. On by default."""
     w = TWINS["mlp4-adamw-ce"]
     captured = trainkernel.capture(w.make_step(torch.bfloat16), w.example_args("meta"))
-    old, new = tile_kernel(captured), tile_kernel(captured, target=row_local)
+    old, new = tile_kernel(captured, target=row_local_off), tile_kernel(captured, target=row_local)
+    assert _syncs(tile_kernel(captured)) == _syncs(new)
     assert "block" not in _syncs(old)
     s_old, s_new = _syncs(old), _syncs(new)
     assert len(s_new) == len(s_old) and s_new.count("block") == 3
@@ -51,21 +58,21 @@ def test_the_cross_entropy_phases_of_mlp4_adamw_ce_take_block_barriers(row_local
     assert new.arena_bytes.data > old.arena_bytes.data
 
 
-def test_steps_without_a_row_chain_are_unchanged(row_local):
+def test_steps_without_a_row_chain_are_unchanged(row_local, row_local_off):
     """Grid kernels whose consecutive phases are not all row-by-row (a gemm in every phase
     but the casts), and the resident kernels (block barriers already), print the same CUDA."""
     for name in ("small", "medium", "mlp4", "classification-adamw-ce"):
         w = {**WORKLOADS, **TWINS}[name]
         captured = trainkernel.capture(w.make_step(torch.bfloat16), w.example_args("meta"))
-        a, b = lower(captured), lower(captured, target=row_local)
-        assert a.cuda_source.replace("row_local", "h200") == b.cuda_source.replace("row_local", "h200"), name
+        a, b = lower(captured, target=row_local_off), lower(captured, target=row_local)
+        assert a.cuda_source.replace("no_row_local", "h200") == b.cuda_source.replace("row_local", "h200"), name
 
 
 def test_the_pipeline_runs_it_last():
     assert stage_passes("tile").endswith(",tile-reductions-first,tile-row-local")
 
 
-def test_the_tile_interpreter_gives_the_same_bits(row_local):
+def test_the_tile_interpreter_gives_the_same_bits(row_local, row_local_off):
     """mlp4-adamw-ce at 40 rows, 32-wide hidden layers (its 256 classes), 4 blocks, wgmma: with and
     without the pass, bit-identical results (only which block runs which rows changes)."""
     w = TWINS["mlp4-adamw-ce"].with_sizes(40, (32, 32, 32, 32, 256))
@@ -73,7 +80,7 @@ def test_the_tile_interpreter_gives_the_same_bits(row_local):
     args = (w.init_state(), *batches[0])
     captured = trainkernel.capture(w.make_step(torch.bfloat16), args)
     outs = []
-    for target in (row_local, None):
+    for target in (row_local, row_local_off):
         kernel = tile_kernel(captured, target, grid=4, engine="wgmma", inplace=False)
         outs.append(run_program(kernel, pytree.tree_leaves(args)))
         assert ("block" in _syncs(kernel)) == (target == row_local)
@@ -87,7 +94,7 @@ def _verify_error(kernel: tile.KernelOp) -> str:
     return str(err.value)
 
 
-def test_the_verifier_rejects_block_barriers_without_a_shared_partition(row_local):
+def test_the_verifier_rejects_block_barriers_without_a_shared_partition(row_local, row_local_off):
     """Taking the pass's kernel and breaking one condition at a time: another offset, another
     number of rows an item, a buffer of the region moved back onto bytes another one uses."""
     w = TWINS["mlp4-adamw-ce"]
@@ -103,7 +110,7 @@ def test_the_verifier_rejects_block_barriers_without_a_shared_partition(row_loca
     kernel.verify()
     # A buffer the pass moved, put back where sched-allocate had it: on bytes that a buffer
     # dead by then held (legal between grid barriers, not between block barriers).
-    before = [op for op in tile_kernel(captured).block.ops if isinstance(op, sched.BufferOp)]
+    before = [op for op in tile_kernel(captured, target=row_local_off).block.ops if isinstance(op, sched.BufferOp)]
     after = [op for op in kernel.block.ops if isinstance(op, sched.BufferOp)]
     moved = [(a, b) for a, b in zip(after, before) if a.offset_value != b.offset_value]
     assert moved
@@ -138,7 +145,7 @@ def test_row_local_kernel_gives_the_default_kernels_bits_on_gpu(monkeypatch, inp
     states = []
     for on in (False, True):
         monkeypatch.setitem(T.TARGETS, T.H200.name, dataclasses.replace(T.H200, row_local=on))
-        c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), inplace=inplace)
+        c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16), inplace=inplace)
         assert ("__syncthreads();\n  // ---- phase" in c.cuda_source) == on
         state = w.init_state(device="cuda")
         batches = w.make_batches(4, seed=0, device="cuda", dtype=torch.bfloat16)

@@ -101,9 +101,10 @@ def test_sched_to_tile_sizes_the_grid_with_the_targets_costs_and_limit(variant):
     # a smaller machine: the grid limit follows its SM count
     variant("eight_sms", sms=8)
     assert _tile(small, "sched-to-tile{target=eight_sms engine=mma}").grid == 8 * T.H200.max_blocks_per_sm
-    # the wgmma engine: one block per SM at most (small's largest phase has 64
-    # items: its maps take 384 x 32 elements an item, its gemms 8-16 tiles split in K)
-    assert _tile(small, "sched-to-tile{engine=wgmma}").grid == 64 <= T.H200.sms
+    # the wgmma engine: one block per SM at most (small's largest phase has 121
+    # items: its maps, fewer than the SMs at 384 x 32 elements an item, take
+    # 384 x 16; its gemms 8-16 tiles split in K)
+    assert _tile(small, "sched-to-tile{engine=wgmma}").grid == 121 <= T.H200.sms
     assert _tile(small, "sched-to-tile{target=eight_sms engine=wgmma}").grid == 8
 
 
@@ -199,3 +200,18 @@ def test_split_wgmma_counters_fit_the_workspace(tmp_path):
     printfs = ['  printf("warps %d\\n", tk::hopper::kTileWarps);']
     got = _device_library_prints(tmp_path, "tk/hopper_gemm.cuh", printfs)
     assert int(got["warps"]) == WGMMA_TILE_WARPS
+
+
+def test_map_items_shrink_only_where_the_map_has_fewer_items_than_sms():
+    """Under the wgmma engine (384 threads, 32 elements a thread): a map with fewer items
+    than SMs halves its elements a thread, down to map_min_elems_per_thread, while that
+    gives it more items; large maps and maps of one item either way keep their size."""
+    t = T.H200.for_wgmma()
+    assert t.map_chunk_for(1) == 384 * 32  # without a size: the target's item
+    assert t.map_chunk_for(1, 256 * 256) == 384 * 16  # mlp4's weights: 6 -> 11 items
+    assert t.map_chunk_for(1, 2048 * 8192) == 384 * 32  # large's W1: 1366 items already
+    assert t.map_chunk_for(1, 100) == 384 * 32  # one item either way
+    assert t.map_chunk_for(1, 8192) == 384 * 16  # one item -> two
+    assert t.map_chunk_for(5, 256 * 256) == 384 * 6  # AdamW's five loads: already small items
+    floor = dataclasses.replace(t, map_min_elems_per_thread=32)
+    assert floor.map_chunk_for(1, 256 * 256) == 384 * 32

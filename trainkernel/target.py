@@ -187,9 +187,9 @@ class TargetOptions:
     # tile-row-local (grid kernels): a run of phases whose ops all work row by
     # row (maps of whole rows, row reductions) over one row count, the same
     # rows to an item and block, ordered by block barriers instead of grid
-    # barriers (mlp4-adamw-ce's cross-entropy, p5-p8). Off until the H200 has
-    # measured it (perf-log step 39).
-    row_local: bool = False
+    # barriers (mlp4-adamw-ce's cross-entropy, p5-p8): 47.78 -> 43.90 us on
+    # the H200 (perf-log steps 39 and 41).
+    row_local: bool = True
     # Split-K (grid kernels): a gemm with fewer tiles than half the grid splits
     # K into up to max_ksplit slices of at least ksplit_min_k elements each
     # (512: on the H200 slices of 128-256 lost more to the partials' round trip
@@ -260,6 +260,11 @@ class TargetOptions:
     # the mma.sync grid (4 blocks of 128): 8 reached 1.1-2.0 TB/s on medium's
     # and large's casts (perf-log steps 9 and 11).
     wgmma_map_elems_per_thread: int = 32
+    # A map with fewer items than the grid's SMs halves its elements a thread
+    # (down to this) to spread over more blocks: its time is one item's load
+    # latency, not bandwidth. All of mlp4's maps at 16 instead of 32: mlp4
+    # 35.45 -> 34.90 us, mlp4-adamw-ce 47.78 -> 46.13 (perf-log step 41).
+    map_min_elems_per_thread: int = 16
     # Loaded values a thread holds in flight in a map item (map_chunk_for).
     map_loads_per_thread: int = 32
     grid_costs: GridCosts = GridCosts()
@@ -281,14 +286,21 @@ class TargetOptions:
         """Elements of one tile.map work item that loads one array an element."""
         return self.map_chunk_for(1)
 
-    def map_chunk_for(self, loads: int) -> int:
+    def map_chunk_for(self, loads: int, numel: int | None = None) -> int:
         """Elements of one tile.map work item that loads `loads` arrays an
         element: the printer holds an item's loads in registers before its
         stores, so a thread's elements shrink to keep map_loads_per_thread
         values in flight (AdamW's merged update loads five: 32 elements a
         thread spilled, and 12288-element items left 126 of 132 blocks idle on
-        mlp4's 65536-element weights; perf-log step 26)."""
+        mlp4's 65536-element weights; perf-log step 26). Given the map's
+        `numel`, a map with fewer items than SMs halves its elements a thread
+        while above map_min_elems_per_thread (perf-log step 41)."""
         elems = min(self.map_elems_per_thread, max(1, self.map_loads_per_thread // max(1, loads)))
+        if numel is not None:
+            items = lambda e: -(-numel // (self.threads * e))  # noqa: E731
+            while elems // 2 >= self.map_min_elems_per_thread and items(elems) < self.sms \
+                    and items(elems // 2) > items(elems):
+                elems //= 2
         return self.threads * elems
 
     @property

@@ -105,7 +105,7 @@ def tile_op_for(compute: sched.ComputeOp, offset: int, target: TargetOptions, en
     if len(shapes) > 1:
         raise DiagnosticException(f"sched-to-tile: a pointwise compute writes several shapes {sorted(shapes)}")
     n = numel(shapes.pop() if shapes else ())
-    chunk = target.map_chunk_for(sum(1 for v in ins if numel(sched.tensor_type_of(v.type).get_shape()) > 1))
+    chunk = target.map_chunk_for(sum(1 for v in ins if numel(sched.tensor_type_of(v.type).get_shape()) > 1), n)
     cfg = tile.config(items=max(1, ceil_div(n, chunk)), offset=offset, chunk=chunk)
     return tile.MapOp(ins, outs, body, cfg)
 

@@ -1,10 +1,11 @@
 // tile-row-local: a run of phases whose ops all work row by row over one row
 // count (maps of whole rows, row reductions of a rank-2 input) takes the same
 // rows to an item and to a block (offset 0), and block barriers replace the
-// grid barriers inside it; a phase with any other op ends the run. Off by
-// default (target.row_local): `force` runs it.
-// RUN: trainkernel-opt %s --split-input-file -p 'tile-row-local{force=true}' | filecheck %s
-// RUN: trainkernel-opt %s --split-input-file -p tile-row-local | filecheck %s --check-prefix=OFF
+// grid barriers inside it; a phase with any other op ends the run. On by
+// default (target.row_local); `mode=off` leaves every kernel alone.
+// RUN: trainkernel-opt %s --split-input-file -p tile-row-local | filecheck %s
+// RUN: trainkernel-opt %s --split-input-file -p 'tile-row-local{mode=on}' | filecheck %s
+// RUN: trainkernel-opt %s --split-input-file -p 'tile-row-local{mode=off}' | filecheck %s --check-prefix=OFF
 
 // A softmax over 8 rows of 64: exp, row sum, divide, after a column sum
 // (not row by row: the run starts after it). 4 warps a block: 4 rows an
