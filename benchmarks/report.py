@@ -34,6 +34,7 @@ LABELS = {
     "inductor-reduce-overhead": "Inductor reduce-overhead",
     "trainkernel": "TrainKernel in-place",
     "trainkernel-staged": "TrainKernel staged",
+    "trainkernel-capture": "TrainKernel in-place, own capture",
 }
 
 
@@ -164,7 +165,7 @@ def verdict(w: Mapping) -> str:
 
 
 def _variant(name: str) -> str:
-    return {"trainkernel": "in-place", "trainkernel-staged": "staged"}.get(name, name)
+    return {"trainkernel": "in-place", "trainkernel-staged": "staged", "trainkernel-capture": "capture"}.get(name, name)
 
 
 def render_summary_table(data: Mapping) -> str:

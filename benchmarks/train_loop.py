@@ -99,6 +99,9 @@ class Built:
     compile_seconds: Optional[dict] = None
     before_call: Optional[Callable[[], None]] = None
     notes: List[str] = dataclasses.field(default_factory=list)
+    # The timed loop, where the method records its own program instead of our
+    # graph of `fn` calls: (state0, batches, graph_steps) -> a StepLoop-like object.
+    make_loop: Optional[Callable] = None
 
 
 @dataclasses.dataclass
@@ -204,11 +207,11 @@ def _build_inductor(mode: str) -> Callable[[BuildContext], Built]:
     return build
 
 
-def _build_trainkernel(inplace: bool) -> Callable[[BuildContext], Built]:
+def _build_trainkernel(inplace: bool, one_launch: bool = False) -> Callable[[BuildContext], Built]:
     def build(ctx: BuildContext) -> Built:
         import trainkernel  # lazily: the harness works without the compiler
 
-        variant = "inplace" if inplace else "staged"
+        variant = ("inplace" if inplace else "staged") + ("-capture" if one_launch else "")
         cache = ctx.cache_root / f"trainkernel-{ctx.workload.name}-{variant}"
         cache.mkdir(parents=True, exist_ok=True)
         walls, reported = [], []
@@ -224,10 +227,15 @@ def _build_trainkernel(inplace: bool) -> Callable[[BuildContext], Built]:
             reported.append(dict(secs) if secs else None)
         cold = reported[0]["total"] if reported[0] and "total" in reported[0] else walls[0]
         warm = reported[1]["total"] if reported[1] and "total" in reported[1] else walls[1]
+        make_loop = None
+        if one_launch:
+            def make_loop(state0, batches, graph_steps):
+                return ProgramLoop(compiled, state0, batches, graph_steps)
         return Built(compiled, {"cold": cold, "warm": warm, "cold_breakdown": reported[0],
                                 "warm_breakdown": reported[1], "cold_wall": walls[0], "warm_wall": walls[1],
                                 "measured": "compiled.compile_seconds['total'] (capture + passes + nvcc), "
-                                            "fresh cache_dir for cold, the same cache_dir again for warm"})
+                                            "fresh cache_dir for cold, the same cache_dir again for warm"},
+                     make_loop=make_loop)
 
     return build
 
@@ -250,6 +258,10 @@ METHODS: Dict[str, Method] = {
                "TrainKernel megakernel, staged state commit (inplace=False), in the 20-step CUDA graph"),
         Method("trainkernel", "trainkernel", "graph", _build_trainkernel(True),
                "TrainKernel megakernel, in-place state (inplace=True), in the 20-step CUDA graph"),
+        Method("trainkernel-capture", "trainkernel", "graph", _build_trainkernel(True, one_launch=True),
+               "TrainKernel megakernel, in place, the same 20 steps over the same resident batches recorded by "
+               "its own CompiledTrainingStep.capture(steps=20, batches=...): a resident kernel runs them in "
+               "ONE launch (the step loop inside the kernel, the state on chip), a grid kernel one launch a step"),
     )
 }
 
@@ -332,6 +344,32 @@ class StepLoop:
         """The last step's outputs of the latest run, with the final state last
         (e.g. last loss, last grads, final params)."""
         return (*self.out, self.state)
+
+
+class ProgramLoop:
+    """The StepLoop interface over `CompiledTrainingStep.capture(state, x, y,
+    steps=graph_steps, batches=batches)`: the same steps, batches and state
+    feedback as the graph of calls, recorded by TrainKernel's own runtime."""
+
+    def __init__(self, compiled, state0, batches: Sequence, graph_steps: int):
+        self.state0, self.graph_steps = state0, graph_steps
+        self.state = _clone_state(state0)
+        x0, y0 = batches[0]
+        self.program = compiled.capture(self.state, x0, y0, steps=graph_steps,
+                                        batches=[tuple(b) for b in batches])
+        torch.cuda.synchronize()
+        self.reset()
+
+    def reset(self) -> None:
+        with torch.no_grad():
+            for dst, src in zip(pytree.tree_leaves(self.program.state), pytree.tree_leaves(self.state0)):
+                dst.copy_(src)
+
+    def run(self) -> None:
+        self.program.replay()
+
+    def outputs(self):
+        return (*tuple(self.program.outputs)[:-1], self.program.state)
 
 
 def time_loop(loop: StepLoop, replays: int, warmup: int, device: torch.device) -> List[float]:
@@ -426,7 +464,12 @@ def run_method(method: Method, ctx: BuildContext, batches: Sequence, reference: 
     loop = None
     try:
         capture = method.timing == "graph" and device.type == "cuda"
-        loop = StepLoop(built.fn, state0, batches, cfg.graph_steps, capture=capture, before_call=built.before_call)
+        if built.make_loop is not None and capture:
+            loop = built.make_loop(state0, batches, cfg.graph_steps)
+            rec["notes"].append(f"launches per {cfg.graph_steps} steps: {loop.program.launches}")
+        else:
+            loop = StepLoop(built.fn, state0, batches, cfg.graph_steps, capture=capture,
+                            before_call=built.before_call)
         loop.reset()
         loop.run()
         _sync(device)

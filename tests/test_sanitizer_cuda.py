@@ -56,6 +56,34 @@ def test_compute_sanitizer_reports_nothing(tool: str, workload: str, tmp_path):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
+@pytest.mark.parametrize("workload", ["tiny", "online"])
+def test_compute_sanitizer_reports_nothing_on_the_step_loop(tool: str, workload: str, tmp_path):
+    """Three steps in one launch of the resident kernel (capture's step loop): tiny keeps
+    its state homes on chip across steps, online (a cluster) restages them after a
+    cluster barrier; both restage the batch homes that the previous step's last phases
+    may still have been reading before the step's end barrier."""
+    sanitizer = _sanitizer()
+    if sanitizer is None:
+        pytest.skip("compute-sanitizer is not installed")
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    env.setdefault("TRAINKERNEL_CACHE_DIR", str(tmp_path / "cache"))
+    env.setdefault("NVCC_APPEND_FLAGS", "-lineinfo")
+    subprocess.run([sys.executable, str(SCRIPT), workload, "bfloat16", "1"], env=env, check=True,
+                   capture_output=True, timeout=300)
+    proc = subprocess.run(
+        [sanitizer, "--tool", tool, "--error-exitcode", "7", sys.executable, str(SCRIPT), workload, "bfloat16", "3",
+         "capture"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    out = proc.stdout + proc.stderr
+    print(out[-4000:])
+    assert proc.returncode == 0, out[-4000:]
+    assert "in 1 launches" in out, out[-4000:]
+    assert "ERROR SUMMARY: 0 errors" in out or "(0 errors, 0 warnings)" in out, out[-4000:]
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("named", [0, 1])
 def test_racecheck_on_named_barriers_of_part_of_the_block(named: int, tmp_path):
     """racecheck on a correct program in the shape of small's reported hazard.

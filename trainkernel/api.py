@@ -665,6 +665,12 @@ class CompiledTrainingStep:
         ``inplace=False``), so each replay continues training. `.outputs`
         are static tensors that each replay overwrites with the results of
         its last step. Arguments are validated as in `__call__`.
+
+        A resident kernel compiled in place runs all `steps` in ONE launch
+        when `feed_back` is on: the kernel loops over the steps, keeping the
+        state on chip and reading step i's batch through a table of pointers
+        (`.launches` is then 1; otherwise one launch a step). The results are
+        the bits of `steps` separate launches.
         """
         if warmup < 0 or steps < 1:
             raise ValueError(f"need warmup >= 0 and steps >= 1, got warmup={warmup}, steps={steps}")
@@ -703,6 +709,23 @@ class CompiledTrainingStep:
             for dst, src in commits:
                 dst.copy_(src)
 
+        # Several steps a launch: in place (the state feeds back through the
+        # kernel's own homes and stores), and a kernel that loops (resident).
+        columns = lib.step_inputs() if steps > 1 and feed_back and self.inplace and lib.cluster() else None
+        table = None
+        if columns is not None:
+            table = torch.tensor([[bound[i % len(bound)][c].data_ptr() for c in columns] for i in range(steps)],
+                                 dtype=torch.int64, device=device)
+
+        def all_steps():
+            if table is None:
+                for i in range(steps):
+                    one_step(i)
+                return
+            with torch.cuda.device(device):
+                grid = lib.co_resident_grid(int(self.meta.grid), device.index)
+                lib.launch_steps(bound[0], arena, grid, torch.cuda.current_stream(device).cuda_stream, steps, table)
+
         state = flat[: self._n_state]
         with torch.cuda.device(device):
             saved = [t.clone() for t in state]
@@ -720,16 +743,16 @@ class CompiledTrainingStep:
             del saved
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph):
-                for i in range(steps):
-                    one_step(i)
+                all_steps()
         last = bound[(steps - 1) % len(bound)]
         return CapturedProgram(
             graph=graph,
             inputs=pytree.tree_unflatten(flat, self._in_spec),
             outputs=self._results(last),
             steps=steps,
+            launches=1 if table is not None else steps,
             batches=[tuple(b) for b in batches] if batches is not None else None,
-            keepalive=(bound, outputs, arena, commits),
+            keepalive=(bound, outputs, arena, commits, table),
         )
 
     def __repr__(self) -> str:
@@ -745,16 +768,18 @@ class CapturedProgram:
             structure as the step's arguments; copy new batches into them.
         outputs: the static results, same structure as the step's results.
         steps: training steps per `replay`.
+        launches: kernel launches per `replay` (1: the steps loop inside one).
         batches: the resident batches given to `capture` (or None).
         graph: the `torch.cuda.CUDAGraph`.
     """
 
-    def __init__(self, *, graph, inputs, outputs, steps, keepalive, batches=None):
+    def __init__(self, *, graph, inputs, outputs, steps, keepalive, batches=None, launches=None):
         self.graph = graph
         self.batches = batches
         self.inputs = inputs
         self.outputs = outputs
         self.steps = steps
+        self.launches = steps if launches is None else launches
         self._keepalive = keepalive  # raw pointers in the graph refer to these
 
     @property

@@ -1,6 +1,9 @@
 """Compile one workload and run a few training steps on the GPU (for compute-sanitizer).
 
-    python tests/gpu_scripts/run_steps.py WORKLOAD [DTYPE] [STEPS] [inplace|staged] [ENGINE] [MAX_KSPLIT]
+    python tests/gpu_scripts/run_steps.py WORKLOAD [DTYPE] [STEPS] [inplace|staged|capture] [ENGINE] [MAX_KSPLIT]
+
+capture: in place, the steps recorded by `capture(steps=STEPS, batches=...)` and
+replayed once (a resident kernel runs them in one launch: its step loop).
 
 ENGINE: the grid kernel's gemm engine (auto, mma, wgmma); MAX_KSPLIT: the
 target's split-K limit (1: no split-K), to tell a sanitizer report's cause.
@@ -18,7 +21,8 @@ def main() -> None:
     name = sys.argv[1]
     dtype = getattr(torch, sys.argv[2]) if len(sys.argv) > 2 else torch.bfloat16
     steps = int(sys.argv[3]) if len(sys.argv) > 3 else 2
-    inplace = (sys.argv[4] if len(sys.argv) > 4 else "inplace") == "inplace"
+    mode = sys.argv[4] if len(sys.argv) > 4 else "inplace"
+    inplace = mode in ("inplace", "capture")
     engine = sys.argv[5] if len(sys.argv) > 5 else "auto"
     if len(sys.argv) > 6:
         import dataclasses
@@ -31,6 +35,12 @@ def main() -> None:
     batches = w.make_batches(2, seed=1, device="cuda")
     compiled = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]), inplace=inplace,
                                              gemm_engine=engine)
+    if mode == "capture":
+        program = compiled.capture(params, *batches[0], warmup=1, steps=steps, batches=batches)
+        loss = program.replay()[0]
+        torch.cuda.synchronize()
+        print("ran", name, steps, "steps in", program.launches, "launches, loss", float(loss))
+        return
     for s in range(steps):
         loss, grads, new = compiled(params, *batches[s % 2])
         params = new if inplace else tuple(p.clone() for p in new)

@@ -1341,7 +1341,9 @@ class ResidentPrinter(CudaPrinter):
         self.w(header() + '#include "tk/resident.cuh"\n')
         self.w(f"// kernel {k.sym_name.data}: resident, cluster of {self.cluster}, {nbuf} buffers, "
                f"{k.smem} bytes of shared memory per block, {k.threads} threads")
-        self.w(f"struct TkParams {{ void* buf[{max(nbuf, 1)}]; char* arena; }};")
+        # steps > 1: the kernel runs that many training steps (step_inputs: a row of
+        # read-only input pointers a step, tk_step_input(c) names column c's buffer).
+        self.w(f"struct TkParams {{ void* buf[{max(nbuf, 1)}]; char* arena; int steps; void* const* step_inputs; }};")
         self.w(f"static constexpr int kSmem = {k.smem};")
         self.w(f"static constexpr int kThreads = {k.threads};")
         self.w(f"static constexpr int kCluster = {self.cluster};")
@@ -1371,6 +1373,7 @@ class ResidentPrinter(CudaPrinter):
                 self.w(f"  {c_type(op.result.type)}* {name} = {self.names[op.source]};")
             elif isinstance(op, sched.BufferOp):
                 raise DiagnosticException("cuda: a resident kernel keeps its temporaries in tile.smem, not the arena")
+        self.plan_step_loop()
         # Phase of every tile op, and the last phase that reads each home (by pointer).
         self.phase_of: dict[tile.TileWorkOp, int] = {}
         self.last_read: dict[str, int] = {}
@@ -1388,9 +1391,35 @@ class ResidentPrinter(CudaPrinter):
             # touches global memory, and everything below comes after the wait.
             self.w("  tk::launch_dependents();")
             self.w("  tk::wait_prior_grid();")
+        # The step loop (tk_launch_steps): step s > 0 reads its read-only inputs
+        # (the batch) from row s of p.step_inputs and restages their homes; the
+        # homes of state updated in place stay where they are (written through
+        # by every update) unless restage_state says the previous step's values
+        # must come back from global memory.
+        views = [op for op in k.block.ops if isinstance(op, sched.ViewOp)
+                 and sched.root_buffer(op.source) in self.step_inputs]
+        n_in = len(self.step_inputs)
+        if n_in:  # the next step's pointers, loaded while this step runs
+            self.w(f"  void* tk_next[{n_in}];")
+        self.w("  for (int tk_step = 0; tk_step < p.steps; ++tk_step) {")
+        self.w("  if (tk_step > 0) {")
+        for c, arg in enumerate(self.step_inputs):
+            self.w(f"    {self.names[arg]} = ({c_type(arg.type)}*)tk_next[{c}];")
+        for op in views:
+            self.w(f"    {self.names[op.result]} = {self.names[op.source]};")
+        for home, name in stages:
+            if home.source in self.step_inputs or self.restage_state:
+                self.stage(home, name, "  ")
+        self.w("  } else {")
         self.w("  // ---- prologue: every input home, all copies in flight together")
         for home, name in stages:
-            self.stage(home, name)
+            self.stage(home, name, "  ")
+        self.w("  }")
+        if n_in:
+            self.w("  if (tk_step + 1 < p.steps) {")
+            for c in range(n_in):
+                self.w(f"    tk_next[{c}] = p.step_inputs[(long long)(tk_step + 1) * {n_in} + {c}];")
+            self.w("  }")
         timer = PHASE_TIMER
         labels: list[str] = ["prologue"]
         if timer:
@@ -1435,10 +1464,39 @@ class ResidentPrinter(CudaPrinter):
                 deltas = ", ".join(f"tk_t[{i + 1}] - tk_t[{i}]" for i in part)
                 self.w(f'  if (blockIdx.x == 0 && threadIdx.x == 0) printf("tk-timer {k.sym_name.data} {fmt}\\n", '
                        f'{deltas});')
+        # Before the next step restages homes: every read of this step done, and
+        # (a cluster) every block's stores to global memory and DSMEM visible.
+        end = "tk::cluster_sync();" if self.cluster > 1 else "__syncthreads();"
+        self.w(f"  if (tk_step + 1 < p.steps) {end}")
+        self.w("  }  // the step loop")
         self.w("}")
         self.kernel_handle()
         self.launcher()
         return self.out.getvalue()
+
+    def plan_step_loop(self) -> None:
+        """What the step loop (tk_launch_steps) restages. The inputs the kernel
+        never writes (the batch, frozen state) come from each step's row of
+        pointers and their homes are staged again every step. The homes of
+        state updated in place keep the updated values in one block, written
+        through by every update, if no other home reuses their bytes; in a
+        cluster (each block updates its slice of a replicated home) or where
+        bytes are reused, they are staged again from global memory, which
+        the previous step's end barrier has made visible."""
+        k = self.kernel
+        inputs = list(k.block.args[: k.num_inputs.data])
+        written = {sched.root_buffer(v) for op in k.block.ops if isinstance(op, tile.TileWorkOp) for v in op.outs}
+        self.written_inputs = {a for a in inputs if a in written}
+        self.step_inputs = [a for a in inputs if a not in written]
+        homes = [op for op in k.block.ops if isinstance(op, tile.SmemOp)]
+        span = {h: (h.offset_value, h.offset_value + h.local_bytes(self.cluster)) for h in homes}
+
+        def shares_bytes(h: tile.SmemOp) -> bool:
+            lo, hi = span[h]
+            return any(o is not h and span[o][0] < hi and lo < span[o][1] for o in homes)
+
+        self.restage_state = self.cluster > 1 or any(
+            shares_bytes(h) for h in homes if h.source is not None and h.source in self.written_inputs)
 
     def _prologue_needs_cluster_barrier(self) -> bool:
         """True when an op that only rank 0 stores (split -1, or a split contraction)
@@ -1457,27 +1515,28 @@ class ResidentPrinter(CudaPrinter):
                 return False
         return False
 
-    def stage(self, home: tile.SmemOp, name: str) -> None:
+    def stage(self, home: tile.SmemOp, name: str, indent: str = "") -> None:
         shape = tuple(home.result.type.get_shape())
         src = self.names[home.source]
         split = home.split_axis
         pitch = home.pitch_value
+        w = lambda line: self.w(indent + line)  # noqa: E731
         if pitch is not None:  # 2-D, rows `pitch` apart: one copy per row of this block's slice
             rows, cols = shape
             if split < 0:
-                self.w(f"  tk::stage_rows({name}, {src}, {rows}, {cols}, {cols}LL, {pitch});")
+                w(f"  tk::stage_rows({name}, {src}, {rows}, {cols}, {cols}LL, {pitch});")
             elif split == 0:
                 c = tile.shard_extent(rows, self.cluster)
-                self.w(f"  tk::stage_rows({name}, {src} + (long long){c * cols} * rank, "
-                       f"max(0, min({c}, {rows} - {c} * rank)), {cols}, {cols}LL, {pitch});")
+                w(f"  tk::stage_rows({name}, {src} + (long long){c * cols} * rank, "
+                  f"max(0, min({c}, {rows} - {c} * rank)), {cols}, {cols}LL, {pitch});")
             else:
                 c = tile.shard_extent(cols, self.cluster)
-                self.w(f"  tk::stage_rows({name}, {src} + (long long){c} * rank, {rows}, "
-                       f"max(0, min({c}, {cols} - {c} * rank)), {cols}LL, {pitch});")
+                w(f"  tk::stage_rows({name}, {src} + (long long){c} * rank, {rows}, "
+                  f"max(0, min({c}, {cols} - {c} * rank)), {cols}LL, {pitch});")
             return
         if split < 0:
             n = numel(shape)
-            self.w(f"  tk::stage_rows({name}, {src}, 1, {n}, 0, 0);")
+            w(f"  tk::stage_rows({name}, {src}, 1, {n}, 0, 0);")
             return
         outer, inner = 1, 1
         for d in shape[:split]:
@@ -1486,13 +1545,16 @@ class ResidentPrinter(CudaPrinter):
             inner *= d
         full = shape[split]
         c = tile.shard_extent(full, self.cluster)
-        self.w(f"  tk::stage_rows({name}, {src} + (long long){c * inner} * rank, {outer}, "
-               f"max(0, min({c}, {full} - {c} * rank)) * {inner}, {full * inner}LL, {c * inner});")
+        w(f"  tk::stage_rows({name}, {src} + (long long){c * inner} * rank, {outer}, "
+          f"max(0, min({c}, {full} - {c} * rank)) * {inner}, {full * inner}LL, {c * inner});")
 
     def body_printer(self, op: tile.TileWorkOp, indent: str, broadcast: bool = False) -> ResidentBodyPrinter:
-        # Write an argument's home through only where a later phase reads it.
+        # Write an argument's home through where a later phase reads it, and
+        # always where the home keeps the state for the next step of the loop.
         phase = self.phase_of[op]
-        through = {b: h for b, h in self.through.items() if self.last_read.get(h.ptr, -1) > phase}
+        through = {b: h for b, h in self.through.items()
+                   if self.last_read.get(h.ptr, -1) > phase
+                   or (not self.restage_state and sched.root_buffer(b) in self.written_inputs)}
         return ResidentBodyPrinter(
             self.out, self.names, op, indent, places=self.places, through=through,
             replicated_store_guard=self.cluster > 1 and op.split == -1, broadcast=broadcast,
@@ -1784,6 +1846,7 @@ class ResidentPrinter(CudaPrinter):
     def launcher(self) -> None:
         k = self.kernel
         nbuf = len(k.block.args)
+        step_inputs = ", ".join(str(a.index) for a in self.step_inputs) or "-1"
         portable = "" if self.cluster <= TARGET.max_portable_cluster else f"""
   err = cudaFuncSetAttribute(tk_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (err != cudaSuccess) return (int)err;"""
@@ -1851,16 +1914,32 @@ extern "C" int tk_max_active_blocks_per_sm() {{
   return n > 0 ? 1 : n;
 }}
 
-extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
+// Buffer positions of the step table's columns: the inputs the kernel never writes.
+static const int kStepInputs[] = {{{step_inputs}}};
+extern "C" int tk_step_inputs() {{ return {len(self.step_inputs)}; }}
+extern "C" int tk_step_input(int c) {{ return c >= 0 && c < {len(self.step_inputs)} ? kStepInputs[c] : -1; }}
+
+// `steps` training steps in one launch: step s reads the inputs of row s of
+// `step_inputs` (device memory, steps x tk_step_inputs() pointers; row 0 is
+// `buffers`' own and may be null for one step), the state in place.
+extern "C" int tk_launch_steps(void** buffers, void* arena, int grid, void* stream, int steps,
+                               void* const* step_inputs) {{
   (void)arena; (void)grid;  // one cluster, no global workspace
+  if (steps < 1 || (steps > 1 && step_inputs == nullptr)) return (int)cudaErrorInvalidValue;
   int err = tk_configure();
   if (err) return err;
   TkParams p;
   for (int i = 0; i < {nbuf}; ++i) p.buf[i] = buffers[i];
   p.arena = 0;
+  p.steps = steps;
+  p.step_inputs = step_inputs;
   cudaLaunchConfig_t cfg = tk_config(stream, kProgrammatic);
   void* args[] = {{&p}};
   return (int)cudaLaunchKernelExC(&cfg, tk_kernel, args);
+}}
+
+extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
+  return tk_launch_steps(buffers, arena, grid, stream, 1, nullptr);
 }}""")
 
 

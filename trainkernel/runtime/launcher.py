@@ -5,6 +5,13 @@ The generated `.cu` exports (contract with the CUDA printer)::
     extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream);
     extern "C" int tk_max_active_blocks_per_sm();
 
+and a resident kernel also (several training steps a launch)::
+
+    extern "C" int tk_launch_steps(void** buffers, void* arena, int grid, void* stream,
+                                   int steps, void* const* step_inputs);
+    extern "C" int tk_step_inputs();        // columns of the step table
+    extern "C" int tk_step_input(int c);    // buffer position of column c
+
 `tk_launch` launches the cooperative kernel with cudaLaunchCooperativeKernel
 on `stream` (a cudaStream_t) and returns the cudaError_t as an int. A
 cooperative launch fails unless every block is co-resident, so the grid is
@@ -161,6 +168,33 @@ class KernelLibrary:
         with self._lock:
             self._grid_cache[key] = grid
         return grid
+
+    def step_inputs(self) -> list[int] | None:
+        """Buffer positions of the step table's columns (`tk_step_input`), for a
+        kernel that runs several training steps a launch (`tk_launch_steps`, a
+        resident kernel); None for one that cannot."""
+        count = getattr(self._lib, "tk_step_inputs", None)
+        column = getattr(self._lib, "tk_step_input", None)
+        if count is None or column is None or getattr(self._lib, "tk_launch_steps", None) is None:
+            return None
+        count.argtypes, count.restype = [], ctypes.c_int
+        column.argtypes, column.restype = [ctypes.c_int], ctypes.c_int
+        return [int(column(c)) for c in range(int(count()))]
+
+    def launch_steps(self, buffers: Sequence, arena, grid: int, stream: int | None, steps: int, table) -> None:
+        """Call `tk_launch_steps`: `steps` training steps in one launch, step s reading
+        the pointers of row s of `table` (device memory, `steps` x len(step_inputs())
+        pointers) for the inputs named by `step_inputs()`.
+
+        Raises `CudaError` when the launch returns an error code."""
+        fn = self._lib.tk_launch_steps
+        fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
+                       ctypes.c_void_p]
+        fn.restype = ctypes.c_int
+        ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*[_void_p(b) for b in buffers])
+        code = int(fn(ptrs, _void_p(arena), int(grid), _void_p(stream), int(steps), _void_p(table)))
+        if code != 0:
+            raise CudaError(f"tk_launch_steps ({self.path.name}, steps={steps})", code)
 
     def launch(self, buffers: Sequence, arena, grid: int, stream: int | None) -> None:
         """Call `tk_launch`. `buffers` are tensors or raw pointers, in launcher order.

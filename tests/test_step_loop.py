@@ -1,0 +1,137 @@
+"""Several training steps in one launch (the resident printer's step loop,
+`tk_launch_steps`, and `CompiledTrainingStep.capture`, which records one
+launch for `steps` steps of an in-place resident kernel).
+
+What the printed loop must do: step s > 0 re-points the inputs the kernel
+never writes (the batch) at row s of the step table and restages their
+homes; a one-block kernel keeps the homes of the state it updates in place
+(every update writes its home through) unless another home reuses their
+bytes; a cluster restages every home after a cluster barrier. On the GPU, one
+launch of K steps gives the bits of K launches."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import torch.utils._pytree as pytree
+
+import trainkernel
+from trainkernel.workloads import TWINS, WORKLOADS
+
+
+def _source(name: str, inplace: bool = True) -> str:
+    w = {**WORKLOADS, **TWINS}[name]
+    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16),
+                                        inplace=inplace, build=False).cuda_source
+
+
+def _later_steps(src: str) -> str:
+    """The printed block of a step after the first (re-pointing and restaging)."""
+    start = src.index("  if (tk_step > 0) {")
+    return src[start: src.index("  } else {", start)]
+
+
+def _step_inputs(src: str) -> list[int]:
+    return [int(v) for v in re.search(r"kStepInputs\[\] = \{([-\d, ]*)\}", src).group(1).split(", ") if v != "-1"]
+
+
+def _homes(src: str) -> dict[str, int]:
+    """home name -> the buffer it is staged from (the first step's prologue)."""
+    first = src[src.index("  } else {"):]
+    first = first[: first.index("\n  }\n")]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"tk::stage_rows\((s\d+\w*), b(\d+)", first)}
+
+
+def test_one_block_restages_only_the_batch_and_keeps_the_state_homes():
+    """tiny (one block): x and y come from the step table and are staged again; W1, b1,
+    W2, b2 stay on chip, each update writing its home as well as global memory."""
+    src = _source("tiny")
+    assert "cluster of 1," in src
+    later, homes = _later_steps(src), _homes(src)
+    inputs = _step_inputs(src)
+    assert inputs == [4, 5]  # x, y: the state (0-3) is written in place
+    restaged = {int(b) for b in re.findall(r"tk::stage_rows\(s\d+\w*, b(\d+)", later)}
+    assert restaged == set(inputs)
+    for c, b in enumerate(inputs):
+        assert re.search(rf"b{b}\w* = \(\w+\*\)tk_next\[{c}\];", later)
+    state_homes = {h: b for h, b in homes.items() if b not in inputs}
+    assert sorted(state_homes.values()) == [0, 1, 2, 3]
+    for home, b in state_homes.items():
+        stores = re.findall(rf"\n\s+b{b}\w*\[[^\n]*\] = ([^\n]*);\n\s+{home}\[[^\n]*\] = \1;", src)
+        assert stores, f"the update of b{b} does not write its home {home} through"
+    assert "if (tk_step + 1 < p.steps) __syncthreads();" in src
+
+
+def test_a_cluster_restages_every_home_after_a_cluster_barrier():
+    """online (a cluster of 16 blocks, each updating its slice of the weights): every
+    home is staged again from global memory, which the end-of-step cluster barrier
+    (release/acquire at cluster scope) has made visible."""
+    src = _source("online")
+    assert re.search(r"cluster of (\d+),", src).group(1) != "1"
+    later, homes = _later_steps(src), _homes(src)
+    restaged = {int(b) for b in re.findall(r"tk::stage_rows\(s\d+\w*, b(\d+)", later)}
+    assert restaged == set(homes.values())
+    assert "if (tk_step + 1 < p.steps) tk::cluster_sync();" in src
+
+
+def test_a_staged_kernel_names_its_state_as_step_inputs():
+    """Compiled staged, the kernel never writes its state: every input is a table column
+    (the runtime then records one launch a step, since the state must be copied back)."""
+    src = _source("tiny", inplace=False)
+    assert _step_inputs(src) == [0, 1, 2, 3, 4, 5]
+
+
+def test_grid_kernels_have_no_step_loop():
+    src = _source("small")
+    assert "tk_launch_steps" not in src and "tk_step" not in src
+
+
+def _states_equal(a, b) -> bool:
+    return all(torch.equal(x.reshape(-1).view(torch.uint8), y.reshape(-1).view(torch.uint8))
+               for x, y in zip(pytree.tree_leaves(a), pytree.tree_leaves(b)))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["tiny", "online", "classification", "online-adam", "classification-adamw-ce"])
+def test_one_launch_of_k_steps_gives_the_bits_of_k_launches_on_gpu(name):
+    """7 steps over 3 resident batches, twice (the second replay continues from the first's
+    state): the captured program's one launch and 14 separate calls end in the same bits,
+    state and last outputs alike."""
+    w = {**WORKLOADS, **TWINS}[name]
+    c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16))
+    batches = w.make_batches(3, seed=5, device="cuda", dtype=torch.bfloat16)
+    looped, called = w.init_state(device="cuda"), w.init_state(device="cuda")
+    program = c.capture(looped, *batches[0], steps=7, batches=batches)
+    assert program.launches == 1
+    program.replay()
+    program.replay()
+    out = None
+    for t in range(14):
+        out = c(called, *batches[(t % 7) % 3])
+    torch.cuda.synchronize()
+    assert _states_equal(looped, called)
+    assert _states_equal(tuple(program.outputs)[:-1], tuple(out)[:-1])
+
+
+@pytest.mark.cuda
+def test_staged_and_grid_kernels_record_a_launch_a_step_on_gpu():
+    """Where the kernel cannot loop (staged: the new state is copied back after each step;
+    a grid kernel), capture records one launch a step, with the same bits as before."""
+    for name, inplace in (("tiny", False), ("small", True)):
+        w = WORKLOADS[name]
+        c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16),
+                                         inplace=inplace)
+        batches = w.make_batches(2, seed=5, device="cuda", dtype=torch.bfloat16)
+        captured, called = w.init_state(device="cuda"), w.init_state(device="cuda")
+        program = c.capture(captured, *batches[0], steps=4, batches=batches)
+        assert program.launches == 4
+        program.replay()
+        for t in range(4):
+            new = c(called, *batches[t % 2])[-1]
+            if not inplace:
+                for dst, src in zip(pytree.tree_leaves(called), pytree.tree_leaves(new)):
+                    dst.copy_(src)
+        torch.cuda.synchronize()
+        assert _states_equal(captured, called), name
