@@ -12,8 +12,16 @@
 // the kernel waits for it before its first global access, the prologue.
 // CHECK:       tk::launch_dependents();
 // CHECK-NEXT:  tk::wait_prior_grid();
+// The step loop (tk_launch_steps): a later step takes the batch's pointers
+// from the step table and, in a cluster, stages every home again (each block
+// updated its slice of replicated homes); the first step stages them all.
+// CHECK:       for (int tk_step = 0; tk_step < p.steps; ++tk_step) {
+// CHECK-NEXT:  if (tk_step > 0) {
+// CHECK-NEXT:    {{b[0-9]+}} = ({{.*}})tk_next[0];
+// CHECK:         tk::stage_rows(
+// CHECK:       } else {
 // CHECK-NEXT:  // ---- prologue
-// CHECK-NEXT:  tk::stage_rows(
+// CHECK-NEXT:    tk::stage_rows(
 // CHECK-NOT:   this_cluster().sync()
 // CHECK:       tk::cluster_arrive();
 // CHECK-NEXT:  tk::stage_wait();
@@ -34,6 +42,9 @@
 // Only one exchange: no other cluster wait, no remote loads anywhere.
 // CHECK-NOT:   tk::cluster_wait
 // CHECK-NOT:   map_shared_rank
+// The step ends with a cluster barrier before the next one restages anything.
+// CHECK:       if (tk_step + 1 < p.steps) tk::cluster_sync();
+// CHECK-NEXT:  }  // the step loop
 // CHECK:       attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
 // CHECK:       tk_config(stream, kProgrammatic)
 builtin.module {

@@ -1399,8 +1399,9 @@ class ResidentPrinter(CudaPrinter):
         views = [op for op in k.block.ops if isinstance(op, sched.ViewOp)
                  and sched.root_buffer(op.source) in self.step_inputs]
         n_in = len(self.step_inputs)
-        if n_in:  # the next step's pointers, loaded while this step runs
+        if n_in:  # the next step's pointers (row tk_step + 1), loaded while this step runs
             self.w(f"  void* tk_next[{n_in}];")
+            self.w("  void* const* tk_row = p.step_inputs;")
         self.w("  for (int tk_step = 0; tk_step < p.steps; ++tk_step) {")
         self.w("  if (tk_step > 0) {")
         for c, arg in enumerate(self.step_inputs):
@@ -1417,8 +1418,9 @@ class ResidentPrinter(CudaPrinter):
         self.w("  }")
         if n_in:
             self.w("  if (tk_step + 1 < p.steps) {")
+            self.w(f"    tk_row += {n_in};")
             for c in range(n_in):
-                self.w(f"    tk_next[{c}] = p.step_inputs[(long long)(tk_step + 1) * {n_in} + {c}];")
+                self.w(f"    tk_next[{c}] = tk_row[{c}];")
             self.w("  }")
         timer = PHASE_TIMER
         labels: list[str] = ["prologue"]
