@@ -134,12 +134,12 @@ def test_a_block_barrier_between_a_gemm_and_its_reader_is_rejected():
 def test_row_local_kernel_gives_the_default_kernels_bits_on_gpu(monkeypatch, inplace):
     """mlp4-adamw-ce with tile-row-local on (its cross-entropy phases behind block barriers)
     and off: 20 steps from the same state on the same batches give the same bits (which
-    block runs which rows does not change a value), and 100 steps match PyTorch by the
-    harness's policy."""
+    block runs which rows does not change a value). Agreement with PyTorch is the
+    harness's check of the default kernel (row-local on) over its trajectory; the
+    SGD-only `check_workload` does not take this step's AdamW state."""
     import dataclasses
 
     import trainkernel.target as T
-    from trainkernel.tools.cli import check_workload
 
     w = TWINS["mlp4-adamw-ce"]
     states = []
@@ -154,8 +154,5 @@ def test_row_local_kernel_gives_the_default_kernels_bits_on_gpu(monkeypatch, inp
             state = out[-1]
         torch.cuda.synchronize()
         states.append([x.clone() for x in pytree.tree_leaves(state)])
-        if on:
-            report = check_workload(w, "bf16", steps=100, compiled=c, inplace=inplace)
-            assert report.passed, report.format(verbose=True)
     for a, b in zip(*states):
         assert torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8))
