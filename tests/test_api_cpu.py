@@ -431,3 +431,14 @@ def test_gpu_suite_kernels_compile_for_sm90(tmp_path):
     # Kernels on the wgmma engine are built for the sm_90 device's "a" feature set.
     assert all(r.path.is_file() and r.arch == arch_for_source(src, "sm_90") for r, src in zip(results, sources))
     assert {r.arch for r in results} <= {"sm_90", "sm_90a"}
+
+
+def test_check_workload_refuses_steps_with_optimizer_state():
+    """check_workload's reference is params-only SGD: an AdamW twin gets a clear error naming
+    it and where it is checked, not a TypeError from inside the eager step."""
+    from trainkernel.tools.cli import check_workload
+    from trainkernel.workloads import TWINS
+
+    w = TWINS["mlp4-adamw-ce"]
+    with pytest.raises(ValueError, match="mlp4-adamw-ce trains with adamw-ce.*benchmarks.train_loop"):
+        check_workload(w, "bf16", steps=1, device="cpu", compiled=object())

@@ -46,11 +46,17 @@ def test_large_sums_its_bias_gradients_before_the_gemms(keep_order):
 
 
 def test_only_reductions_that_wrap_onto_gemm_blocks_move(keep_order):
-    """small (grid 64): p4's column sums (32 items after the split gemm's 64) move ahead of it;
-    p3's (2 items at offset 41) land on blocks of their own and stay. mlp4's never wrap."""
+    """small on 64 blocks: p4's column sums (32 items after the split gemm's 64) wrap onto the
+    gemm's blocks and move ahead of it; p3's (2 items at offset 41) land on blocks of their
+    own and stay. At the grid the cost model gives small (121 blocks, its maps' items of 16
+    elements a thread) and in mlp4 nothing wraps, so nothing moves."""
+    captured = trainkernel.capture(WORKLOADS["small"].make_step(torch.bfloat16), WORKLOADS["small"].example_args("meta"))
+    small64 = tile_kernel(captured, grid=64, engine="wgmma")
+    assert _kinds(small64)[3] == ["reduce", "gemm", "gemm", "reduce"]
+    assert _kinds(small64)[4] == ["reduce", "gemm"]
+    assert _kinds(tile_kernel(captured, keep_order, grid=64, engine="wgmma"))[4] == ["gemm", "reduce"]
     small = _kernel(WORKLOADS["small"])
-    assert _kinds(small)[3] == ["reduce", "gemm", "gemm", "reduce"]
-    assert _kinds(small)[4] == ["reduce", "gemm"] and _kinds(_kernel(WORKLOADS["small"], keep_order))[4] == ["gemm", "reduce"]
+    assert small.grid == 121 and _kinds(small) == _kinds(_kernel(WORKLOADS["small"], keep_order))
     assert _kinds(_kernel(WORKLOADS["mlp4"])) == _kinds(_kernel(WORKLOADS["mlp4"], keep_order))
 
 

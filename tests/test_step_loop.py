@@ -2,12 +2,13 @@
 `tk_launch_steps`, and `CompiledTrainingStep.capture`, which records one
 launch for `steps` steps of an in-place resident kernel).
 
-What the printed loop must do: step s > 0 re-points the inputs the kernel
-never writes (the batch) at row s of the step table and restages their
-homes; a one-block kernel keeps the homes of the state it updates in place
-(every update writes its home through) unless another home reuses their
-bytes; a cluster restages every home after a cluster barrier. On the GPU, one
-launch of K steps gives the bits of K launches."""
+What the printed loop must do: the kernel calls the step (`tk_step`, not
+inlined) once a step; step s > 0 takes the inputs the kernel never writes
+(the batch) from row s of the step table and restages their homes; a
+one-block kernel keeps the homes of the state it updates in place (every
+update writes its home through when another step follows) unless another
+home reuses their bytes; a cluster restages every home after a cluster
+barrier. On the GPU, one launch of K steps gives the bits of K launches."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def _source(name: str, inplace: bool = True) -> str:
 
 def _later_steps(src: str) -> str:
     """The printed block of a step after the first (re-pointing and restaging)."""
-    start = src.index("  if (tk_step > 0) {")
+    start = src.index("  if (!tk_first) {")
     return src[start: src.index("  } else {", start)]
 
 
@@ -55,13 +56,14 @@ def test_one_block_restages_only_the_batch_and_keeps_the_state_homes():
     restaged = {int(b) for b in re.findall(r"tk::stage_rows\(s\d+\w*, b(\d+)", later)}
     assert restaged == set(inputs)
     for c, b in enumerate(inputs):
-        assert re.search(rf"b{b}\w* = \(\w+\*\)tk_next\[{c}\];", later)
+        assert re.search(rf"b{b}\w* = \(\w+\*\)\(tk_in \? tk_in\[{c}\] : tk_buf\[{b}\]\);", src)
     state_homes = {h: b for h, b in homes.items() if b not in inputs}
     assert sorted(state_homes.values()) == [0, 1, 2, 3]
     for home, b in state_homes.items():
-        stores = re.findall(rf"\n\s+b{b}\w*\[[^\n]*\] = ([^\n]*);\n\s+{home}\[[^\n]*\] = \1;", src)
+        stores = re.findall(rf"\n\s+b{b}\w*\[[^\n]*\] = ([^\n]*);\n\s+if \(tk_more\) {home}\[[^\n]*\] = \1;", src)
         assert stores, f"the update of b{b} does not write its home {home} through"
-    assert "if (tk_step + 1 < p.steps) __syncthreads();" in src
+    assert "static __device__ __noinline__ void tk_step(" in src
+    assert "    if (tk_more) __syncthreads();" in src
 
 
 def test_a_cluster_restages_every_home_after_a_cluster_barrier():
@@ -73,7 +75,8 @@ def test_a_cluster_restages_every_home_after_a_cluster_barrier():
     later, homes = _later_steps(src), _homes(src)
     restaged = {int(b) for b in re.findall(r"tk::stage_rows\(s\d+\w*, b(\d+)", later)}
     assert restaged == set(homes.values())
-    assert "if (tk_step + 1 < p.steps) tk::cluster_sync();" in src
+    assert "    if (tk_more) tk::cluster_sync();" in src
+    assert "if (tk_more) s" not in src  # no home kept: nothing written through for the next step
 
 
 def test_a_staged_kernel_names_its_state_as_step_inputs():

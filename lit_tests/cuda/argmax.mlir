@@ -43,7 +43,7 @@
 // GRID-NEXT:    b{{[0-9]+}}_out0[(o0)] = (long long)(rv);
 // GRID-NEXT:    b{{[0-9]+}}_out2[(o0)] = tk::from_float<float>([[H]]);
 
-// RES-LABEL: __global__ void __launch_bounds__(256, 1) tk_am_kernel(TkParams p)
+// RES-LABEL: static __device__ __noinline__ void tk_step(
 // RES:       __shared__ float scratch[64];
 // RES:       { // tile.reduce tk.argmax split -1 (column): 8 elements into each of 10 outputs
 // RES-NEXT:    for (int o = threadIdx.x; o < 10; o += kThreads) {

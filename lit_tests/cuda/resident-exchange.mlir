@@ -8,16 +8,13 @@
 // Every block must be running before another stores into its shared memory:
 // arrive at kernel start (after the prologue copies are issued), wait before
 // the first push; no full cluster barrier in the prologue.
-// The launch may overlap the previous step (programmatic dependent launch):
-// the kernel waits for it before its first global access, the prologue.
-// CHECK:       tk::launch_dependents();
-// CHECK-NEXT:  tk::wait_prior_grid();
-// The step loop (tk_launch_steps): a later step takes the batch's pointers
-// from the step table and, in a cluster, stages every home again (each block
-// updated its slice of replicated homes); the first step stages them all.
-// CHECK:       for (int tk_step = 0; tk_step < p.steps; ++tk_step) {
-// CHECK-NEXT:  if (tk_step > 0) {
-// CHECK-NEXT:    {{b[0-9]+}} = ({{.*}})tk_next[0];
+// One step is a function the kernel's step loop calls (tk_launch_steps); the
+// batch comes from the step's row of the step table. A later step stages
+// every home again in a cluster (each block updated its slice of replicated
+// homes); the first step stages them all.
+// CHECK:       static __device__ __noinline__ void tk_step(void* const* tk_buf, void* const* tk_in, bool tk_first, bool tk_more) {
+// CHECK:         = ({{.*}})(tk_in ? tk_in[0] : tk_buf[4]);
+// CHECK:       if (!tk_first) {
 // CHECK:         tk::stage_rows(
 // CHECK:       } else {
 // CHECK-NEXT:  // ---- prologue
@@ -42,9 +39,15 @@
 // Only one exchange: no other cluster wait, no remote loads anywhere.
 // CHECK-NOT:   tk::cluster_wait
 // CHECK-NOT:   map_shared_rank
-// The step ends with a cluster barrier before the next one restages anything.
-// CHECK:       if (tk_step + 1 < p.steps) tk::cluster_sync();
-// CHECK-NEXT:  }  // the step loop
+// The launch may overlap the previous step (programmatic dependent launch):
+// the kernel waits for it before its first global access, the first step.
+// Each step ends with a cluster barrier before the next one restages anything.
+// CHECK:       tk::launch_dependents();
+// CHECK-NEXT:  tk::wait_prior_grid();
+// CHECK-NEXT:  for (int tk_s = 0; tk_s < p.steps; ++tk_s) {
+// CHECK-NEXT:    const bool tk_more = tk_s + 1 < p.steps;
+// CHECK-NEXT:    tk_step(p.buf, tk_s > 0 ? p.step_inputs + (size_t)tk_s * 2 : nullptr, tk_s == 0, tk_more);
+// CHECK-NEXT:    if (tk_more) tk::cluster_sync();
 // CHECK:       attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
 // CHECK:       tk_config(stream, kProgrammatic)
 builtin.module {

@@ -88,4 +88,7 @@ def test_no_prologue_barrier_where_an_exchange_orders_the_stores():
 
     *_, kernel, _ = workload("online", None, torch.bfloat16)
     assert kernel.cluster == 16 and unordered_inplace_stores(kernel) == []
-    assert "tk::cluster_sync();" not in ResidentPrinter(kernel).print()
+    src = ResidentPrinter(kernel).print()
+    step = src[src.index("void tk_step("): src.index('extern "C" __global__')]
+    assert "tk::cluster_sync();" not in step  # the kernel's loop has one between steps only
+    assert src.count("tk::cluster_sync();") == 1 and "    if (tk_more) tk::cluster_sync();" in src

@@ -639,7 +639,7 @@ class CudaPrinter:
         self.w(f"  {index_decl}")
         self.w(f"  (void)smem; (void)scratch; (void){index_name};")
         for i, arg in enumerate(self.kernel.block.args):
-            name = f"b{i}" if not arg.name_hint else f"b{i}_{arg.name_hint}"
+            name = buffer_name(i, arg)
             self.names[arg] = name
             # No __restrict__: buffers alias (in-place state, views, arena reuse) and a
             # restrict-qualified pointer may be read through the non-coherent cache.
@@ -1236,6 +1236,7 @@ class ResidentBodyPrinter(BodyPrinter):
 
     places: dict[SSAValue, Place] = None  # type: ignore[assignment]
     through: dict[SSAValue, Place] = None  # type: ignore[assignment]
+    through_guard: dict[SSAValue, str] | None = None  # a condition on a write-through (`if (tk_more) `)
     replicated_store_guard: bool = False
     # An exchange epilogue (tk::exchange): each element is computed once, by the
     # block that owns it, and stored into every block's copy of a replicated
@@ -1269,13 +1270,13 @@ class ResidentBodyPrinter(BodyPrinter):
                 self.line(f"{guard}{place.ptr}[{place.address(index)}] = {stored};")
                 home = self.through.get(buf)
                 if home is not None:
-                    self.store_home(home, index, stored)
+                    self.store_home(home, index, stored, (self.through_guard or {}).get(buf, ""))
             else:
                 self.store_home(place, index, stored)
 
-    def store_home(self, place: Place, index: list[str], val: str) -> None:
+    def store_home(self, place: Place, index: list[str], val: str, guard: str = "") -> None:
         if not self.broadcast:
-            self.line(f"{place.ptr}[{place.address(index)}] = {val};")
+            self.line(f"{guard}{place.ptr}[{place.address(index)}] = {val};")
         elif place.split is None or place.split < 0:
             self.line(f"for (int tk_r = 0; tk_r < kCluster; ++tk_r) tk::at_rank({place.ptr}, tk_r)"
                       f"[{place.address(index)}] = {val};")
@@ -1349,7 +1350,27 @@ class ResidentPrinter(CudaPrinter):
         self.w(f"static constexpr int kCluster = {self.cluster};")
         self.w(f"static constexpr bool kProgrammatic = {'true' if TARGET.programmatic_launch else 'false'};")
         self.w()
-        self.open_kernel(f"{k.threads}, 1", 128, "const int rank = blockIdx.x;  // the grid is one cluster", "rank")
+        self.plan_step_loop()
+        # One training step, a function of its own: the kernel's step loop calls
+        # it once a step (tk_launch_steps). Not inlined: inlined into the loop,
+        # the step's loop-invariant addresses stayed live across steps (the
+        # Adam twins' kernels went from 92-117 registers to 128, and spilled).
+        self.w("#if !defined(TK_SEPARATE_IMAGE)")
+        self.w("// tk_in: the step's inputs that the kernel never writes (the batch; null: tk_buf's own);")
+        self.w("// tk_first: stage every home; tk_more: another step follows (keep the state homes current).")
+        self.w("static __device__ __noinline__ void tk_step(void* const* tk_buf, void* const* tk_in, bool tk_first, "
+               "bool tk_more) {")
+        self.w("  extern __shared__ __align__(128) char smem[];")
+        self.w("  __shared__ float scratch[64];")
+        self.w("  const int rank = blockIdx.x;  // the grid is one cluster")
+        self.w("  (void)smem; (void)scratch; (void)rank; (void)tk_more;")
+        column = {a: c for c, a in enumerate(self.step_inputs)}
+        for i, arg in enumerate(k.block.args):
+            name = buffer_name(i, arg)
+            self.names[arg] = name
+            ct = c_type(arg.type)
+            src = f"(tk_in ? tk_in[{column[arg]}] : tk_buf[{i}])" if arg in column else f"tk_buf[{i}]"
+            self.w(f"  {ct}* {name} = ({ct}*){src};")
         for arg in k.block.args:
             self.places[arg] = Place(self.names[arg], tuple(arg.type.get_shape()), None, self.cluster)
         stages: list[tuple[tile.SmemOp, str]] = []
@@ -1373,7 +1394,6 @@ class ResidentPrinter(CudaPrinter):
                 self.w(f"  {c_type(op.result.type)}* {name} = {self.names[op.source]};")
             elif isinstance(op, sched.BufferOp):
                 raise DiagnosticException("cuda: a resident kernel keeps its temporaries in tile.smem, not the arena")
-        self.plan_step_loop()
         # Phase of every tile op, and the last phase that reads each home (by pointer).
         self.phase_of: dict[tile.TileWorkOp, int] = {}
         self.last_read: dict[str, int] = {}
@@ -1386,28 +1406,9 @@ class ResidentPrinter(CudaPrinter):
                 for v in op.ins:
                     ptr = self.places[v].ptr
                     self.last_read[ptr] = max(self.last_read.get(ptr, -1), phase)
-        if TARGET.programmatic_launch:
-            # The launch may overlap the previous step's kernel: nothing above
-            # touches global memory, and everything below comes after the wait.
-            self.w("  tk::launch_dependents();")
-            self.w("  tk::wait_prior_grid();")
-        # The step loop (tk_launch_steps): step s > 0 reads its read-only inputs
-        # (the batch) from row s of p.step_inputs and restages their homes; the
-        # homes of state updated in place stay where they are (written through
-        # by every update) unless restage_state says the previous step's values
-        # must come back from global memory.
-        views = [op for op in k.block.ops if isinstance(op, sched.ViewOp)
-                 and sched.root_buffer(op.source) in self.step_inputs]
-        n_in = len(self.step_inputs)
-        if n_in:  # the next step's pointers (row tk_step + 1), loaded while this step runs
-            self.w(f"  void* tk_next[{n_in}];")
-            self.w("  void* const* tk_row = p.step_inputs;")
-        self.w("  for (int tk_step = 0; tk_step < p.steps; ++tk_step) {")
-        self.w("  if (tk_step > 0) {")
-        for c, arg in enumerate(self.step_inputs):
-            self.w(f"    {self.names[arg]} = ({c_type(arg.type)}*)tk_next[{c}];")
-        for op in views:
-            self.w(f"    {self.names[op.result]} = {self.names[op.source]};")
+        # A later step restages the homes of what it reads anew: its batch, and
+        # the state where restage_state says the homes cannot keep it.
+        self.w("  if (!tk_first) {")
         for home, name in stages:
             if home.source in self.step_inputs or self.restage_state:
                 self.stage(home, name, "  ")
@@ -1416,12 +1417,6 @@ class ResidentPrinter(CudaPrinter):
         for home, name in stages:
             self.stage(home, name, "  ")
         self.w("  }")
-        if n_in:
-            self.w("  if (tk_step + 1 < p.steps) {")
-            self.w(f"    tk_row += {n_in};")
-            for c in range(n_in):
-                self.w(f"    tk_next[{c}] = tk_row[{c}];")
-            self.w("  }")
         timer = PHASE_TIMER
         labels: list[str] = ["prologue"]
         if timer:
@@ -1466,11 +1461,24 @@ class ResidentPrinter(CudaPrinter):
                 deltas = ", ".join(f"tk_t[{i + 1}] - tk_t[{i}]" for i in part)
                 self.w(f'  if (blockIdx.x == 0 && threadIdx.x == 0) printf("tk-timer {k.sym_name.data} {fmt}\\n", '
                        f'{deltas});')
+        self.w("}")
+        self.w("")
+        self.w(f"extern \"C\" __global__ void __launch_bounds__({k.threads}, 1) {self.kname}"
+               "(const __grid_constant__ TkParams p) {")
+        if TARGET.programmatic_launch:
+            # The launch may overlap the previous step's kernel: nothing above
+            # touches global memory, and everything below comes after the wait.
+            self.w("  tk::launch_dependents();")
+            self.w("  tk::wait_prior_grid();")
         # Before the next step restages homes: every read of this step done, and
         # (a cluster) every block's stores to global memory and DSMEM visible.
         end = "tk::cluster_sync();" if self.cluster > 1 else "__syncthreads();"
-        self.w(f"  if (tk_step + 1 < p.steps) {end}")
-        self.w("  }  // the step loop")
+        row = f"p.step_inputs + (size_t)tk_s * {len(self.step_inputs)}" if self.step_inputs else "nullptr"
+        self.w("  for (int tk_s = 0; tk_s < p.steps; ++tk_s) {")
+        self.w("    const bool tk_more = tk_s + 1 < p.steps;")
+        self.w(f"    tk_step(p.buf, tk_s > 0 ? {row} : nullptr, tk_s == 0, tk_more);")
+        self.w(f"    if (tk_more) {end}")
+        self.w("  }")
         self.w("}")
         self.kernel_handle()
         self.launcher()
@@ -1552,13 +1560,15 @@ class ResidentPrinter(CudaPrinter):
 
     def body_printer(self, op: tile.TileWorkOp, indent: str, broadcast: bool = False) -> ResidentBodyPrinter:
         # Write an argument's home through where a later phase reads it, and
-        # always where the home keeps the state for the next step of the loop.
+        # where the home keeps the state for the next step (only if one follows:
+        # one step alone stores no more than it needs).
         phase = self.phase_of[op]
-        through = {b: h for b, h in self.through.items()
-                   if self.last_read.get(h.ptr, -1) > phase
-                   or (not self.restage_state and sched.root_buffer(b) in self.written_inputs)}
+        through = {b: h for b, h in self.through.items() if self.last_read.get(h.ptr, -1) > phase}
+        kept = {b: h for b, h in self.through.items() if b not in through
+                and not self.restage_state and sched.root_buffer(b) in self.written_inputs}
         return ResidentBodyPrinter(
-            self.out, self.names, op, indent, places=self.places, through=through,
+            self.out, self.names, op, indent, places=self.places, through={**through, **kept},
+            through_guard={b: "if (tk_more) " for b in kept},
             replicated_store_guard=self.cluster > 1 and op.split == -1, broadcast=broadcast,
         )
 
@@ -1943,6 +1953,11 @@ extern "C" int tk_launch_steps(void** buffers, void* arena, int grid, void* stre
 extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
   return tk_launch_steps(buffers, arena, grid, stream, 1, nullptr);
 }}""")
+
+
+def buffer_name(i: int, arg: BlockArgument) -> str:
+    """The kernel's name for buffer argument `i`."""
+    return f"b{i}" if not arg.name_hint else f"b{i}_{arg.name_hint}"
 
 
 def printer_for(kernel: tile.KernelOp) -> CudaPrinter:

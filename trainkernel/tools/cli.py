@@ -193,8 +193,17 @@ class CheckReport:
 
 def check_workload(workload, compute_dtype, *, steps: int = 100, inplace: bool = True, device=None,
                    cache_dir=None, seed: int = 0, compiled=None) -> CheckReport:
-    """Run `steps` compiled steps on the GPU and judge them by the policy in the module docstring."""
+    """Run `steps` compiled steps on the GPU and judge them by the policy in the module docstring.
+    SGD/MSE-style steps only (the state is the parameters); a workload with another recipe
+    (an optimizer state, class labels) is refused: the harness checks those."""
     import torch
+
+    recipe = getattr(workload, "recipe", None)
+    if recipe is not None and (recipe.optimizer != "sgd" or recipe.labels):
+        raise ValueError(
+            f"check_workload checks steps whose state is the parameters (SGD); {workload.name} trains with "
+            f"{recipe.name}: check it with the benchmark harness (python -m benchmarks.train_loop --twins)"
+        )
 
     from trainkernel.workloads import parse_dtype
 
