@@ -9,16 +9,14 @@
 // arrive at kernel start (after the prologue copies are issued), wait before
 // the first push; no full cluster barrier in the prologue.
 // One step is a function the kernel's step loop calls (tk_launch_steps); the
-// batch comes from the step's row of the step table. A later step stages
-// every home again in a cluster (each block updated its slice of replicated
-// homes); the first step stages them all.
+// batch comes from the step's row of the step table. In a cluster every step
+// stages every home (each block updated its slice of replicated homes): one
+// prologue, no first-step branch.
 // CHECK:       static __device__ __noinline__ void tk_step(void* const* tk_buf, void* const* tk_in, bool tk_first, bool tk_more) {
 // CHECK:         = ({{.*}})(tk_in ? tk_in[0] : tk_buf[4]);
-// CHECK:       if (!tk_first) {
-// CHECK:         tk::stage_rows(
-// CHECK:       } else {
-// CHECK-NEXT:  // ---- prologue
-// CHECK-NEXT:    tk::stage_rows(
+// CHECK-NOT:   if (!tk_first)
+// CHECK:       // ---- prologue
+// CHECK-NEXT:  tk::stage_rows(
 // CHECK-NOT:   this_cluster().sync()
 // CHECK:       tk::cluster_arrive();
 // CHECK-NEXT:  tk::stage_wait();

@@ -1407,16 +1407,19 @@ class ResidentPrinter(CudaPrinter):
                     ptr = self.places[v].ptr
                     self.last_read[ptr] = max(self.last_read.get(ptr, -1), phase)
         # A later step restages the homes of what it reads anew: its batch, and
-        # the state where restage_state says the homes cannot keep it.
-        self.w("  if (!tk_first) {")
-        for home, name in stages:
-            if home.source in self.step_inputs or self.restage_state:
+        # the state where restage_state says the homes cannot keep it (then
+        # every step stages every home, and one prologue serves them all).
+        later = [(home, name) for home, name in stages if home.source in self.step_inputs or self.restage_state]
+        if len(later) < len(stages):
+            self.w("  if (!tk_first) {")
+            for home, name in later:
                 self.stage(home, name, "  ")
-        self.w("  } else {")
+            self.w("  } else {")
         self.w("  // ---- prologue: every input home, all copies in flight together")
         for home, name in stages:
-            self.stage(home, name, "  ")
-        self.w("  }")
+            self.stage(home, name, "  " if len(later) < len(stages) else "")
+        if len(later) < len(stages):
+            self.w("  }")
         timer = PHASE_TIMER
         labels: list[str] = ["prologue"]
         if timer:
