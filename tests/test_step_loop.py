@@ -143,3 +143,20 @@ def test_staged_and_grid_kernels_record_a_launch_a_step_on_gpu():
                     dst.copy_(src)
         torch.cuda.synchronize()
         assert _states_equal(captured, called), name
+
+
+def test_a_step_without_a_batch_needs_no_step_table():
+    """Every input is state (a step that reads nothing else): no table columns, and the
+    launcher accepts several steps without a table."""
+
+    def step(state):
+        (w,) = state
+        loss = (w * w).sum()
+        return loss, (w - 0.1 * (2.0 * w),)
+
+    c = trainkernel.compile_training(step, ((torch.randn(8, 16),),), build=False)
+    src = c.cuda_source
+    assert "cluster of" in src  # resident
+    assert _step_inputs(src) == [] and "extern \"C\" int tk_step_inputs() { return 0; }" in src
+    assert "tk_step(p.buf, nullptr, tk_s == 0, tk_more);" in src
+    assert "  if (steps < 1) return (int)cudaErrorInvalidValue;" in src

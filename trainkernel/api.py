@@ -712,10 +712,11 @@ class CompiledTrainingStep:
         # Several steps a launch: in place (the state feeds back through the
         # kernel's own homes and stores), and a kernel that loops (resident).
         columns = lib.step_inputs() if steps > 1 and feed_back and self.inplace and lib.cluster() else None
-        table = None
+        table = None  # the step table (None: a launch a step)
         if columns is not None:
-            table = torch.tensor([[bound[i % len(bound)][c].data_ptr() for c in columns] for i in range(steps)],
-                                 dtype=torch.int64, device=device)
+            rows = [[bound[i % len(bound)][c].data_ptr() for c in columns] for i in range(steps)]
+            # A step with no batch (every input is state) needs no table: an empty one stands for it.
+            table = torch.tensor(rows, dtype=torch.int64, device=device) if columns else torch.empty(0, device=device)
 
         def all_steps():
             if table is None:
@@ -724,7 +725,8 @@ class CompiledTrainingStep:
                 return
             with torch.cuda.device(device):
                 grid = lib.co_resident_grid(int(self.meta.grid), device.index)
-                lib.launch_steps(bound[0], arena, grid, torch.cuda.current_stream(device).cuda_stream, steps, table)
+                lib.launch_steps(bound[0], arena, grid, torch.cuda.current_stream(device).cuda_stream, steps,
+                                 table if columns else None)
 
         state = flat[: self._n_state]
         with torch.cuda.device(device):

@@ -1476,10 +1476,11 @@ class ResidentPrinter(CudaPrinter):
         # Before the next step restages homes: every read of this step done, and
         # (a cluster) every block's stores to global memory and DSMEM visible.
         end = "tk::cluster_sync();" if self.cluster > 1 else "__syncthreads();"
-        row = f"p.step_inputs + (size_t)tk_s * {len(self.step_inputs)}" if self.step_inputs else "nullptr"
+        row = f"tk_s > 0 ? p.step_inputs + (size_t)tk_s * {len(self.step_inputs)} : nullptr" \
+            if self.step_inputs else "nullptr"
         self.w("  for (int tk_s = 0; tk_s < p.steps; ++tk_s) {")
         self.w("    const bool tk_more = tk_s + 1 < p.steps;")
-        self.w(f"    tk_step(p.buf, tk_s > 0 ? {row} : nullptr, tk_s == 0, tk_more);")
+        self.w(f"    tk_step(p.buf, {row}, tk_s == 0, tk_more);")
         self.w(f"    if (tk_more) {end}")
         self.w("  }")
         self.w("}")
@@ -1862,6 +1863,8 @@ class ResidentPrinter(CudaPrinter):
         k = self.kernel
         nbuf = len(k.block.args)
         step_inputs = ", ".join(str(a.index) for a in self.step_inputs) or "-1"
+        # Several steps need the step table, unless no input comes from it.
+        table_check = "steps < 1 || (steps > 1 && step_inputs == nullptr)" if self.step_inputs else "steps < 1"
         portable = "" if self.cluster <= TARGET.max_portable_cluster else f"""
   err = cudaFuncSetAttribute(tk_kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
   if (err != cudaSuccess) return (int)err;"""
@@ -1940,7 +1943,7 @@ extern "C" int tk_step_input(int c) {{ return c >= 0 && c < {len(self.step_input
 extern "C" int tk_launch_steps(void** buffers, void* arena, int grid, void* stream, int steps,
                                void* const* step_inputs) {{
   (void)arena; (void)grid;  // one cluster, no global workspace
-  if (steps < 1 || (steps > 1 && step_inputs == nullptr)) return (int)cudaErrorInvalidValue;
+  if ({table_check}) return (int)cudaErrorInvalidValue;
   int err = tk_configure();
   if (err) return err;
   TkParams p;
