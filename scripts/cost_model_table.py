@@ -58,8 +58,8 @@ def rows(measured: dict[str, dict]) -> list[str]:
         cap = methods.get("trainkernel-capture", {}).get("median_us")
         meas = f"{inplace:.2f}" + (f" / {cap:.2f}" if cap else "") if inplace else "–"
         ratio = f"{inplace / model:.1f}" if inplace and model else "–"
-        out.append(f"| {name} | {kind} | {res:.1f} | {grid:.1f} | {meas} | {ratio} |" if res is not None else
-                   f"| {name} | {kind} | – | {grid:.1f} | {meas} | {ratio} |")
+        res_cell = f"{res:.1f}" if res is not None else "–"
+        out.append(f"| {name} | {kind} | {res_cell} | {grid:.1f} | {meas} | {ratio} |")
     return out
 
 

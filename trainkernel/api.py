@@ -712,21 +712,19 @@ class CompiledTrainingStep:
         # Several steps a launch: in place (the state feeds back through the
         # kernel's own homes and stores), and a kernel that loops (resident).
         columns = lib.step_inputs() if steps > 1 and feed_back and self.inplace and lib.cluster() else None
-        table = None  # the step table (None: a launch a step)
-        if columns is not None:
-            rows = [[bound[i % len(bound)][c].data_ptr() for c in columns] for i in range(steps)]
-            # A step with no batch (every input is state) needs no table: an empty one stands for it.
-            table = torch.tensor(rows, dtype=torch.int64, device=device) if columns else torch.empty(0, device=device)
+        one_launch = columns is not None
+        # The step table: row i holds step i's batch pointers (none where every input is state).
+        table = torch.tensor([[bound[i % len(bound)][c].data_ptr() for c in columns] for i in range(steps)],
+                             dtype=torch.int64, device=device) if columns else None
 
         def all_steps():
-            if table is None:
+            if not one_launch:
                 for i in range(steps):
                     one_step(i)
                 return
             with torch.cuda.device(device):
                 grid = lib.co_resident_grid(int(self.meta.grid), device.index)
-                lib.launch_steps(bound[0], arena, grid, torch.cuda.current_stream(device).cuda_stream, steps,
-                                 table if columns else None)
+                lib.launch_steps(bound[0], arena, grid, torch.cuda.current_stream(device).cuda_stream, steps, table)
 
         state = flat[: self._n_state]
         with torch.cuda.device(device):
@@ -752,7 +750,7 @@ class CompiledTrainingStep:
             inputs=pytree.tree_unflatten(flat, self._in_spec),
             outputs=self._results(last),
             steps=steps,
-            launches=1 if table is not None else steps,
+            launches=1 if one_launch else steps,
             batches=[tuple(b) for b in batches] if batches is not None else None,
             keepalive=(bound, outputs, arena, commits, table),
         )

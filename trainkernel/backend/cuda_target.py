@@ -545,7 +545,10 @@ class CudaPrinter:
             n_ops = sum(1 for op in k.block.ops if isinstance(op, tile.GemmOp | tile.ReduceOp | tile.MapOp))
             self.w(f"__device__ unsigned long long tk_op_max[{n_ops}];  // OP_TIMER: the slowest block, per op")
         self.w()
-        self.open_kernel(f"{k.threads}, 1" if self.wgmma else str(k.threads), 16, "const int G = gridDim.x;", "G")
+        bounds = f"{k.threads}, 1" if self.wgmma else str(k.threads)
+        param = "const __grid_constant__ TkParams p" if self.wgmma else "TkParams p"
+        self.open_kernel(f"extern \"C\" __global__ void __launch_bounds__({bounds}) {self.kname}({param}) {{", 16,
+                         "const int G = gridDim.x;", ("G",))
         if self.wgmma:
             # One pipeline for all the kernel's gemms: barriers set up once, each
             # thread's position in it kept from gemm to gemm.
@@ -626,24 +629,26 @@ class CudaPrinter:
             expr = f"({t} > {expr} ? {t} : {expr})"
         return expr
 
-    def open_kernel(self, launch_bounds: str, smem_align: int, index_decl: str, index_name: str) -> None:
-        """The kernel's signature, its shared memory, the block's index (`index_decl`
-        declares `index_name`) and one pointer per buffer argument."""
-        param = "const __grid_constant__ TkParams p" if self.wgmma else "TkParams p"
+    def open_kernel(self, signature: str, smem_align: int, index_decl: str, unused: tuple[str, ...],
+                    buffer_source: Callable[[int, BlockArgument], str] = lambda i, _: f"p.buf[{i}]") -> None:
+        """The device code's opening (`signature`: the kernel's, or the resident
+        step function's), its shared memory, the block's index (`index_decl`), the
+        names it may leave unused, and one pointer per buffer argument, read from
+        `buffer_source(i, arg)`."""
         # Under TK_SEPARATE_IMAGE (backend/build.py) this translation unit is the
         # host side only: the kernel is built apart and reached through kernel_handle.
         self.w("#if !defined(TK_SEPARATE_IMAGE)")
-        self.w(f"extern \"C\" __global__ void __launch_bounds__({launch_bounds}) {self.kname}({param}) {{")
+        self.w(signature)
         self.w(f"  extern __shared__ __align__({smem_align}) char smem[];")
         self.w("  __shared__ float scratch[64];")
         self.w(f"  {index_decl}")
-        self.w(f"  (void)smem; (void)scratch; (void){index_name};")
+        self.w("  (void)smem; (void)scratch; " + " ".join(f"(void){n};" for n in unused))
         for i, arg in enumerate(self.kernel.block.args):
             name = buffer_name(i, arg)
             self.names[arg] = name
             # No __restrict__: buffers alias (in-place state, views, arena reuse) and a
             # restrict-qualified pointer may be read through the non-coherent cache.
-            self.w(f"  {c_type(arg.type)}* {name} = ({c_type(arg.type)}*)p.buf[{i}];")
+            self.w(f"  {c_type(arg.type)}* {name} = ({c_type(arg.type)}*){buffer_source(i, arg)};")
 
     def kernel_handle(self) -> None:
         """Closes the kernel's `#if` and defines what the host side launches:
@@ -1236,7 +1241,8 @@ class ResidentBodyPrinter(BodyPrinter):
 
     places: dict[SSAValue, Place] = None  # type: ignore[assignment]
     through: dict[SSAValue, Place] = None  # type: ignore[assignment]
-    through_guard: dict[SSAValue, str] | None = None  # a condition on a write-through (`if (tk_more) `)
+    # Arguments whose home is written through only when another step follows (tk_more).
+    through_next_step: frozenset[SSAValue] = frozenset()
     replicated_store_guard: bool = False
     # An exchange epilogue (tk::exchange): each element is computed once, by the
     # block that owns it, and stored into every block's copy of a replicated
@@ -1270,7 +1276,7 @@ class ResidentBodyPrinter(BodyPrinter):
                 self.line(f"{guard}{place.ptr}[{place.address(index)}] = {stored};")
                 home = self.through.get(buf)
                 if home is not None:
-                    self.store_home(home, index, stored, (self.through_guard or {}).get(buf, ""))
+                    self.store_home(home, index, stored, "if (tk_more) " if buf in self.through_next_step else "")
             else:
                 self.store_home(place, index, stored)
 
@@ -1355,22 +1361,14 @@ class ResidentPrinter(CudaPrinter):
         # it once a step (tk_launch_steps). Not inlined: inlined into the loop,
         # the step's loop-invariant addresses stayed live across steps (the
         # Adam twins' kernels went from 92-117 registers to 128, and spilled).
-        self.w("#if !defined(TK_SEPARATE_IMAGE)")
-        self.w("// tk_in: the step's inputs that the kernel never writes (the batch; null: tk_buf's own);")
-        self.w("// tk_first: stage every home; tk_more: another step follows (keep the state homes current).")
-        self.w("static __device__ __noinline__ void tk_step(void* const* tk_buf, void* const* tk_in, bool tk_first, "
-               "bool tk_more) {")
-        self.w("  extern __shared__ __align__(128) char smem[];")
-        self.w("  __shared__ float scratch[64];")
-        self.w("  const int rank = blockIdx.x;  // the grid is one cluster")
-        self.w("  (void)smem; (void)scratch; (void)rank; (void)tk_more;")
         column = {a: c for c, a in enumerate(self.step_inputs)}
-        for i, arg in enumerate(k.block.args):
-            name = buffer_name(i, arg)
-            self.names[arg] = name
-            ct = c_type(arg.type)
-            src = f"(tk_in ? tk_in[{column[arg]}] : tk_buf[{i}])" if arg in column else f"tk_buf[{i}]"
-            self.w(f"  {ct}* {name} = ({ct}*){src};")
+        self.open_kernel(
+            "// tk_in: the step's inputs that the kernel never writes (the batch; null: tk_buf's own);\n"
+            "// tk_first: stage every home; tk_more: another step follows (keep the state homes current).\n"
+            "static __device__ __noinline__ void tk_step(void* const* tk_buf, void* const* tk_in, bool tk_first, "
+            "bool tk_more) {",
+            128, "const int rank = blockIdx.x;  // the grid is one cluster", ("rank", "tk_more"),
+            lambda i, arg: f"(tk_in ? tk_in[{column[arg]}] : tk_buf[{i}])" if arg in column else f"tk_buf[{i}]")
         for arg in k.block.args:
             self.places[arg] = Place(self.names[arg], tuple(arg.type.get_shape()), None, self.cluster)
         stages: list[tuple[tile.SmemOp, str]] = []
@@ -1410,15 +1408,16 @@ class ResidentPrinter(CudaPrinter):
         # the state where restage_state says the homes cannot keep it (then
         # every step stages every home, and one prologue serves them all).
         later = [(home, name) for home, name in stages if home.source in self.step_inputs or self.restage_state]
-        if len(later) < len(stages):
+        branch = len(later) < len(stages)
+        if branch:
             self.w("  if (!tk_first) {")
             for home, name in later:
                 self.stage(home, name, "  ")
             self.w("  } else {")
         self.w("  // ---- prologue: every input home, all copies in flight together")
         for home, name in stages:
-            self.stage(home, name, "  " if len(later) < len(stages) else "")
-        if len(later) < len(stages):
+            self.stage(home, name, "  " if branch else "")
+        if branch:
             self.w("  }")
         timer = PHASE_TIMER
         labels: list[str] = ["prologue"]
@@ -1567,12 +1566,12 @@ class ResidentPrinter(CudaPrinter):
         # where the home keeps the state for the next step (only if one follows:
         # one step alone stores no more than it needs).
         phase = self.phase_of[op]
-        through = {b: h for b, h in self.through.items() if self.last_read.get(h.ptr, -1) > phase}
-        kept = {b: h for b, h in self.through.items() if b not in through
-                and not self.restage_state and sched.root_buffer(b) in self.written_inputs}
+        later = {b for b, h in self.through.items() if self.last_read.get(h.ptr, -1) > phase}
+        kept = {b for b in self.through if not self.restage_state and sched.root_buffer(b) in self.written_inputs}
         return ResidentBodyPrinter(
-            self.out, self.names, op, indent, places=self.places, through={**through, **kept},
-            through_guard={b: "if (tk_more) " for b in kept},
+            self.out, self.names, op, indent, places=self.places,
+            through={b: h for b, h in self.through.items() if b in later | kept},
+            through_next_step=frozenset(kept - later),
             replicated_store_guard=self.cluster > 1 and op.split == -1, broadcast=broadcast,
         )
 

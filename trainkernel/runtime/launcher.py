@@ -87,6 +87,11 @@ def _void_p(value) -> int | None:
     return int(value)
 
 
+def _pointers(buffers: Sequence):
+    """The launcher's `void** buffers`: tensors or raw pointers, in launcher order."""
+    return (ctypes.c_void_p * max(1, len(buffers)))(*[_void_p(b) for b in buffers])
+
+
 class KernelLibrary:
     """One loaded megakernel library (`tk_launch`, `tk_max_active_blocks_per_sm`)."""
 
@@ -109,6 +114,14 @@ class KernelLibrary:
         occupancy.restype = ctypes.c_int
         self._launch = launch
         self._occupancy = occupancy
+        # Several steps a launch (resident kernels): all three entry points, or none.
+        steps = [getattr(self._lib, n, None) for n in ("tk_launch_steps", "tk_step_inputs", "tk_step_input")]
+        self._steps = steps if all(steps) else None
+        if self._steps is not None:
+            launch_steps, count, column = steps
+            launch_steps.argtypes = launch.argtypes + [ctypes.c_int, ctypes.c_void_p]
+            launch_steps.restype = count.restype = column.restype = ctypes.c_int
+            count.argtypes, column.argtypes = [], [ctypes.c_int]
         self._grid_cache: dict[tuple[int, int], int] = {}
         self._lock = threading.Lock()
 
@@ -173,26 +186,21 @@ class KernelLibrary:
         """Buffer positions of the step table's columns (`tk_step_input`), for a
         kernel that runs several training steps a launch (`tk_launch_steps`, a
         resident kernel); None for one that cannot."""
-        count = getattr(self._lib, "tk_step_inputs", None)
-        column = getattr(self._lib, "tk_step_input", None)
-        if count is None or column is None or getattr(self._lib, "tk_launch_steps", None) is None:
+        if self._steps is None:
             return None
-        count.argtypes, count.restype = [], ctypes.c_int
-        column.argtypes, column.restype = [ctypes.c_int], ctypes.c_int
+        _, count, column = self._steps
         return [int(column(c)) for c in range(int(count()))]
 
     def launch_steps(self, buffers: Sequence, arena, grid: int, stream: int | None, steps: int, table) -> None:
         """Call `tk_launch_steps`: `steps` training steps in one launch, step s reading
         the pointers of row s of `table` (device memory, `steps` x len(step_inputs())
-        pointers) for the inputs named by `step_inputs()`.
+        pointers; None where there are no columns) for the inputs named by `step_inputs()`.
 
         Raises `CudaError` when the launch returns an error code."""
-        fn = self._lib.tk_launch_steps
-        fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
-                       ctypes.c_void_p]
-        fn.restype = ctypes.c_int
-        ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*[_void_p(b) for b in buffers])
-        code = int(fn(ptrs, _void_p(arena), int(grid), _void_p(stream), int(steps), _void_p(table)))
+        if self._steps is None:
+            raise RuntimeError(f"{self.path.name} runs one step a launch (no tk_launch_steps)")
+        code = int(self._steps[0](_pointers(buffers), _void_p(arena), int(grid), _void_p(stream), int(steps),
+                                  _void_p(table)))
         if code != 0:
             raise CudaError(f"tk_launch_steps ({self.path.name}, steps={steps})", code)
 
@@ -201,8 +209,7 @@ class KernelLibrary:
 
         Raises `CudaError` when the launch returns an error code.
         """
-        ptrs = (ctypes.c_void_p * max(1, len(buffers)))(*[_void_p(b) for b in buffers])
-        code = int(self._launch(ptrs, _void_p(arena), int(grid), _void_p(stream)))
+        code = int(self._launch(_pointers(buffers), _void_p(arena), int(grid), _void_p(stream)))
         if code != 0:
             raise CudaError(f"tk_launch ({self.path.name}, grid={grid})", code)
 
