@@ -257,10 +257,12 @@ def test_programmatic_launch_waits_before_the_first_global_access(name, sizes, d
     head, sep, _ = body.partition("tk::wait_prior_grid();")
     assert sep, "no wait before the prologue"
     statements = [ln.strip() for ln in head.splitlines()[1:] if ln.strip()]
-    # Only declarations: shared memory, the rank, buffer and home pointers, the trigger.
+    # Only declarations: shared memory, the rank, buffer and home pointers, the trigger,
+    # and the copy of the parameters' pointers into the step's table (shared memory).
     allowed = re.compile(r"^(extern __shared__|__shared__|const int rank|\(void\)|"
                          r"[\w:<> ]+\* [bs]\d+\w* = \([\w:<> ]+\*\)(p\.buf\[\d+\]|\(smem \+ \d+\));$|"
-                         r"tk::launch_dependents\(\);$)")
+                         r"tk::launch_dependents\(\);$|if \(threadIdx\.x == 0\) \{$|#pragma unroll$|"
+                         r"for \(int i = 0; i < \d+; \+\+i\) tk_buf\[i\] = p\.buf\[i\];$|\}$|__syncthreads\(\);$)")
     assert all(allowed.match(s) for s in statements), [s for s in statements if not allowed.match(s)]
     assert "cudaLaunchAttributeProgrammaticStreamSerialization" in src
     assert "static constexpr bool kProgrammatic = true;" in src

@@ -3,7 +3,7 @@
 launch for `steps` steps of an in-place resident kernel).
 
 What the printed loop must do: the kernel calls the step (`tk_step`, not
-inlined) once a step; step s > 0 takes the inputs the kernel never writes
+inlined by default; its buffers' pointers in a shared-memory table) once a step; step s > 0 takes the inputs the kernel never writes
 (the batch) from row s of the step table and restages their homes; a
 one-block kernel keeps the homes of the state it updates in place (every
 update writes its home through when another step follows) unless another
@@ -12,6 +12,7 @@ barrier. On the GPU, one launch of K steps gives the bits of K launches."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -19,6 +20,8 @@ import torch
 import torch.utils._pytree as pytree
 
 import trainkernel
+from trainkernel import target
+from trainkernel.backend import cuda_target
 from trainkernel.workloads import TWINS, WORKLOADS
 
 
@@ -68,8 +71,31 @@ def test_one_block_restages_only_the_batch_and_keeps_the_state_homes():
     for home, b in state_homes.items():
         stores = re.findall(rf"\n\s+b{b}\w*\[[^\n]*\] = ([^\n]*);\n\s+if \(tk_more\) {home}\[[^\n]*\] = \1;", src)
         assert stores, f"the update of b{b} does not write its home {home} through"
-    assert "static __device__ __noinline__ void tk_step(" in src
+    assert "static __device__ __noinline__ void tk_step(void* const* tk_in, bool tk_first, bool tk_more) {" in src
     assert "    if (tk_more) __syncthreads();" in src
+
+
+def test_the_step_reads_its_pointers_as_the_target_says(monkeypatch):
+    """By default the step reads its buffers' pointers from a table in shared memory that
+    the kernel fills once from its parameters (before it waits for the previous grid);
+    `resident_step_pointers="param"` reads them from the parameters, and
+    `resident_step_inline` inlines the step into the loop."""
+    src = _source("tiny")
+    assert "static __shared__ void* tk_buf[11];" in src
+    assert ("  if (threadIdx.x == 0) {\n#pragma unroll\n    for (int i = 0; i < 11; ++i) tk_buf[i] = p.buf[i];\n"
+            "  }\n  __syncthreads();\n  tk::wait_prior_grid();\n") in src
+    assert "    tk_step(tk_s > 0 ? p.step_inputs + (size_t)tk_s * 2 : nullptr, tk_s == 0, tk_more);" in src
+    monkeypatch.setattr(cuda_target, "TARGET", dataclasses.replace(target.DEFAULT, resident_step_pointers="param"))
+    param = _source("tiny")
+    assert "tk_buf[" not in param.split("static __device__")[0]  # no table
+    assert "static __device__ __noinline__ void tk_step(void* const* tk_buf, void* const* tk_in, bool tk_first, " \
+           "bool tk_more) {" in param
+    assert "    tk_step(p.buf, tk_s > 0 ? p.step_inputs + (size_t)tk_s * 2 : nullptr, tk_s == 0, tk_more);" in param
+    monkeypatch.setattr(cuda_target, "TARGET", dataclasses.replace(target.DEFAULT, resident_step_inline=True))
+    inline = _source("tiny")
+    assert "static __device__ __forceinline__ void tk_step(void* const* tk_in, bool tk_first, bool tk_more) {" in inline
+    with pytest.raises(ValueError, match="resident_step_pointers must be param or smem"):
+        dataclasses.replace(target.DEFAULT, resident_step_pointers="global")
 
 
 def test_a_cluster_restages_every_home_after_a_cluster_barrier():
@@ -158,5 +184,5 @@ def test_a_step_without_a_batch_needs_no_step_table():
     src = c.cuda_source
     assert "cluster of" in src  # resident
     assert _step_inputs(src) == [] and "extern \"C\" int tk_step_inputs() { return 0; }" in src
-    assert "tk_step(p.buf, nullptr, tk_s == 0, tk_more);" in src
+    assert "tk_step(nullptr, tk_s == 0, tk_more);" in src
     assert "  if (steps < 1) return (int)cudaErrorInvalidValue;" in src

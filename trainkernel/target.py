@@ -231,6 +231,16 @@ class TargetOptions:
     # launch and set-up overlap the previous step's kernel (GPU.md: an empty
     # graph node costs 0.5 us; a 20-step graph of 5 us steps pays it 20 times).
     programmatic_launch: bool = True
+    # A resident kernel's training step (tk_step, called once a step by the
+    # kernel's step loop): inlined into the loop, or a function of its own
+    # (perf-log steps 42-44). Inlined, the step's loop-invariant addresses
+    # stayed live across steps and the Adam twins spilled (128 registers).
+    # Its buffers' pointers: "param" reads them through a generic pointer to
+    # the kernel's parameters (a load of global latency before the first
+    # copy of every step), "smem" from a table in shared memory that the
+    # kernel fills once from its parameters.
+    resident_step_inline: bool = False
+    resident_step_pointers: str = "smem"
     # The Hopper gemm engine of grid kernels (tk/hopper_gemm.cuh: TMA, an
     # mbarrier pipeline, wgmma; sm_90a). A grid kernel uses it for all its
     # gemms or none (they share one pipeline, kept from gemm to gemm), at
@@ -280,6 +290,9 @@ class TargetOptions:
         if self.final_grid_sync not in ("never", "wide", "always"):
             raise ValueError(f"target {self.name}: final_grid_sync must be never, wide or always, "
                              f"got {self.final_grid_sync!r}")
+        if self.resident_step_pointers not in ("param", "smem"):
+            raise ValueError(f"target {self.name}: resident_step_pointers must be param or smem, "
+                             f"got {self.resident_step_pointers!r}")
 
     @property
     def map_chunk(self) -> int:

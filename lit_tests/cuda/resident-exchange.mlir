@@ -12,7 +12,9 @@
 // batch comes from the step's row of the step table. In a cluster every step
 // stages every home (each block updated its slice of replicated homes): one
 // prologue, no first-step branch.
-// CHECK:       static __device__ __noinline__ void tk_step(void* const* tk_buf, void* const* tk_in, bool tk_first, bool tk_more) {
+// The step reads its buffers' pointers from a table in shared memory.
+// CHECK:       static __shared__ void* tk_buf[11];
+// CHECK:       static __device__ __noinline__ void tk_step(void* const* tk_in, bool tk_first, bool tk_more) {
 // CHECK:         = ({{.*}})(tk_in ? tk_in[0] : tk_buf[4]);
 // CHECK-NOT:   if (!tk_first)
 // CHECK:       // ---- prologue
@@ -38,13 +40,19 @@
 // CHECK-NOT:   tk::cluster_wait
 // CHECK-NOT:   map_shared_rank
 // The launch may overlap the previous step (programmatic dependent launch):
-// the kernel waits for it before its first global access, the first step.
-// Each step ends with a cluster barrier before the next one restages anything.
+// the kernel fills the pointer table from its parameters, then waits for it
+// before its first global access, the first step. Each step ends with a
+// cluster barrier before the next one restages anything.
 // CHECK:       tk::launch_dependents();
+// CHECK-NEXT:  if (threadIdx.x == 0) {
+// CHECK-NEXT:  #pragma unroll
+// CHECK-NEXT:    for (int i = 0; i < 11; ++i) tk_buf[i] = p.buf[i];
+// CHECK-NEXT:  }
+// CHECK-NEXT:  __syncthreads();
 // CHECK-NEXT:  tk::wait_prior_grid();
 // CHECK-NEXT:  for (int tk_s = 0; tk_s < p.steps; ++tk_s) {
 // CHECK-NEXT:    const bool tk_more = tk_s + 1 < p.steps;
-// CHECK-NEXT:    tk_step(p.buf, tk_s > 0 ? p.step_inputs + (size_t)tk_s * 2 : nullptr, tk_s == 0, tk_more);
+// CHECK-NEXT:    tk_step(tk_s > 0 ? p.step_inputs + (size_t)tk_s * 2 : nullptr, tk_s == 0, tk_more);
 // CHECK-NEXT:    if (tk_more) tk::cluster_sync();
 // CHECK:       attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
 // CHECK:       tk_config(stream, kProgrammatic)

@@ -1357,16 +1357,25 @@ class ResidentPrinter(CudaPrinter):
         self.w(f"static constexpr bool kProgrammatic = {'true' if TARGET.programmatic_launch else 'false'};")
         self.w()
         self.plan_step_loop()
-        # One training step, a function of its own: the kernel's step loop calls
-        # it once a step (tk_launch_steps). Not inlined: inlined into the loop,
-        # the step's loop-invariant addresses stayed live across steps (the
-        # Adam twins' kernels went from 92-117 registers to 128, and spilled).
+        # One training step, tk_step: the kernel's step loop calls it once a step
+        # (tk_launch_steps); inlined or not and where it reads its buffers'
+        # pointers from, as the target says (resident_step_inline/_pointers).
         column = {a: c for c, a in enumerate(self.step_inputs)}
+        # The table shares the 1 KiB that ResidentCosts.smem_budget leaves for static
+        # arrays with the 256-byte scratch: up to 96 buffers (more read the parameters).
+        table = TARGET.resident_step_pointers == "smem" and 8 * nbuf <= 1024 - 256
+        if table:
+            self.w("#if !defined(TK_SEPARATE_IMAGE)")
+            self.w("// The buffers' pointers, copied once from the kernel's parameters: a step reads")
+            self.w("// them from shared memory, not through a generic pointer to the parameters.")
+            self.w(f"static __shared__ void* tk_buf[{max(nbuf, 1)}];")
+            self.w("#endif")
+        inline = "__forceinline__" if TARGET.resident_step_inline else "__noinline__"
         self.open_kernel(
             "// tk_in: the step's inputs that the kernel never writes (the batch; null: tk_buf's own);\n"
             "// tk_first: stage every home; tk_more: another step follows (keep the state homes current).\n"
-            "static __device__ __noinline__ void tk_step(void* const* tk_buf, void* const* tk_in, bool tk_first, "
-            "bool tk_more) {",
+            f"static __device__ {inline} void tk_step({'' if table else 'void* const* tk_buf, '}"
+            "void* const* tk_in, bool tk_first, bool tk_more) {",
             128, "const int rank = blockIdx.x;  // the grid is one cluster", ("rank", "tk_more"),
             lambda i, arg: f"(tk_in ? tk_in[{column[arg]}] : tk_buf[{i}])" if arg in column else f"tk_buf[{i}]")
         for arg in k.block.args:
@@ -1471,15 +1480,23 @@ class ResidentPrinter(CudaPrinter):
             # The launch may overlap the previous step's kernel: nothing above
             # touches global memory, and everything below comes after the wait.
             self.w("  tk::launch_dependents();")
-            self.w("  tk::wait_prior_grid();")
         # Before the next step restages homes: every read of this step done, and
         # (a cluster) every block's stores to global memory and DSMEM visible.
         end = "tk::cluster_sync();" if self.cluster > 1 else "__syncthreads();"
         row = f"tk_s > 0 ? p.step_inputs + (size_t)tk_s * {len(self.step_inputs)} : nullptr" \
             if self.step_inputs else "nullptr"
+        if table:
+            # Before the wait: it reads only the parameters.
+            self.w("  if (threadIdx.x == 0) {")
+            self.w("#pragma unroll")
+            self.w(f"    for (int i = 0; i < {nbuf}; ++i) tk_buf[i] = p.buf[i];")
+            self.w("  }")
+            self.w("  __syncthreads();")
+        if TARGET.programmatic_launch:
+            self.w("  tk::wait_prior_grid();")
         self.w("  for (int tk_s = 0; tk_s < p.steps; ++tk_s) {")
         self.w("    const bool tk_more = tk_s + 1 < p.steps;")
-        self.w(f"    tk_step(p.buf, {row}, tk_s == 0, tk_more);")
+        self.w(f"    tk_step({'' if table else 'p.buf, '}{row}, tk_s == 0, tk_more);")
         self.w(f"    if (tk_more) {end}")
         self.w("  }")
         self.w("}")
