@@ -45,6 +45,14 @@ def _prologue(src: str) -> str:
     return first[: first.index("tk::stage_wait();")]
 
 
+def _cast_homes(src: str) -> dict[str, int]:
+    """home name -> the buffer it holds cast to another type (declared with another
+    element type than the buffer's pointer)."""
+    types = {name: t for t, name in re.findall(r"\n  ([\w:]+)\* (b\d+)\w* = ", src)}
+    homes = dict((name, t) for t, name in re.findall(r"\n  ([\w:]+)\* (s\d+\w*) = \(", src))
+    return {h: b for h, b in _homes(src).items() if homes[h] != types[f"b{b}"]}
+
+
 def _step_inputs(src: str) -> list[int]:
     return [int(v) for v in re.search(r"kStepInputs\[\] = \{([-\d, ]*)\}", src).group(1).split(", ") if v != "-1"]
 
@@ -63,10 +71,13 @@ def test_one_block_restages_only_the_batch_and_keeps_the_state_homes():
     inputs = _step_inputs(src)
     assert inputs == [4, 5]  # x, y: the state (0-3) is written in place
     restaged = {int(b) for b in re.findall(r"tk::stage_rows\(s\d+\w*, b(\d+)", later)}
-    assert restaged == set(inputs)
+    # The batch, and the bf16 casts of the state (tile.smem_cast homes: never written
+    # through, so loaded again from what the previous step stored).
+    cast_homes = _cast_homes(src)
+    assert restaged == set(inputs) | set(cast_homes.values()) and {0, 1, 2, 3} <= set(cast_homes.values())
     for c, b in enumerate(inputs):
         assert re.search(rf"b{b}\w* = \(\w+\*\)\(tk_in \? tk_in\[{c}\] : tk_buf\[{b}\]\);", src)
-    state_homes = {h: b for h, b in homes.items() if b not in inputs}
+    state_homes = {h: b for h, b in homes.items() if b not in inputs and h not in cast_homes}
     assert sorted(state_homes.values()) == [0, 1, 2, 3]
     for home, b in state_homes.items():
         stores = re.findall(rf"\n\s+b{b}\w*\[[^\n]*\] = ([^\n]*);\n\s+if \(tk_more\) {home}\[[^\n]*\] = \1;", src)

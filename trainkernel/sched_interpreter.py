@@ -114,7 +114,7 @@ def run_program(
         # them all, then stages every input home before phase 0).
         smem = torch.full((max(program.smem, 1),), 0xFF, dtype=torch.uint8)
         for op in program.block.ops:
-            if isinstance(op, tile.SmemOp):
+            if isinstance(op, tile.Home):
                 t = op.result.type
                 assert isinstance(t, MemRefType)
                 raw = smem[op.offset_value : op.offset_value + op.local_bytes(1)]
@@ -123,10 +123,11 @@ def run_program(
                 else:  # rows `pitch` elements apart, as the kernel lays them out
                     rows, cols = t.get_shape()
                     mem[op.result] = raw.view(torch_dtype(t.get_element_type())).as_strided((rows, cols), (op.pitch_value, 1))
-                if op.source is not None:
+                if isinstance(op, tile.SmemOp) and op.source is not None:
                     through[op.source] = mem[op.result]
         for op in program.block.ops:
-            if isinstance(op, tile.SmemOp) and op.source is not None and op.source.index < n_in:
+            # copy_ rounds to the home's type as tk.cast does (a tile.smem_cast home).
+            if isinstance(op, tile.Home) and op.source is not None and op.source.index < n_in:
                 mem[op.result].copy_(mem[op.source])
 
     def execute(op: Operation) -> None:
@@ -158,8 +159,10 @@ def run_program(
             mem[op.result] = mem[op.source].view(tuple(op.result.type.get_shape()))
             if op.source in through:
                 through[op.result] = through[op.source].view(tuple(op.result.type.get_shape()))
-        elif isinstance(op, tile.SmemOp) and homes_in_bytes:
+        elif isinstance(op, tile.Home) and homes_in_bytes:
             pass  # placed above
+        elif isinstance(op, tile.SmemCastOp):  # the argument as the prologue loads it, cast
+            mem[op.result] = mem[op.source].to(torch_dtype(op.result.type.get_element_type()))
         elif isinstance(op, tile.SmemOp):
             # A staged home always holds its argument's current value (loaded at the
             # start, written through); a temporary's home is fresh (NaN) memory.
@@ -189,7 +192,7 @@ class _Partition:
         self.P = kernel.cluster or 1
         self.split_of: dict[SSAValue, int] = {}
         for op in kernel.block.ops:
-            if isinstance(op, tile.SmemOp):
+            if isinstance(op, tile.Home):
                 self.split_of[op.result] = op.split_axis
             elif isinstance(op, sched.ViewOp) and op.source in self.split_of:
                 src = self.split_of[op.source]

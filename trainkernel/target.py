@@ -241,6 +241,11 @@ class TargetOptions:
     # kernel fills once from its parameters.
     resident_step_inline: bool = False
     resident_step_pointers: str = "smem"
+    # tile-stage-casts (resident kernels): a first-phase map that only casts a
+    # staged input's home gives way to a home the prologue fills with the cast
+    # (tile.smem_cast); False: the map stays (the probe's baseline, perf-log
+    # step 45).
+    stage_casts: bool = True
     # The Hopper gemm engine of grid kernels (tk/hopper_gemm.cuh: TMA, an
     # mbarrier pipeline, wgmma; sm_90a). A grid kernel uses it for all its
     # gemms or none (they share one pipeline, kept from gemm to gemm), at

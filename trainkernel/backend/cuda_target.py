@@ -1327,7 +1327,7 @@ class ResidentPrinter(CudaPrinter):
         self.places: dict[SSAValue, Place] = {}
         self.through: dict[SSAValue, Place] = {}  # argument (or view of one) -> its home
 
-    def _home_place(self, home: tile.SmemOp, name: str) -> Place:
+    def _home_place(self, home: tile.Home, name: str) -> Place:
         return Place(name, tuple(home.result.type.get_shape()), home.split_axis, self.cluster, home.pitch_value)
 
     def _view_place(self, view: sched.ViewOp, src: Place) -> Place:
@@ -1380,18 +1380,18 @@ class ResidentPrinter(CudaPrinter):
             lambda i, arg: f"(tk_in ? tk_in[{column[arg]}] : tk_buf[{i}])" if arg in column else f"tk_buf[{i}]")
         for arg in k.block.args:
             self.places[arg] = Place(self.names[arg], tuple(arg.type.get_shape()), None, self.cluster)
-        stages: list[tuple[tile.SmemOp, str]] = []
+        stages: list[tuple[tile.Home, str]] = []
         for op in k.block.ops:
-            if isinstance(op, tile.SmemOp):
+            if isinstance(op, tile.Home):
                 name = f"s{len(self.names)}" + (f"_{op.result.name_hint}" if op.result.name_hint else "")
                 self.names[op.result] = name
                 self.places[op.result] = self._home_place(op, name)
                 ct = c_type(op.result.type)
                 self.w(f"  {ct}* {name} = ({ct}*)(smem + {op.offset_value});")
-                if op.source is not None:
+                if isinstance(op, tile.SmemOp) and op.source is not None:
                     self.through[op.source] = self.places[op.result]
-                    if op.source.index < k.num_inputs.data:
-                        stages.append((op, name))
+                if op.source is not None and op.source.index < k.num_inputs.data:
+                    stages.append((op, name))
             elif isinstance(op, sched.ViewOp):
                 name = f"{self.names[op.source]}_v{len(self.names)}"
                 self.names[op.result] = name
@@ -1416,7 +1416,10 @@ class ResidentPrinter(CudaPrinter):
         # A later step restages the homes of what it reads anew: its batch, and
         # the state where restage_state says the homes cannot keep it (then
         # every step stages every home, and one prologue serves them all).
-        later = [(home, name) for home, name in stages if home.source in self.step_inputs or self.restage_state]
+        # Cast homes too: they hold the argument as the step starts, never written through.
+        stages.sort(key=lambda s: isinstance(s[0], tile.SmemCastOp))  # their loads wait; the copies do not
+        later = [(home, name) for home, name in stages
+                 if home.source in self.step_inputs or self.restage_state or isinstance(home, tile.SmemCastOp)]
         branch = len(later) < len(stages)
         if branch:
             self.w("  if (!tk_first) {")
@@ -1518,10 +1521,10 @@ class ResidentPrinter(CudaPrinter):
         written = {sched.root_buffer(v) for op in k.block.ops if isinstance(op, tile.TileWorkOp) for v in op.outs}
         self.written_inputs = {a for a in inputs if a in written}
         self.step_inputs = [a for a in inputs if a not in written]
-        homes = [op for op in k.block.ops if isinstance(op, tile.SmemOp)]
+        homes = [op for op in k.block.ops if isinstance(op, tile.Home)]
         span = {h: (h.offset_value, h.offset_value + h.local_bytes(self.cluster)) for h in homes}
 
-        def shares_bytes(h: tile.SmemOp) -> bool:
+        def shares_bytes(h: tile.Home) -> bool:
             lo, hi = span[h]
             return any(o is not h and span[o][0] < hi and lo < span[o][1] for o in homes)
 
@@ -1534,7 +1537,7 @@ class ResidentPrinter(CudaPrinter):
         nothing else orders that store after the other blocks' prologue loads."""
         if self.cluster == 1:
             return False
-        staged = {op.source for op in self.kernel.block.ops if isinstance(op, tile.SmemOp) and op.source is not None}
+        staged = {op.source for op in self.kernel.block.ops if isinstance(op, tile.Home) and op.source is not None}
         for op in self.kernel.block.ops:
             if not isinstance(op, tile.TileWorkOp):
                 continue
@@ -1545,7 +1548,8 @@ class ResidentPrinter(CudaPrinter):
                 return False
         return False
 
-    def stage(self, home: tile.SmemOp, name: str, indent: str = "") -> None:
+    def stage(self, home: tile.Home, name: str, indent: str = "") -> None:
+        # tk::stage_rows casts where the home's type is not the argument's (tile.smem_cast).
         shape = tuple(home.result.type.get_shape())
         src = self.names[home.source]
         split = home.split_axis

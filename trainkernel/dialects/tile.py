@@ -29,7 +29,10 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
+    BFloat16Type,
     DenseArrayBase,
+    Float16Type,
+    Float32Type,
     IntegerAttr,
     MemRefType,
     StringAttr,
@@ -40,6 +43,7 @@ from xdsl.irdl import (
     IRDLOperation,
     VarConstraint,
     irdl_op_definition,
+    operand_def,
     opt_operand_def,
     opt_prop_def,
     prop_def,
@@ -415,38 +419,16 @@ class ReduceOp(TileWorkOp):
             _check_items(self, n_out, f"one item per output element, {n_out} outputs")
 
 
-@irdl_op_definition
-class SmemOp(IRDLOperation):
-    """A buffer's home in the shared memory of each block of a resident kernel,
-    at a byte `offset` of the block's dynamic shared memory. `split = d`: block
-    r of the cluster holds slice r of axis d (ceil(size/cluster) elements, the
-    last slice shorter); -1: every block holds all of it. With `stage %arg` it
-    is the on-chip copy of a kernel argument: loaded at kernel start when the
-    argument is an input, and written through whenever the argument is.
+class Home(IRDLOperation):
+    """What every shared-memory home of a resident kernel has (tile.smem,
+    tile.smem_cast): a byte `offset` in each block's dynamic shared memory, a
+    `split` axis (-1: every block holds all of it) and an optional row
+    `pitch`. Code that takes any home tests `isinstance(op, tile.Home)`; a
+    written-through copy of an argument is a `tile.SmemOp` with a source."""
 
-    `pitch p` (2-D homes): rows are p elements apart instead of the local row
-    length, p a multiple of 16 bytes, so every row starts 16-byte aligned
-    (cp.async, ldmatrix) and, with an odd number of 16-byte units, eight
-    consecutive rows fall in eight different bank groups.
-
-    `%h = tile.smem offset 1024 split 1 : memref<16x64xbf16>`
-    `%w = tile.smem stage %0 offset 0 split 1 pitch 40 : memref<32x64xf32>`
-    """
-
-    name = "tile.smem"
-    T: ClassVar = VarConstraint("T", AnyAttr())
-    source = opt_operand_def(T)
     offset = prop_def(IntegerAttr[I64])
     split = prop_def(IntegerAttr[I64])
     pitch = opt_prop_def(IntegerAttr[I64])
-    result = result_def(T)
-    assembly_format = "(`stage` $source^)? `offset` $offset `split` $split (`pitch` $pitch^)? attr-dict `:` type($result)"
-
-    def __init__(self, result_type: MemRefType, offset: int, split: int, source=None, pitch: int | None = None):
-        props = {"offset": IntegerAttr(offset, 64), "split": IntegerAttr(split, 64)}
-        if pitch is not None:
-            props["pitch"] = IntegerAttr(pitch, 64)
-        super().__init__(operands=[[source] if source is not None else []], result_types=[result_type], properties=props)
 
     @property
     def pitch_value(self) -> int | None:
@@ -467,18 +449,18 @@ class SmemOp(IRDLOperation):
     def verify_(self) -> None:
         t = self.result.type
         if not isinstance(t, MemRefType):
-            raise VerifyException(f"tile.smem must have a memref type, got {t}")
+            raise VerifyException(f"{self.name} must have a memref type, got {t}")
         if self.offset_value < 0 or self.offset_value % SMEM_ALIGNMENT:
             raise VerifyException(
-                f"tile.smem offset {self.offset_value} must be a non-negative multiple of {SMEM_ALIGNMENT}"
+                f"{self.name} offset {self.offset_value} must be a non-negative multiple of {SMEM_ALIGNMENT}"
             )
         if not -1 <= self.split_axis < len(t.get_shape()):
-            raise VerifyException(f"tile.smem split {self.split_axis} is not an axis of {t}")
+            raise VerifyException(f"{self.name} split {self.split_axis} is not an axis of {t}")
         parent = self.parent_op()
         if not isinstance(parent, KernelOp) or parent.cluster is None:
-            raise VerifyException("tile.smem must be directly inside a resident tile.kernel (one with `cluster`)")
+            raise VerifyException(f"{self.name} must be directly inside a resident tile.kernel (one with `cluster`)")
         if self.source is not None and self.source.owner is not parent.block:
-            raise VerifyException("tile.smem stage must name an argument of its tile.kernel")
+            raise VerifyException(f"{self.name} {'stage ' if self.name == 'tile.smem' else ''}must name an argument of its tile.kernel")
         pitch = self.pitch_value
         if pitch is not None:
             from trainkernel.elements import byte_size as element_bytes
@@ -486,12 +468,82 @@ class SmemOp(IRDLOperation):
             local = local_shape(t, self.split_axis, parent.cluster)
             if len(local) != 2 or pitch < local[1] or (pitch * element_bytes(t.get_element_type())) % 16:
                 raise VerifyException(
-                    f"tile.smem pitch {pitch} must be a 2-D home's row stride: at least its local row of "
+                    f"{self.name} pitch {pitch} must be a 2-D home's row stride: at least its local row of "
                     f"{local[-1]} elements and a multiple of 16 bytes ({t})")
         if self.offset_value + self.local_bytes(parent.cluster) > parent.smem:
             raise VerifyException(
-                f"tile.smem at offset {self.offset_value} overruns the kernel's {parent.smem} bytes of shared memory"
+                f"{self.name} at offset {self.offset_value} overruns the kernel's {parent.smem} bytes of shared memory"
             )
+
+    @staticmethod
+    def properties_of(offset: int, split: int, pitch: int | None) -> dict[str, Attribute]:
+        props: dict[str, Attribute] = {"offset": IntegerAttr(offset, 64), "split": IntegerAttr(split, 64)}
+        if pitch is not None:
+            props["pitch"] = IntegerAttr(pitch, 64)
+        return props
+
+
+@irdl_op_definition
+class SmemOp(Home):
+    """A buffer's home in the shared memory of each block of a resident kernel,
+    at a byte `offset` of the block's dynamic shared memory. `split = d`: block
+    r of the cluster holds slice r of axis d (ceil(size/cluster) elements, the
+    last slice shorter); -1: every block holds all of it. With `stage %arg` it
+    is the on-chip copy of a kernel argument: loaded at kernel start when the
+    argument is an input, and written through whenever the argument is.
+
+    `pitch p` (2-D homes): rows are p elements apart instead of the local row
+    length, p a multiple of 16 bytes, so every row starts 16-byte aligned
+    (cp.async, ldmatrix) and, with an odd number of 16-byte units, eight
+    consecutive rows fall in eight different bank groups.
+
+    `%h = tile.smem offset 1024 split 1 : memref<16x64xbf16>`
+    `%w = tile.smem stage %0 offset 0 split 1 pitch 40 : memref<32x64xf32>`
+    """
+
+    name = "tile.smem"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    source = opt_operand_def(T)
+    result = result_def(T)
+    assembly_format = "(`stage` $source^)? `offset` $offset `split` $split (`pitch` $pitch^)? attr-dict `:` type($result)"
+
+    def __init__(self, result_type: MemRefType, offset: int, split: int, source=None, pitch: int | None = None):
+        super().__init__(operands=[[source] if source is not None else []], result_types=[result_type],
+                         properties=self.properties_of(offset, split, pitch))
+
+@irdl_op_definition
+class SmemCastOp(Home):
+    """A home that holds a kernel input cast to the home's element type: the
+    prologue loads the argument and converts it (rounding as `tk.cast` does)
+    into the home, in place of a phase that casts a staged copy. No op writes
+    it and it is never written through: within a step it holds the argument's
+    value at the step's start (the kernel verifier checks that nothing writes
+    it; `tile-stage-casts` makes these homes).
+
+    `%xb = tile.smem_cast %4 : memref<64x128xf32> offset 0 split -1 pitch 136 : memref<64x128xbf16>`
+    """
+
+    name = "tile.smem_cast"
+    source = operand_def(MemRefType)
+    result = result_def(MemRefType)
+    assembly_format = ("$source `:` type($source) `offset` $offset `split` $split (`pitch` $pitch^)? attr-dict "
+                       "`:` type($result)")
+
+    def __init__(self, result_type: MemRefType, offset: int, split: int, source: SSAValue, pitch: int | None = None):
+        super().__init__(operands=[source], result_types=[result_type], properties=self.properties_of(offset, split, pitch))
+
+    def verify_(self) -> None:
+        super().verify_()
+        src, res = self.source.type, self.result.type
+        assert isinstance(src, MemRefType) and isinstance(res, MemRefType)
+        if src.get_shape() != res.get_shape() or src.get_element_type() == res.get_element_type():
+            raise VerifyException(f"tile.smem_cast casts {src} to a home of its shape and another element type, "
+                                  f"not {res}")
+        for t in (src, res):
+            if not isinstance(t.get_element_type(), Float32Type | Float16Type | BFloat16Type):
+                raise VerifyException(f"tile.smem_cast casts between f32, f16 and bf16, not {t}")
+        if self.source.index >= self.parent_op().num_inputs.data:
+            raise VerifyException("tile.smem_cast must stage an input of its tile.kernel")
 
 
 # The hardware limits the verifiers check are the target's (trainkernel.target):
@@ -625,7 +677,7 @@ class KernelOp(ProgramLikeOp):
                     f"{most} elements (at most {RESIDENT_MAX_ELEMENTS})"
                 )
         for op in self.block.ops:
-            if not isinstance(op, BufferOp | ViewOp | SmemOp | TileWorkOp | SyncOp):
+            if not isinstance(op, BufferOp | ViewOp | Home | TileWorkOp | SyncOp):
                 raise VerifyException(f"tile.kernel may hold buffers, views, tile ops and syncs, not {op.name}")
         verify_kernel_contract(self)
 
@@ -682,6 +734,7 @@ def verify_kernel_contract(kernel: "KernelOp") -> None:
     accesses = {op: op_accesses(kernel, op) for op in kernel.block.ops if isinstance(op, TileWorkOp)}
     if kernel.cluster is not None:
         verify_resident_reads(kernel, accesses)
+        verify_cast_homes(kernel, accesses)
     verify_phase_hazards(kernel, accesses)
     verify_home_liveness(kernel, accesses)
     verify_tile_reads_after_writes(kernel, accesses)
@@ -883,7 +936,7 @@ def verify_resident_reads(kernel: "KernelOp", accesses) -> None:
     global memory another block wrote."""
     for op, accs in accesses.items():
         for a in accs:
-            if not a.write and not isinstance(a.root.owner, SmemOp):
+            if not a.write and not isinstance(a.root.owner, Home):
                 what = f"argument {a.root.index}" if isinstance(a.root, BlockArgument) else "a buffer"
                 raise VerifyException(
                     f"tile.kernel: {op.name} of a resident kernel reads {what} from global memory; it must read "
@@ -897,15 +950,27 @@ def verify_home_names(kernel: "KernelOp") -> None:
 
     staged: dict[SSAValue, SmemOp] = {}
     for op in kernel.block.ops:
-        if isinstance(op, SmemOp):
+        if isinstance(op, Home):
             if op.result.name_hint is not None:
                 check_c_identifier("tile.kernel: home name", op.result.name_hint)
-            if op.source is not None:
+            if isinstance(op, SmemOp) and op.source is not None:
                 if op.source in staged:
                     raise VerifyException(
                         f"tile.kernel: argument {op.source.index} has two shared-memory homes (it is written through to one)"
                     )
                 staged[op.source] = op
+
+
+def verify_cast_homes(kernel: "KernelOp", accesses) -> None:
+    """A cast home (tile.smem_cast) is filled by the prologue only: no op
+    writes it (so within a step it always holds its argument's value at the
+    step's start, cast, whatever later phases write to the argument)."""
+    casts = {op.result for op in kernel.block.ops if isinstance(op, SmemCastOp)}
+    for op, accs in accesses.items():
+        for a in accs:
+            if a.write and a.root in casts:
+                raise VerifyException(f"tile.kernel: {op.name} writes a cast home (tile.smem_cast), "
+                                      "which only the prologue fills")
 
 
 # ---- accesses
@@ -1076,7 +1141,7 @@ def _ranges(kernel: "KernelOp", root: SSAValue, write: bool, homes) -> list[tupl
         off = owner.offset_value or 0
         end = off + nbytes(root.type)
         return [("arena", off, end, f"arena buffer{name} (bytes {off}..{end})")]
-    if isinstance(owner, SmemOp):
+    if isinstance(owner, Home):
         off = owner.offset_value
         end = off + owner.local_bytes(kernel.cluster or 1)
         return [("smem", off, end, f"shared-memory home{name} (bytes {off}..{end})")]
@@ -1125,7 +1190,7 @@ def verify_home_liveness(kernel: "KernelOp", accesses) -> None:
     n_in = kernel.num_inputs.data
     live: dict[SSAValue, list[int]] = {}
     for op in kernel.block.ops:
-        if isinstance(op, SmemOp) and op.source is not None and op.source.index < n_in:
+        if isinstance(op, Home) and op.source is not None and op.source.index < n_in:
             live[op.result] = [0, 0]
     spans: list[tuple[int, int, int, int, str]] = []
     for i, ops in enumerate(kernel.phases()):
@@ -1133,13 +1198,13 @@ def verify_home_liveness(kernel: "KernelOp", accesses) -> None:
             for a in accesses[op]:
                 roots = [a.root] + ([homes[a.root].result] if a.write and a.root in homes else [])
                 for r in roots:
-                    if isinstance(r.owner, SmemOp):
+                    if isinstance(r.owner, Home):
                         span = live.setdefault(r, [i, i])
                         span[0], span[1] = min(span[0], i), max(span[1], i)
             if op.scratch is not None:
                 spans.append((op.scratch, op.scratch + _scratch_bytes(op), i, i, f"the partials of {op.name} in phase {i}"))
     for op in kernel.block.ops:
-        if isinstance(op, SmemOp) and op.result in live:
+        if isinstance(op, Home) and op.result in live:
             (_, lo, hi, label), = _ranges(kernel, op.result, False, homes)
             spans.append((lo, hi, live[op.result][0], live[op.result][1], label))
     for k, a in enumerate(spans):
@@ -1153,12 +1218,13 @@ def verify_home_liveness(kernel: "KernelOp", accesses) -> None:
 
 def verify_tile_reads_after_writes(kernel: "KernelOp", accesses) -> None:
     """Every buffer a phase reads holds a value: a step input, a staged input's
-    home (the prologue loads it), or what an earlier phase wrote (writing an
-    argument writes its home)."""
+    home or cast home (the prologue loads it), or what an earlier phase wrote
+    (writing an argument writes its home)."""
     homes = _homes_of(kernel)
     n_in = kernel.num_inputs.data
     defined: set[SSAValue] = set(kernel.block.args[:n_in])
     defined |= {h.result for a, h in homes.items() if a.index < n_in}
+    defined |= {op.result for op in kernel.block.ops if isinstance(op, SmemCastOp)}
     for i, ops in enumerate(kernel.phases()):
         for op in ops:
             for a in accesses[op]:
@@ -1224,9 +1290,9 @@ def split_axes(kernel: "KernelOp") -> dict[SSAValue, int]:
     every block holds all of it); a view that moves a split axis is an error."""
     out: dict[SSAValue, int] = {}
     for op in kernel.block.ops:
-        if isinstance(op, SmemOp):
+        if isinstance(op, Home):
             out[op.result] = op.split_axis
-            if op.source is not None:
+            if isinstance(op, SmemOp) and op.source is not None:
                 out[op.source] = op.split_axis
         elif isinstance(op, ViewOp) and op.source in out:
             src = out[op.source]
@@ -1292,4 +1358,4 @@ def config(**values: int | str | tuple[int, ...]) -> dict[str, Attribute]:
     return out
 
 
-TILE = Dialect("tile", [KernelOp, GemmOp, MapOp, ReduceOp, SmemOp, SyncOp], [])
+TILE = Dialect("tile", [KernelOp, GemmOp, MapOp, ReduceOp, SmemOp, SmemCastOp, SyncOp], [])

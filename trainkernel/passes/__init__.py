@@ -58,6 +58,7 @@ _PROJECT_PASSES: dict[str, tuple[str, str]] = {
     "sched-allocate": ("sched_allocate", "SchedAllocatePass"),
     "sched-to-tile": ("sched_to_tile", "SchedToTilePass"),
     "tile-resident": ("tile_resident", "TileResidentPass"),
+    "tile-stage-casts": ("tile_stage_casts", "TileStageCastsPass"),
     "tile-column-partials": ("tile_column_partials", "TileColumnPartialsPass"),
     "tile-reductions-first": ("tile_reductions_first", "TileReductionsFirstPass"),
     "tile-row-local": ("tile_row_local", "TileRowLocalPass"),

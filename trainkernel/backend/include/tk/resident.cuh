@@ -15,6 +15,9 @@
 //       vals) fills its NV epilogue values and store(i, j, vals) writes them
 //       (compute may also be called for clamped in-range indices whose
 //       store is skipped: it must only read).
+//   stage_rows(dst, src, ...) with dst's element type not src's: the same
+//       rows cast (plain loads, all in flight, then from_float), done when
+//       it returns; stage_wait() publishes them with the copies.
 //   launch_dependents(), wait_prior_grid()
 //       programmatic dependent launch: let the next step's kernel be
 //       scheduled now; wait until the previous one has finished.
@@ -86,6 +89,51 @@ __device__ __forceinline__ void stage_rows(T* dst, const T* src, int rows, int r
     for (int c = threadIdx.x; c < total; c += blockDim.x) {
       const int r = c / row_elems, e = c - r * row_elems;
       dst[(long long)r * dst_stride + e] = src[r * src_stride + e];
+    }
+  }
+}
+
+// The same rows cast to the home's element type (a tile.smem_cast home):
+// plain loads (cp.async cannot convert), up to kCastLoads 16-byte loads a
+// thread in flight before the first conversion, each element rounded as
+// tk.cast rounds it (from_float).
+constexpr int kCastLoads = 8;
+
+template <typename D, typename S>
+__device__ __forceinline__ void stage_rows(D* dst, const S* src, int rows, int row_elems, long long src_stride,
+                                           int dst_stride) {
+  if (rows <= 0 || row_elems <= 0) return;
+  constexpr int V = 16 / sizeof(S);  // elements of one 16-byte load
+  const bool vec = is_aligned(src, 16) && row_elems % V == 0 && (src_stride * (long long)sizeof(S)) % 16 == 0;
+  const int per_load = vec ? V : 1;
+  const int per_row = row_elems / per_load;
+  const int total = rows * per_row;
+  for (int base = threadIdx.x; base < total; base += kCastLoads * blockDim.x) {
+    uint4 v[kCastLoads];
+#pragma unroll
+    for (int u = 0; u < kCastLoads; ++u) {
+      const int c = base + u * blockDim.x;
+      if (c < total) {
+        const int r = c / per_row, q = c - r * per_row;
+        const S* at = src + r * src_stride + q * per_load;
+        if (vec) v[u] = *reinterpret_cast<const uint4*>(at);
+        else *reinterpret_cast<S*>(&v[u]) = *at;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kCastLoads; ++u) {
+      const int c = base + u * blockDim.x;
+      if (c < total) {
+        const int r = c / per_row, q = c - r * per_row;
+        const S* e = reinterpret_cast<const S*>(&v[u]);
+        D* out = dst + (long long)r * dst_stride + q * per_load;
+        if (vec) {
+#pragma unroll
+          for (int i = 0; i < V; ++i) out[i] = from_float<D>(to_float(e[i]));
+        } else {
+          out[0] = from_float<D>(to_float(e[0]));
+        }
+      }
     }
   }
 }
