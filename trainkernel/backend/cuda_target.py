@@ -1529,7 +1529,8 @@ class ResidentPrinter(CudaPrinter):
             return any(o is not h and span[o][0] < hi and lo < span[o][1] for o in homes)
 
         self.restage_state = self.cluster > 1 or any(
-            shares_bytes(h) for h in homes if h.source is not None and h.source in self.written_inputs)
+            shares_bytes(h) for h in homes
+            if isinstance(h, tile.SmemOp) and h.source is not None and h.source in self.written_inputs)
 
     def _prologue_needs_cluster_barrier(self) -> bool:
         """True when an op that only rank 0 stores (split -1, or a split contraction)
