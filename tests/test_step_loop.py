@@ -71,10 +71,10 @@ def test_one_block_restages_only_the_batch_and_keeps_the_state_homes():
     inputs = _step_inputs(src)
     assert inputs == [4, 5]  # x, y: the state (0-3) is written in place
     restaged = {int(b) for b in re.findall(r"tk::stage_rows\(s\d+\w*, b(\d+)", later)}
-    # The batch, and the bf16 casts of the state (tile.smem_cast homes: never written
-    # through, so loaded again from what the previous step stored).
+    # The batch, and any cast home (tile.smem_cast, never written through: loaded again
+    # from what the previous step stored; none by default, tests/test_stage_casts.py).
     cast_homes = _cast_homes(src)
-    assert restaged == set(inputs) | set(cast_homes.values()) and {0, 1, 2, 3} <= set(cast_homes.values())
+    assert restaged == set(inputs) | set(cast_homes.values())
     for c, b in enumerate(inputs):
         assert re.search(rf"b{b}\w* = \(\w+\*\)\(tk_in \? tk_in\[{c}\] : tk_buf\[{b}\]\);", src)
     state_homes = {h: b for h, b in homes.items() if b not in inputs and h not in cast_homes}

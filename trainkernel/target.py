@@ -243,9 +243,11 @@ class TargetOptions:
     resident_step_pointers: str = "smem"
     # tile-stage-casts (resident kernels): a first-phase map that only casts a
     # staged input's home gives way to a home the prologue fills with the cast
-    # (tile.smem_cast); False: the map stays (the probe's baseline, perf-log
-    # step 45).
-    stage_casts: bool = True
+    # (tile.smem_cast). Off: measured (perf-log step 45) 3-9 us a step SLOWER
+    # on every resident step, each cast home's loads waiting one global
+    # latency before the next home's are issued; on again only once the
+    # prologue issues every cast home's loads before converting any.
+    stage_casts: bool = False
     # The Hopper gemm engine of grid kernels (tk/hopper_gemm.cuh: TMA, an
     # mbarrier pipeline, wgmma; sm_90a). A grid kernel uses it for all its
     # gemms or none (they share one pipeline, kept from gemm to gemm), at
