@@ -151,3 +151,19 @@ tile.kernel @k(%a: memref<64x8xf32>, %o: memref<64x8xf32>) inputs 1 results [1] 
     tk.yield %x : tensor<64x8xf32>
   }
 }
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// A cast home changes the element type, and only that.
+// CHECK: tile.smem_cast casts memref<64x8xf32> to a home of its shape and another element type, not memref<64x8xf32>
+tile.kernel @k(%a: memref<64x8xf32>, %o: memref<64x8xf32>) inputs 1 results [1] arena 0 config {grid = 4 : i64, threads = 128 : i64, smem = 2048 : i64, cluster = 4 : i64} {
+  %s = tile.smem_cast %a : memref<64x8xf32> offset 0 split 0 : memref<64x8xf32>
+}
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// The prologue fills a cast home from an input, never from an output.
+// CHECK: tile.smem_cast must stage an input of its tile.kernel
+tile.kernel @k(%a: memref<64x8xf32>, %o: memref<64x8xf32>) inputs 1 results [1] arena 0 config {grid = 4 : i64, threads = 128 : i64, smem = 2048 : i64, cluster = 4 : i64} {
+  %s = tile.smem_cast %o : memref<64x8xf32> offset 0 split 0 : memref<64x8xbf16>
+}
