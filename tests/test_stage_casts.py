@@ -8,6 +8,10 @@ before the next home's are issued)."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 import torch
 import torch.utils._pytree as pytree
@@ -98,20 +102,43 @@ def test_the_cast_home_op_checks_its_types(casts_on):
         of_output.verify()
 
 
-def test_the_printer_stages_cast_homes_last_and_restages_them_every_step(monkeypatch, casts_on):
-    """tiny's kernel: the cast homes are staged after the copies (their loads wait) and
-    by every later step (never written through: the update stores W1 to global memory,
-    which the next step casts again), while W1's fp32 home is kept and written through."""
+def test_the_printer_stages_cast_homes_together_and_restages_them_every_step(monkeypatch, casts_on):
+    """tiny's kernel: after the copies, one block loads every cast home (tk::CastRows, each
+    sized to its loads a thread) before converting any, so the homes wait one latency
+    together (perf-log step 45); every later step does it again (never written through:
+    the update stores W1 to global memory, which the next step casts again), while W1's
+    fp32 home is kept and written through."""
+    import re
+
     monkeypatch.setitem(T.TARGETS, T.DEFAULT.name, T.TARGETS[casts_on])
     w = WORKLOADS["tiny"]
     src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
-    prologue = src[src.index("  // ---- prologue"): src.index("tk::stage_wait();")]
-    lines = [ln.strip() for ln in prologue.splitlines() if "stage_rows" in ln]
-    kinds = [ln.split("(")[1].split(",")[0] for ln in lines]
-    decl = {name: t for t, name in __import__("re").findall(r"\n  ([\w:]+)\* (s\d+\w*) = \(", src)}
-    casts = [k for k in kinds if decl[k] == "__nv_bfloat16"]
-    assert casts and kinds[-len(casts):] == casts  # staged last
     later = src[src.index("  if (!tk_first) {"): src.index("  } else {")]
-    for home in casts:
-        assert f"tk::stage_rows({home}," in later
+    prologue = src[src.index("  // ---- prologue"): src.index("tk::stage_wait();")]
+    for part in (prologue, later):
+        block = part[part.index("{ // cast homes"):]
+        assert "tk::stage_rows" not in block  # the copies come first
+        loads = [m.start() for m in re.finditer(r"tk_c\d+\.load\(", block)]
+        stores = [m.start() for m in re.finditer(r"tk_c\d+\.store\(", block)]
+        assert len(loads) == len(stores) == 5 and max(loads) < min(stores)
+    # x: 16 x 32 fp32, 128 16-byte loads over 256 threads: one a thread; W1: 32 x 64, 512: two.
+    assert re.search(r"tk::CastRows<float, 1> tk_c\d+;\n\s+tk_c\d+\.load\(b4,", prologue)
+    assert re.search(r"tk::CastRows<float, 2> tk_c\d+;\n\s+tk_c\d+\.load\(b0,", prologue)
     assert "if (tk_more) s" in src  # the fp32 state homes are kept, written through
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found (CUDA toolkit absent)")
+@pytest.mark.parametrize("name", ["tiny", "online-adam"])
+def test_kernels_with_cast_homes_compile_for_sm90(monkeypatch, casts_on, tmp_path, name):
+    """Off by default, so the suite's nvcc test never sees tk::CastRows: compile one block
+    and one cluster (fp32 and bf16 sources) with the pass on."""
+    monkeypatch.setitem(T.TARGETS, T.DEFAULT.name, T.TARGETS[casts_on])
+    w = {**WORKLOADS, **TWINS}[name]
+    src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
+    assert "tk::CastRows<" in src
+    cu = tmp_path / "k.cu"
+    cu.write_text(src)
+    include = Path(trainkernel.__file__).resolve().parent / "backend" / "include"
+    out = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-O3", "-c", "-I", str(include), str(cu), "-o",
+                          str(tmp_path / "k.o")], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]

@@ -439,6 +439,9 @@ def _accum_decl(red: tk.ReductionOp) -> str:
 
 
 COLUMN_LOADS = 16
+# A thread's loads of one cast home (tile.smem_cast) held in registers at once
+# (16-byte each, tk::CastRows); a home that needs more loads them in rounds.
+CAST_LOADS = 16
 """Rows a column reduction's thread loads before folding them (loads in flight)."""
 
 
@@ -1417,18 +1420,21 @@ class ResidentPrinter(CudaPrinter):
         # the state where restage_state says the homes cannot keep it (then
         # every step stages every home, and one prologue serves them all).
         # Cast homes too: they hold the argument as the step starts, never written through.
-        stages.sort(key=lambda s: isinstance(s[0], tile.SmemCastOp))  # their loads wait; the copies do not
         later = [(home, name) for home, name in stages
                  if home.source in self.step_inputs or self.restage_state or isinstance(home, tile.SmemCastOp)]
         branch = len(later) < len(stages)
+        def emit(homes: list[tuple[tile.Home, str]], indent: str) -> None:
+            for home, name in homes:
+                if not isinstance(home, tile.SmemCastOp):
+                    self.stage(home, name, indent)
+            self.stage_casts([(h, n) for h, n in homes if isinstance(h, tile.SmemCastOp)], indent)
+
         if branch:
             self.w("  if (!tk_first) {")
-            for home, name in later:
-                self.stage(home, name, "  ")
+            emit(later, "  ")
             self.w("  } else {")
         self.w("  // ---- prologue: every input home, all copies in flight together")
-        for home, name in stages:
-            self.stage(home, name, "  " if branch else "")
+        emit(stages, "  " if branch else "")
         if branch:
             self.w("  }")
         timer = PHASE_TIMER
@@ -1549,30 +1555,28 @@ class ResidentPrinter(CudaPrinter):
                 return False
         return False
 
-    def stage(self, home: tile.Home, name: str, indent: str = "") -> None:
-        # tk::stage_rows casts where the home's type is not the argument's (tile.smem_cast).
+    def stage_args(self, home: tile.Home) -> tuple[str, str, str, str, str, int, int]:
+        """How this block stages `home`: (source pointer, rows, elements a row,
+        source row stride, home row stride) as C expressions, and the most rows
+        and elements a row any block stages (its slice of a split home)."""
         shape = tuple(home.result.type.get_shape())
         src = self.names[home.source]
         split = home.split_axis
         pitch = home.pitch_value
-        w = lambda line: self.w(indent + line)  # noqa: E731
         if pitch is not None:  # 2-D, rows `pitch` apart: one copy per row of this block's slice
             rows, cols = shape
             if split < 0:
-                w(f"  tk::stage_rows({name}, {src}, {rows}, {cols}, {cols}LL, {pitch});")
-            elif split == 0:
+                return src, f"{rows}", f"{cols}", f"{cols}LL", f"{pitch}", rows, cols
+            if split == 0:
                 c = tile.shard_extent(rows, self.cluster)
-                w(f"  tk::stage_rows({name}, {src} + (long long){c * cols} * rank, "
-                  f"max(0, min({c}, {rows} - {c} * rank)), {cols}, {cols}LL, {pitch});")
-            else:
-                c = tile.shard_extent(cols, self.cluster)
-                w(f"  tk::stage_rows({name}, {src} + (long long){c} * rank, {rows}, "
-                  f"max(0, min({c}, {cols} - {c} * rank)), {cols}LL, {pitch});")
-            return
+                return (f"{src} + (long long){c * cols} * rank", f"max(0, min({c}, {rows} - {c} * rank))", f"{cols}",
+                        f"{cols}LL", f"{pitch}", c, cols)
+            c = tile.shard_extent(cols, self.cluster)
+            return (f"{src} + (long long){c} * rank", f"{rows}", f"max(0, min({c}, {cols} - {c} * rank))",
+                    f"{cols}LL", f"{pitch}", rows, c)
         if split < 0:
             n = numel(shape)
-            w(f"  tk::stage_rows({name}, {src}, 1, {n}, 0, 0);")
-            return
+            return src, "1", f"{n}", "0", "0", 1, n
         outer, inner = 1, 1
         for d in shape[:split]:
             outer *= d
@@ -1580,8 +1584,37 @@ class ResidentPrinter(CudaPrinter):
             inner *= d
         full = shape[split]
         c = tile.shard_extent(full, self.cluster)
-        w(f"  tk::stage_rows({name}, {src} + (long long){c * inner} * rank, {outer}, "
-          f"max(0, min({c}, {full} - {c} * rank)) * {inner}, {full * inner}LL, {c * inner});")
+        return (f"{src} + (long long){c * inner} * rank", f"{outer}", f"max(0, min({c}, {full} - {c} * rank)) * {inner}",
+                f"{full * inner}LL", f"{c * inner}", outer, c * inner)
+
+    def stage(self, home: tile.Home, name: str, indent: str = "") -> None:
+        src, rows, row_elems, src_stride, dst_stride, _, _ = self.stage_args(home)
+        self.w(f"{indent}  tk::stage_rows({name}, {src}, {rows}, {row_elems}, {src_stride}, {dst_stride});")
+
+    def stage_casts(self, homes: list[tuple[tile.Home, str]], indent: str = "") -> None:
+        """The cast homes' staging (tile.smem_cast): every home's loads issued
+        before any conversion (tk::CastRows holds a thread's loads of one home),
+        so the homes wait one global latency together, not one each (perf-log
+        step 45: one after another, five homes cost online 4 us a step)."""
+        if not homes:
+            return
+        w = lambda line: self.w(indent + line)  # noqa: E731
+        threads = self.kernel.threads
+        w("  { // cast homes: every load in flight, then the conversions")
+        rows_of = []
+        for i, (home, name) in enumerate(homes):
+            src, rows, row_elems, src_stride, dst_stride, most_rows, widest = self.stage_args(home)
+            assert isinstance(home, tile.SmemCastOp)
+            s_type = c_type(home.source.type)
+            esize = byte_size(home.source.type.get_element_type())
+            per_load = 16 // esize if widest % (16 // esize) == 0 else 1
+            loads = ceil_div(most_rows * (widest // per_load), threads)
+            w(f"    tk::CastRows<{s_type}, {max(1, min(loads, CAST_LOADS))}> tk_c{i};")
+            w(f"    tk_c{i}.load({src}, {rows}, {row_elems}, {src_stride});")
+            rows_of.append((name, dst_stride))
+        for i, (name, dst_stride) in enumerate(rows_of):
+            w(f"    tk_c{i}.store({name}, {dst_stride});")
+        w("  }")
 
     def body_printer(self, op: tile.TileWorkOp, indent: str, broadcast: bool = False) -> ResidentBodyPrinter:
         # Write an argument's home through where a later phase reads it, and

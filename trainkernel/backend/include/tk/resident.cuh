@@ -15,9 +15,9 @@
 //       vals) fills its NV epilogue values and store(i, j, vals) writes them
 //       (compute may also be called for clamped in-range indices whose
 //       store is skipped: it must only read).
-//   stage_rows(dst, src, ...) with dst's element type not src's: the same
-//       rows cast (plain loads, all in flight, then from_float), done when
-//       it returns; stage_wait() publishes them with the copies.
+//   CastRows<S, N>: rows staged cast to another element type (plain loads,
+//       every cast home's in flight together, then from_float); stage_wait()
+//       publishes them with the copies.
 //   launch_dependents(), wait_prior_grid()
 //       programmatic dependent launch: let the next step's kernel be
 //       scheduled now; wait until the previous one has finished.
@@ -93,50 +93,69 @@ __device__ __forceinline__ void stage_rows(T* dst, const T* src, int rows, int r
   }
 }
 
-// The same rows cast to the home's element type (a tile.smem_cast home):
-// plain loads (cp.async cannot convert), up to kCastLoads 16-byte loads a
-// thread in flight before the first conversion, each element rounded as
-// tk.cast rounds it (from_float).
-constexpr int kCastLoads = 8;
+// The same rows cast to another element type (a tile.smem_cast home): cp.async
+// cannot convert, so a thread's loads of one home are held in registers
+// (CastRows<S, N>: up to N 16-byte loads, or N elements where rows are not
+// 16-byte aligned) and converted by from_float, the rounding of tk.cast. The
+// printer issues every cast home's load() before any store(), so the homes'
+// loads are in flight together; a home with more than N loads a thread takes
+// the rest in rounds inside store().
+template <typename S, int N>
+struct CastRows {
+  static constexpr int V = 16 / sizeof(S);  // elements of one 16-byte load
+  uint4 v[N];
+  const S* src;
+  long long src_stride;
+  int per_load, per_row, total;
 
-template <typename D, typename S>
-__device__ __forceinline__ void stage_rows(D* dst, const S* src, int rows, int row_elems, long long src_stride,
-                                           int dst_stride) {
-  if (rows <= 0 || row_elems <= 0) return;
-  constexpr int V = 16 / sizeof(S);  // elements of one 16-byte load
-  const bool vec = is_aligned(src, 16) && row_elems % V == 0 && (src_stride * (long long)sizeof(S)) % 16 == 0;
-  const int per_load = vec ? V : 1;
-  const int per_row = row_elems / per_load;
-  const int total = rows * per_row;
-  for (int base = threadIdx.x; base < total; base += kCastLoads * blockDim.x) {
-    uint4 v[kCastLoads];
+  __device__ __forceinline__ void load_one(int c, uint4& out) const {
+    const int r = c / per_row, q = c - r * per_row;
+    const S* at = src + r * src_stride + q * per_load;
+    if (per_load == V) out = *reinterpret_cast<const uint4*>(at);
+    else *reinterpret_cast<S*>(&out) = *at;
+  }
+
+  template <typename D>
+  __device__ __forceinline__ void store_one(D* dst, int dst_stride, int c, const uint4& in) const {
+    const int r = c / per_row, q = c - r * per_row;
+    const S* e = reinterpret_cast<const S*>(&in);
+    D* out = dst + (long long)r * dst_stride + q * per_load;
+    if (per_load == V) {
 #pragma unroll
-    for (int u = 0; u < kCastLoads; ++u) {
-      const int c = base + u * blockDim.x;
-      if (c < total) {
-        const int r = c / per_row, q = c - r * per_row;
-        const S* at = src + r * src_stride + q * per_load;
-        if (vec) v[u] = *reinterpret_cast<const uint4*>(at);
-        else *reinterpret_cast<S*>(&v[u]) = *at;
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kCastLoads; ++u) {
-      const int c = base + u * blockDim.x;
-      if (c < total) {
-        const int r = c / per_row, q = c - r * per_row;
-        const S* e = reinterpret_cast<const S*>(&v[u]);
-        D* out = dst + (long long)r * dst_stride + q * per_load;
-        if (vec) {
-#pragma unroll
-          for (int i = 0; i < V; ++i) out[i] = from_float<D>(to_float(e[i]));
-        } else {
-          out[0] = from_float<D>(to_float(e[0]));
-        }
-      }
+      for (int i = 0; i < V; ++i) out[i] = from_float<D>(to_float(e[i]));
+    } else {
+      out[0] = from_float<D>(to_float(e[0]));
     }
   }
-}
+
+  __device__ __forceinline__ void load(const S* s, int rows, int row_elems, long long stride) {
+    src = s;
+    src_stride = stride;
+    const bool vec = is_aligned(s, 16) && row_elems % V == 0 && (stride * (long long)sizeof(S)) % 16 == 0;
+    per_load = vec ? V : 1;
+    per_row = row_elems / per_load;
+    total = rows > 0 && row_elems > 0 ? rows * per_row : 0;
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+      const int c = threadIdx.x + u * blockDim.x;
+      if (c < total) load_one(c, v[u]);
+    }
+  }
+
+  template <typename D>
+  __device__ __forceinline__ void store(D* dst, int dst_stride) const {
+#pragma unroll
+    for (int u = 0; u < N; ++u) {
+      const int c = threadIdx.x + u * blockDim.x;
+      if (c < total) store_one(dst, dst_stride, c, v[u]);
+    }
+    for (int c = threadIdx.x + N * blockDim.x; c < total; c += blockDim.x) {
+      uint4 x;
+      load_one(c, x);
+      store_one(dst, dst_stride, c, x);
+    }
+  }
+};
 
 __device__ __forceinline__ void stage_wait() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
