@@ -3,7 +3,7 @@ estimates tile-resident compares (the resident plan it would choose, and
 sched-to-tile's grid kernel, calibrated) and the harness's measured median,
 as a markdown table (CPU only).
 
-    PYTHONPATH=. python scripts/cost_model_table.py [--json results/h200/train_loop.json] [--twins ...]
+    PYTHONPATH=. python scripts/cost_model_table.py [--json results/h200/train_loop.json ...] [--costs 'field=v;...']
 
 Measured: the in-place method (`trainkernel`: a launch a step) and, where it
 ran, `trainkernel-capture` (a resident kernel's steps in one launch).
@@ -12,6 +12,7 @@ ran, `trainkernel-capture` (a resident kernel's steps in one launch).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -40,15 +41,15 @@ def grid_kernel(w) -> tile.KernelOp:
     return next(op for op in module.walk() if isinstance(op, tile.KernelOp))
 
 
-def rows(measured: dict[str, dict]) -> list[str]:
+def rows(measured: dict[str, dict], target=DEFAULT) -> list[str]:
     out = ["| workload | kernel chosen | resident model µs | grid model µs | measured µs (a launch a step / capture) "
            "| measured / chosen model |", "| --- | --- | ---: | ---: | ---: | ---: |"]
     for name, w in {**WORKLOADS, "large": LARGE, **TWINS}.items():
         if name not in measured:
             continue
         kernel = grid_kernel(w)
-        best = choose(kernel, DEFAULT) if tile.largest_extent(kernel) <= tile.RESIDENT_MAX_ELEMENTS else None
-        grid = grid_estimate_us(kernel, DEFAULT)
+        best = choose(kernel, target) if tile.largest_extent(kernel) <= tile.RESIDENT_MAX_ELEMENTS else None
+        grid = grid_estimate_us(kernel, target)
         res = best[1].estimate_us if best else None
         resident = res is not None and res < grid
         kind = f"resident, cluster {best[1].cluster}" if resident else f"grid, {kernel.grid} blocks"
@@ -67,12 +68,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", nargs="+", default=[str(ROOT / "results/h200/train_loop.json"),
                                                   str(ROOT / "results/h200/train_loop_twins.json")])
+    ap.add_argument("--costs", default="", help="ResidentCosts fields replaced, e.g. "
+                    "'result_store_bytes_per_us=18000;elem_ops_per_us=12000' (a calibration to try)")
     args = ap.parse_args()
     measured: dict[str, dict] = {}
     for path in args.json:
         for name, w in json.loads(Path(path).read_text())["workloads"].items():
             measured.setdefault(name, w["methods"])
-    print("\n".join(rows(measured)))
+    changes = {k.strip(): float(v) for k, _, v in (item.partition("=") for item in args.costs.split(";") if item)}
+    target = dataclasses.replace(DEFAULT, resident_costs=dataclasses.replace(DEFAULT.resident_costs, **changes))
+    print("\n".join(rows(measured, target)))
 
 
 if __name__ == "__main__":

@@ -117,6 +117,14 @@ class ResidentCosts:
     mma_flop_per_us: float = 1.0e6  # mma.sync from shared memory, one SM
     simt_flop_per_us: float = 0.1e6
     elem_ops_per_us: float = 2.0e4  # per-element code of one block
+    # The results a block stores to global memory (gradients, updated state),
+    # element by element from gemm fragments and map lanes. Charged at what one
+    # SM moves; the phase timer (run 7e7c441-c) says ~18e3 and the maps'
+    # elements ~1.2e4 a µs: with both, the model is within 1.2-1.6x of every
+    # resident step, but it picks a cluster of 8 for tiny (measured only as
+    # one block), so they wait for a probe (perf-log, "Calibrating the
+    # resident model").
+    result_store_bytes_per_us: float = 90e3
     # The block size (tile-resident's `resident_threads_for`). An IEEE division or
     # square root is a fast path and a branch to its slow path, which keeps the
     # compiler from overlapping a thread's elements: such element ops are

@@ -535,7 +535,7 @@ def estimate(kernel, plan: Plan, cluster: int, homes, costs: ResidentCosts, last
             r = sched.root_buffer(v)
             if isinstance(r, BlockArgument):
                 stored += _local_bytes(r, plan.buffer_split.get(r, -1), cluster)
-    t += stored / costs.sm_bytes_per_us
+    t += stored / costs.result_store_bytes_per_us
     t += costs.block_sync_us * last_phase
     return t
 
