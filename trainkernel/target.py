@@ -256,6 +256,12 @@ class TargetOptions:
     # latency before the next home's are issued; on again only once the
     # prologue issues every cast home's loads before converting any.
     stage_casts: bool = False
+    # A resident gemm's epilogue stores elements (i, j) and (i, j + 1) of a
+    # fragment as one 2-element store where every output's j is its unit-stride
+    # axis (tk::store_pair; the address decides at run time). Off until probed:
+    # the phase timer put the epilogues' result stores at ~18 KB/us a block
+    # (perf-log, "Calibrating the resident model").
+    resident_pair_stores: bool = False
     # The Hopper gemm engine of grid kernels (tk/hopper_gemm.cuh: TMA, an
     # mbarrier pipeline, wgmma; sm_90a). A grid kernel uses it for all its
     # gemms or none (they share one pipeline, kept from gemm to gemm), at

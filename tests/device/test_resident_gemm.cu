@@ -11,7 +11,8 @@
 //     show in the result);
 //   * the epilogue sees every output exactly once (a count per element);
 //   * where the shape is whole 16 x 16 units, the compile-time form (ldmatrix
-//     modes and FULL as template arguments, the printer's) gives the same bits.
+//     modes and FULL as template arguments, the printer's) gives the same bits;
+//   * with a pair store (columns j, j + 1 at once), the same bits, each once.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -24,7 +25,8 @@ constexpr int kNT = 128;
 // A(i,k) = A[i*sam + k*sak], B(k,j) = B[k*sbk + j*sbn]; both copied into
 // shared memory at element offset `shift` (0: 16-byte aligned), C stored
 // row-major as fp32, hits[i*N+j] counts the store calls.
-template <typename T, int AMODE = tk::kLdsmAtRunTime, int BMODE = tk::kLdsmAtRunTime, bool FULL = false>
+template <typename T, int AMODE = tk::kLdsmAtRunTime, int BMODE = tk::kLdsmAtRunTime, bool FULL = false,
+          bool PAIRS = false>
 __global__ void gemm_kernel(int M, int N, int K, const T* A, int sam, int sak, int a_elems, const T* B, int sbk,
                             int sbn, int b_elems, int shift, float* C, int* hits) {
   extern __shared__ __align__(128) char smem[];
@@ -33,12 +35,21 @@ __global__ void gemm_kernel(int M, int N, int K, const T* A, int sam, int sak, i
   for (int e = threadIdx.x; e < a_elems; e += blockDim.x) sa[e] = A[e];
   for (int e = threadIdx.x; e < b_elems; e += blockDim.x) sb[e] = B[e];
   __syncthreads();
-  tk::smem_gemm<kNT, 1, T, AMODE, BMODE, FULL>(
-      M, N, K, sa, sam, sak, sb, sbk, sbn, [&](int i, int j, float acc, float* vals) { vals[0] = acc; },
-      [&](int i, int j, const float* vals) {
-        C[i * N + j] = vals[0];
-        atomicAdd(&hits[i * N + j], 1);
-      });
+  auto compute = [&](int i, int j, float acc, float* vals) { vals[0] = acc; };
+  auto store = [&](int i, int j, const float* vals) {
+    C[i * N + j] = vals[0];
+    atomicAdd(&hits[i * N + j], 1);
+  };
+  if constexpr (PAIRS) {  // columns j and j + 1 at once (tk::store_pair: one float2 where C's row allows)
+    tk::smem_gemm<kNT, 1, T, AMODE, BMODE, FULL>(M, N, K, sa, sam, sak, sb, sbk, sbn, compute, store,
+                                                 [&](int i, int j, const float* va, const float* vb) {
+                                                   tk::store_pair(&C[i * N + j], va[0], vb[0]);
+                                                   atomicAdd(&hits[i * N + j], 1);
+                                                   atomicAdd(&hits[i * N + j + 1], 1);
+                                                 });
+  } else {
+    tk::smem_gemm<kNT, 1, T, AMODE, BMODE, FULL>(M, N, K, sa, sam, sak, sb, sbk, sbn, compute, store);
+  }
 }
 
 template <typename T>
@@ -87,6 +98,25 @@ static void run_case(const char* tname, int M, int N, int K, bool a_km, bool b_n
     TK_CUDA_CHECK(cudaMemcpy(h.data(), dh, M * N * sizeof(int), cudaMemcpyDeviceToHost));
     for (int e = 0; e < M * N; ++e) hits_ok = hits_ok && h[e] == 1;
   }
+  // Pair stores (target.resident_pair_stores): the same bits, every element once
+  // (odd N: rows of C alternate in alignment, so both store forms run).
+  bool pairs_ok = true;
+  {
+    TK_CUDA_CHECK(cudaFuncSetAttribute(gemm_kernel<T, tk::kLdsmAtRunTime, tk::kLdsmAtRunTime, false, true>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    TK_CUDA_CHECK(cudaMemset(dc, 0xff, M * N * sizeof(float)));
+    TK_CUDA_CHECK(cudaMemset(dh, 0, M * N * sizeof(int)));
+    gemm_kernel<T, tk::kLdsmAtRunTime, tk::kLdsmAtRunTime, false, true>
+        <<<1, kNT, smem>>>(M, N, K, da, sam, sak, a_elems, db, sbk, sbn, b_elems, 0, dc, dh);
+    TK_CUDA_CHECK(cudaGetLastError());
+    TK_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<float> cp(M * N);
+    std::vector<int> h(M * N);
+    TK_CUDA_CHECK(cudaMemcpy(cp.data(), dc, M * N * sizeof(float), cudaMemcpyDeviceToHost));
+    TK_CUDA_CHECK(cudaMemcpy(h.data(), dh, M * N * sizeof(int), cudaMemcpyDeviceToHost));
+    pairs_ok = memcmp(cp.data(), c[0].data(), M * N * sizeof(float)) == 0;
+    for (int e = 0; e < M * N; ++e) pairs_ok = pairs_ok && h[e] == 1;
+  }
   // Full shapes with aligned homes: the printer passes the ldmatrix modes and
   // FULL at compile time (no scalar path compiled); same bits as at run time.
   bool static_ok = true;
@@ -114,7 +144,7 @@ static void run_case(const char* tname, int M, int N, int K, bool a_km, bool b_n
     }
   }
   double worst = 0.0;
-  bool bits_ok = static_ok && memcmp(c[0].data(), c[1].data(), M * N * sizeof(float)) == 0;
+  bool bits_ok = static_ok && pairs_ok && memcmp(c[0].data(), c[1].data(), M * N * sizeof(float)) == 0;
   bool bound_ok = true;
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {

@@ -1283,6 +1283,31 @@ class ResidentBodyPrinter(BodyPrinter):
             else:
                 self.store_home(place, index, stored)
 
+    def pairs_ok(self) -> bool:
+        """Whether every store of this op's outputs (and their written-through
+        homes) may take elements (i, j) and (i, j + 1) as one pair: 2-D places,
+        j the unit-stride axis, no broadcast into other ranks."""
+        if self.broadcast:
+            return False
+        places = [self.places[b] for b in self.op.outs] + [self.through[b] for b in self.op.outs if b in self.through]
+        return all(len(p.shape) == 2 and p.local_strides()[-1] == 1 for p in places)
+
+    def store_value_pairs(self, index: list[str], first: list[str], second: list[str]) -> None:
+        """store_values for elements (i, j) and (i, j + 1) at once (tk::store_pair:
+        one 2-element store where the address allows)."""
+        for buf, a, b in zip(self.op.outs, first, second):
+            place = self.places[buf]
+            sa, sb = _store(buf.type, a), _store(buf.type, b)
+            if place.split is None:
+                guard = "if (rank == 0) " if self.replicated_store_guard else ""
+                self.line(f"{guard}tk::store_pair(&{place.ptr}[{place.address(index)}], {sa}, {sb});")
+                home = self.through.get(buf)
+                if home is not None:
+                    g = "if (tk_more) " if buf in self.through_next_step else ""
+                    self.line(f"{g}tk::store_pair(&{home.ptr}[{home.address(index)}], {sa}, {sb});")
+            else:
+                self.line(f"tk::store_pair(&{place.ptr}[{place.address(index)}], {sa}, {sb});")
+
     def store_home(self, place: Place, index: list[str], val: str, guard: str = "") -> None:
         if not self.broadcast:
             self.line(f"{guard}{place.ptr}[{place.address(index)}] = {val};")
@@ -1790,6 +1815,12 @@ class ResidentPrinter(CudaPrinter):
         self.w("    }, [&](int il, int jl, const float* vals) {")
         self.w(f"      const int i = il + {m0}, j = jl + {n0};")
         bp.store_values(["i", "j"], [f"vals[{k}]" for k in range(nv)])
+        if TARGET.resident_pair_stores and bp.pairs_ok():
+            # Adjacent columns of a fragment stored as one pair (perf-log: the
+            # epilogues' element-by-element result stores ran at ~18 KB/us a block).
+            self.w("    }, [&](int il, int jl, const float* va, const float* vb) {")
+            self.w(f"      const int i = il + {m0}, j = jl + {n0};")
+            bp.store_value_pairs(["i", "j"], [f"va[{k}]" for k in range(nv)], [f"vb[{k}]" for k in range(nv)])
         self.w("    });")
         self.w("  }")
 

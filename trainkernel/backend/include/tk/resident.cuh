@@ -14,7 +14,8 @@
 //       increasing k order; for every output element, compute(i, j, acc,
 //       vals) fills its NV epilogue values and store(i, j, vals) writes them
 //       (compute may also be called for clamped in-range indices whose
-//       store is skipped: it must only read).
+//       store is skipped: it must only read); an optional store_pair(i, j,
+//       vals, vals_next) stores columns j and j + 1 of row i at once.
 //   CastRows<S, N>: rows staged cast to another element type (plain loads,
 //       every cast home's in flight together, then from_float); stage_wait()
 //       publishes them with the copies.
@@ -299,10 +300,28 @@ __device__ __forceinline__ void mma_frags(float (&acc)[4][4], const uint32_t (&a
 // code is fetched once per launch: code that never runs still costs fetches).
 constexpr int kLdsmAtRunTime = -2;
 
+// No pair store: smem_gemm stores element by element.
+struct NoPairStore {
+  __device__ void operator()(int, int, const float*, const float*) const {}
+};
+
+// Two adjacent elements in one store where p is aligned for it (float2,
+// __nv_bfloat162, __half2), else one at a time.
+template <typename T>
+__device__ __forceinline__ void store_pair(T* p, T a, T b) {
+  struct alignas(2 * sizeof(T)) Pair { T x, y; };
+  if (is_aligned(p, 2 * sizeof(T))) {
+    *reinterpret_cast<Pair*>(p) = Pair{a, b};
+  } else {
+    p[0] = a;
+    p[1] = b;
+  }
+}
+
 template <int NT, int NV, typename T, int AMODE = kLdsmAtRunTime, int BMODE = kLdsmAtRunTime, bool FULL = false,
-          class Compute, class Store>
+          class Compute, class Store, class StorePair = NoPairStore>
 __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int sam, int sak, const T* B, int sbk,
-                                          int sbn, Compute compute, Store store) {
+                                          int sbn, Compute compute, Store store, StorePair store_pair = {}) {
   if (M <= 0 || N <= 0) return;
   if constexpr (std::is_same<T, float>::value) {
     // SIMT fp32, k in increasing order. Four outputs per thread at a time
@@ -383,6 +402,20 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
           const int i = min(m0 + g + 8 * (c >> 1), M - 1), j = min(n0 + min(8 * q + 2 * t + (c & 1), cols - 1), N - 1);
           compute(i, j, acc[q][c], vals[q][c]);
         }
+      if constexpr (!std::is_same<StorePair, NoPairStore>::value) {
+        // Elements c and c + 1 of a fragment are columns jl and jl + 1 of one row.
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+#pragma unroll
+          for (int c = 0; c < 4; c += 2) {
+            const int i = m0 + g + 8 * (c >> 1), jl = 8 * q + 2 * t;
+            if (i < M && jl + 1 < cols) {
+              store_pair(i, n0 + jl, vals[q][c], vals[q][c + 1]);
+            } else if (i < M && jl < cols) {
+              store(i, n0 + jl, vals[q][c]);
+            }
+          }
+      } else {
 #pragma unroll
       for (int q = 0; q < 4; ++q)
 #pragma unroll
@@ -390,6 +423,7 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
           const int i = m0 + g + 8 * (c >> 1), jl = 8 * q + 2 * t + (c & 1);
           if (i < M && jl < cols) store(i, n0 + jl, vals[q][c]);
         }
+      }
     }
   }
 }

@@ -1,0 +1,63 @@
+"""target.resident_pair_stores: a resident gemm's epilogue stores columns j and j + 1
+of a fragment at once (tk::store_pair; tests/device/test_resident_gemm.cu checks the
+device side: the same bits, every element once). Off by default until the H200
+measures it (perf-log, "Calibrating the resident model")."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+import trainkernel
+from trainkernel import target as T
+from trainkernel.backend import cuda_target
+from trainkernel.workloads import TWINS, WORKLOADS
+
+
+def _source(name: str) -> str:
+    w = {**WORKLOADS, **TWINS}[name]
+    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
+
+
+@pytest.fixture
+def pairs(monkeypatch):
+    monkeypatch.setattr(cuda_target, "TARGET", dataclasses.replace(T.DEFAULT, resident_pair_stores=True))
+
+
+def test_off_by_default():
+    assert T.DEFAULT.resident_pair_stores is False
+    assert "store_pair" not in _source("classification")
+
+
+def test_the_epilogues_store_pairs_of_columns(pairs):
+    """classification's dW1 epilogue: the gradient and the updated W1 (row-major, j the
+    unit-stride axis) as pairs, beside the element-by-element store for a last odd
+    column; the split contraction's exchange epilogue (stores into every rank) keeps
+    its element stores."""
+    src = _source("classification")
+    assert re.search(r"\[&\]\(int il, int jl, const float\* va, const float\* vb\) \{\n\s+const int i = il \+ 0, "
+                     r"j = jl \+ 32 \* rank;\n\s+tk::store_pair\(&b7_out1\[\(i\)\*512 \+ \(j\)\], "
+                     r"tk::from_float<float>\(va\[0\]\), tk::from_float<float>\(vb\[0\]\)\);\n"
+                     r"\s+tk::store_pair\(&b0\[\(i\)\*512 \+ \(j\)\], ", src)
+    exchange = src[src.index("tk::exchange<kCluster"):]
+    exchange = exchange[: exchange.index("  }\n")]
+    assert "store_pair" not in exchange
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found (CUDA toolkit absent)")
+@pytest.mark.parametrize("name", ["classification", "online-adam"])
+def test_kernels_with_pair_stores_compile_for_sm90(pairs, tmp_path, name):
+    src = _source(name)
+    assert "tk::store_pair(" in src
+    cu = tmp_path / "k.cu"
+    cu.write_text(src)
+    include = Path(trainkernel.__file__).resolve().parent / "backend" / "include"
+    out = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-O3", "-c", "-I", str(include), str(cu), "-o",
+                          str(tmp_path / "k.o")], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
