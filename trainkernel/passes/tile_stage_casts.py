@@ -21,6 +21,11 @@ overwrites nothing live. Same bits: the same conversion of the same values.
 
 The step loop restages a cast home every step (it is never written through;
 its argument, updated in place, is in global memory by the next step).
+
+Off by default (`target.stage_casts`): its first form, each home's loads then
+its conversions, home after home, measured 3-9 us a step slower on every
+resident step (perf-log step 45); the printer now issues every cast home's
+loads before any conversion (tk::CastRows, step 46), which awaits its probe.
 """
 
 from __future__ import annotations
