@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 import torch
@@ -18,6 +15,8 @@ import trainkernel
 from trainkernel import target as T
 from trainkernel.backend import cuda_target
 from trainkernel.workloads import TWINS, WORKLOADS
+
+from _nvcc import needs_nvcc, nvcc_errors
 
 
 def _source(name: str) -> str:
@@ -50,14 +49,9 @@ def test_the_epilogues_store_pairs_of_columns(pairs):
     assert "store_pair" not in exchange
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found (CUDA toolkit absent)")
+@needs_nvcc
 @pytest.mark.parametrize("name", ["classification", "online-adam"])
 def test_kernels_with_pair_stores_compile_for_sm90(pairs, tmp_path, name):
     src = _source(name)
     assert "tk::store_pair(" in src
-    cu = tmp_path / "k.cu"
-    cu.write_text(src)
-    include = Path(trainkernel.__file__).resolve().parent / "backend" / "include"
-    out = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-O3", "-c", "-I", str(include), str(cu), "-o",
-                          str(tmp_path / "k.o")], capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-4000:]
+    assert nvcc_errors(src, tmp_path) == ""

@@ -8,10 +8,6 @@ before the next home's are issued)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-from pathlib import Path
-
 import pytest
 import torch
 import torch.utils._pytree as pytree
@@ -26,6 +22,7 @@ from trainkernel.sched_interpreter import run_program
 from trainkernel.tools.cli import problem
 from trainkernel.workloads import TWINS, WORKLOADS
 
+from _nvcc import needs_nvcc, nvcc_errors
 from _tile_stage import tile_kernel
 
 
@@ -127,7 +124,7 @@ def test_the_printer_stages_cast_homes_together_and_restages_them_every_step(mon
     assert "if (tk_more) s" in src  # the fp32 state homes are kept, written through
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found (CUDA toolkit absent)")
+@needs_nvcc
 @pytest.mark.parametrize("name", ["tiny", "online-adam"])
 def test_kernels_with_cast_homes_compile_for_sm90(monkeypatch, casts_on, tmp_path, name):
     """Off by default, so the suite's nvcc test never sees tk::CastRows: compile one block
@@ -136,9 +133,4 @@ def test_kernels_with_cast_homes_compile_for_sm90(monkeypatch, casts_on, tmp_pat
     w = {**WORKLOADS, **TWINS}[name]
     src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
     assert "tk::CastRows<" in src
-    cu = tmp_path / "k.cu"
-    cu.write_text(src)
-    include = Path(trainkernel.__file__).resolve().parent / "backend" / "include"
-    out = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-O3", "-c", "-I", str(include), str(cu), "-o",
-                          str(tmp_path / "k.o")], capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-4000:]
+    assert nvcc_errors(src, tmp_path) == ""

@@ -402,6 +402,17 @@ def pass_target(pass_name: str, name: str) -> TargetOptions:
         raise DiagnosticException(f"{pass_name}: {e}") from None
 
 
+def pass_switched_on(pass_name: str, target_name: str, mode: str, field: str) -> bool:
+    """Whether a pass with a `mode` option runs: "target" as the target's boolean
+    `field` says, "on", "off". An unknown target or mode is that pass's diagnostic."""
+    from xdsl.utils.exceptions import DiagnosticException
+
+    target = pass_target(pass_name, target_name)
+    if mode not in ("target", "on", "off"):
+        raise DiagnosticException(f"{pass_name}: mode must be target, on or off, got {mode!r}")
+    return mode == "on" or (mode == "target" and bool(getattr(target, field)))
+
+
 def register(options: TargetOptions) -> TargetOptions:
     """Make `options` available by its name (replacing a target of that name)."""
     TARGETS[options.name] = options

@@ -34,10 +34,9 @@ from xdsl.context import Context
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import IntAttr
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import sched, tile
-from trainkernel.target import DEFAULT, pass_target
+from trainkernel.target import DEFAULT, pass_switched_on
 from trainkernel.util import align_up, ceil_div, numel
 
 
@@ -143,10 +142,7 @@ class TileRowLocalPass(ModulePass):
     mode: str = "target"  # target (as target.row_local says), on, off
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        target = pass_target(self.name, self.target)
-        if self.mode not in ("target", "on", "off"):
-            raise DiagnosticException(f"tile-row-local: mode must be target, on or off, got {self.mode!r}")
-        if self.mode == "off" or (self.mode == "target" and not target.row_local):
+        if not pass_switched_on(self.name, self.target, self.mode, "row_local"):
             return
         for kernel in list(op.walk()):
             if isinstance(kernel, tile.KernelOp) and kernel.cluster is None and kernel.grid > 1:

@@ -36,10 +36,9 @@ from xdsl.context import Context
 from xdsl.dialects import builtin
 from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, MemRefType
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import tile, tk
-from trainkernel.target import DEFAULT, pass_target
+from trainkernel.target import DEFAULT, pass_switched_on
 
 _FLOATS = Float32Type | Float16Type | BFloat16Type
 
@@ -120,10 +119,7 @@ class TileStageCastsPass(ModulePass):
     mode: str = "target"  # target (as target.stage_casts says), on, off
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
-        target = pass_target(self.name, self.target)
-        if self.mode not in ("target", "on", "off"):
-            raise DiagnosticException(f"tile-stage-casts: mode must be target, on or off, got {self.mode!r}")
-        if self.mode == "off" or (self.mode == "target" and not target.stage_casts):
+        if not pass_switched_on(self.name, self.target, self.mode, "stage_casts"):
             return
         for kernel in list(op.walk()):
             if isinstance(kernel, tile.KernelOp) and kernel.cluster is not None:
