@@ -83,64 +83,43 @@ static void run_case(const char* tname, int M, int N, int K, bool a_km, bool b_n
   TK_CUDA_CHECK(cudaMemcpy(da, ha.data(), a_elems * sizeof(T), cudaMemcpyHostToDevice));
   TK_CUDA_CHECK(cudaMemcpy(db, hb.data(), b_elems * sizeof(T), cudaMemcpyHostToDevice));
   const int smem = (int)((((a_elems + 1 + 63) / 64) * 64 + b_elems + 64) * sizeof(T));
-  TK_CUDA_CHECK(cudaFuncSetAttribute(gemm_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  // One launch of `kernel` with the homes shifted by `shift` elements: C into `out`;
+  // true when the epilogue stored every element exactly once.
+  auto run = [&](auto kernel, int shift, std::vector<float>& out) {
+    TK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    TK_CUDA_CHECK(cudaMemset(dc, 0xff, M * N * sizeof(float)));
+    TK_CUDA_CHECK(cudaMemset(dh, 0, M * N * sizeof(int)));
+    kernel<<<1, kNT, smem>>>(M, N, K, da, sam, sak, a_elems, db, sbk, sbn, b_elems, shift, dc, dh);
+    TK_CUDA_CHECK(cudaGetLastError());
+    TK_CUDA_CHECK(cudaDeviceSynchronize());
+    out.resize(M * N);
+    std::vector<int> h(M * N);
+    TK_CUDA_CHECK(cudaMemcpy(out.data(), dc, M * N * sizeof(float), cudaMemcpyDeviceToHost));
+    TK_CUDA_CHECK(cudaMemcpy(h.data(), dh, M * N * sizeof(int), cudaMemcpyDeviceToHost));
+    bool once = true;
+    for (int e = 0; e < M * N; ++e) once = once && h[e] == 1;
+    return once;
+  };
   std::vector<float> c[2];
   bool hits_ok = true;
-  for (int shift = 0; shift < 2; ++shift) {
-    TK_CUDA_CHECK(cudaMemset(dc, 0xff, M * N * sizeof(float)));
-    TK_CUDA_CHECK(cudaMemset(dh, 0, M * N * sizeof(int)));
-    gemm_kernel<T><<<1, kNT, smem>>>(M, N, K, da, sam, sak, a_elems, db, sbk, sbn, b_elems, shift, dc, dh);
-    TK_CUDA_CHECK(cudaGetLastError());
-    TK_CUDA_CHECK(cudaDeviceSynchronize());
-    c[shift].resize(M * N);
-    std::vector<int> h(M * N);
-    TK_CUDA_CHECK(cudaMemcpy(c[shift].data(), dc, M * N * sizeof(float), cudaMemcpyDeviceToHost));
-    TK_CUDA_CHECK(cudaMemcpy(h.data(), dh, M * N * sizeof(int), cudaMemcpyDeviceToHost));
-    for (int e = 0; e < M * N; ++e) hits_ok = hits_ok && h[e] == 1;
-  }
+  for (int shift = 0; shift < 2; ++shift) hits_ok = run(gemm_kernel<T>, shift, c[shift]) && hits_ok;
   // Pair stores (target.resident_pair_stores): the same bits, every element once
   // (odd N: rows of C alternate in alignment, so both store forms run).
-  bool pairs_ok = true;
-  {
-    TK_CUDA_CHECK(cudaFuncSetAttribute(gemm_kernel<T, tk::kLdsmAtRunTime, tk::kLdsmAtRunTime, false, true>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    TK_CUDA_CHECK(cudaMemset(dc, 0xff, M * N * sizeof(float)));
-    TK_CUDA_CHECK(cudaMemset(dh, 0, M * N * sizeof(int)));
-    gemm_kernel<T, tk::kLdsmAtRunTime, tk::kLdsmAtRunTime, false, true>
-        <<<1, kNT, smem>>>(M, N, K, da, sam, sak, a_elems, db, sbk, sbn, b_elems, 0, dc, dh);
-    TK_CUDA_CHECK(cudaGetLastError());
-    TK_CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<float> cp(M * N);
-    std::vector<int> h(M * N);
-    TK_CUDA_CHECK(cudaMemcpy(cp.data(), dc, M * N * sizeof(float), cudaMemcpyDeviceToHost));
-    TK_CUDA_CHECK(cudaMemcpy(h.data(), dh, M * N * sizeof(int), cudaMemcpyDeviceToHost));
-    pairs_ok = memcmp(cp.data(), c[0].data(), M * N * sizeof(float)) == 0;
-    for (int e = 0; e < M * N; ++e) pairs_ok = pairs_ok && h[e] == 1;
-  }
+  std::vector<float> cp;
+  bool pairs_ok = run(gemm_kernel<T, tk::kLdsmAtRunTime, tk::kLdsmAtRunTime, false, true>, 0, cp);
+  pairs_ok = pairs_ok && memcmp(cp.data(), c[0].data(), M * N * sizeof(float)) == 0;
   // Full shapes with aligned homes: the printer passes the ldmatrix modes and
   // FULL at compile time (no scalar path compiled); same bits as at run time.
   bool static_ok = true;
   if constexpr (!std::is_same<T, float>::value) {
     if (M % 16 == 0 && N % 16 == 0 && K % 16 == 0) {
-      auto launch = [&](auto kernel) {
-        TK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        TK_CUDA_CHECK(cudaMemset(dc, 0xff, M * N * sizeof(float)));
-        TK_CUDA_CHECK(cudaMemset(dh, 0, M * N * sizeof(int)));
-        kernel<<<1, kNT, smem>>>(M, N, K, da, sam, sak, a_elems, db, sbk, sbn, b_elems, 0, dc, dh);
-        TK_CUDA_CHECK(cudaGetLastError());
-        TK_CUDA_CHECK(cudaDeviceSynchronize());
-      };
+      std::vector<float> cs;
       // tk::ldsm_mode of each layout: A [m][k] -> 0, [k][m] -> 1; B [n][k] -> 0, [k][n] -> 1.
-      if (!a_km && b_nk) launch(gemm_kernel<T, 0, 0, true>);
-      if (!a_km && !b_nk) launch(gemm_kernel<T, 0, 1, true>);
-      if (a_km && b_nk) launch(gemm_kernel<T, 1, 0, true>);
-      if (a_km && !b_nk) launch(gemm_kernel<T, 1, 1, true>);
-      std::vector<float> cs(M * N);
-      std::vector<int> h(M * N);
-      TK_CUDA_CHECK(cudaMemcpy(cs.data(), dc, M * N * sizeof(float), cudaMemcpyDeviceToHost));
-      TK_CUDA_CHECK(cudaMemcpy(h.data(), dh, M * N * sizeof(int), cudaMemcpyDeviceToHost));
-      static_ok = memcmp(cs.data(), c[0].data(), M * N * sizeof(float)) == 0;
-      for (int e = 0; e < M * N; ++e) static_ok = static_ok && h[e] == 1;
+      if (!a_km && b_nk) static_ok = run(gemm_kernel<T, 0, 0, true>, 0, cs);
+      if (!a_km && !b_nk) static_ok = run(gemm_kernel<T, 0, 1, true>, 0, cs);
+      if (a_km && b_nk) static_ok = run(gemm_kernel<T, 1, 0, true>, 0, cs);
+      if (a_km && !b_nk) static_ok = run(gemm_kernel<T, 1, 1, true>, 0, cs);
+      static_ok = static_ok && memcmp(cs.data(), c[0].data(), M * N * sizeof(float)) == 0;
     }
   }
   double worst = 0.0;

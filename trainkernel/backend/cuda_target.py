@@ -439,10 +439,10 @@ def _accum_decl(red: tk.ReductionOp) -> str:
 
 
 COLUMN_LOADS = 16
-# A thread's loads of one cast home (tile.smem_cast) held in registers at once
-# (16-byte each, tk::CastRows); a home that needs more loads them in rounds.
-CAST_LOADS = 16
 """Rows a column reduction's thread loads before folding them (loads in flight)."""
+CAST_LOADS = 16
+"""A thread's 16-byte loads of one cast home (tile.smem_cast, tk::CastRows) held at
+once; a home that needs more loads the rest in rounds."""
 
 
 
@@ -1270,13 +1270,15 @@ class ResidentBodyPrinter(BodyPrinter):
         for k, v in enumerate(term.values):
             self.line(f"{target}[{k}] = {self.value_at(v, index, env)};")
 
-    def store_values(self, index: list[str], values: list[str]) -> None:
-        for buf, val in zip(self.op.outs, values):
+    def store_values(self, index: list[str], values: list[str], next_values: list[str] | None = None) -> None:
+        """Store each output's value at `index`; with `next_values`, also those of the
+        element one column on, as pairs (tk::store_pair; see pairs_ok)."""
+        for k, (buf, val) in enumerate(zip(self.op.outs, values)):
             place = self.places[buf]
-            stored = _store(buf.type, val)
+            stored = [_store(buf.type, v) for v in [val] + ([next_values[k]] if next_values else [])]
             if place.split is None:
                 guard = "if (rank == 0) " if self.replicated_store_guard else ""
-                self.line(f"{guard}{place.ptr}[{place.address(index)}] = {stored};")
+                self.line(guard + _put(place.ptr, place.address(index), stored))
                 home = self.through.get(buf)
                 if home is not None:
                     self.store_home(home, index, stored, "if (tk_more) " if buf in self.through_next_step else "")
@@ -1292,26 +1294,13 @@ class ResidentBodyPrinter(BodyPrinter):
         places = [self.places[b] for b in self.op.outs] + [self.through[b] for b in self.op.outs if b in self.through]
         return all(len(p.shape) == 2 and p.local_strides()[-1] == 1 for p in places)
 
-    def store_value_pairs(self, index: list[str], first: list[str], second: list[str]) -> None:
-        """store_values for elements (i, j) and (i, j + 1) at once (tk::store_pair:
-        one 2-element store where the address allows)."""
-        for buf, a, b in zip(self.op.outs, first, second):
-            place = self.places[buf]
-            sa, sb = _store(buf.type, a), _store(buf.type, b)
-            if place.split is None:
-                guard = "if (rank == 0) " if self.replicated_store_guard else ""
-                self.line(f"{guard}tk::store_pair(&{place.ptr}[{place.address(index)}], {sa}, {sb});")
-                home = self.through.get(buf)
-                if home is not None:
-                    g = "if (tk_more) " if buf in self.through_next_step else ""
-                    self.line(f"{g}tk::store_pair(&{home.ptr}[{home.address(index)}], {sa}, {sb});")
-            else:
-                self.line(f"tk::store_pair(&{place.ptr}[{place.address(index)}], {sa}, {sb});")
-
-    def store_home(self, place: Place, index: list[str], val: str, guard: str = "") -> None:
+    def store_home(self, place: Place, index: list[str], vals: list[str], guard: str = "") -> None:
+        """Store `vals` (one value, or a pair) into a home; a broadcast stores one."""
         if not self.broadcast:
-            self.line(f"{guard}{place.ptr}[{place.address(index)}] = {val};")
-        elif place.split is None or place.split < 0:
+            self.line(guard + _put(place.ptr, place.address(index), vals))
+            return
+        (val,) = vals
+        if place.split is None or place.split < 0:
             self.line(f"for (int tk_r = 0; tk_r < kCluster; ++tk_r) tk::at_rank({place.ptr}, tk_r)"
                       f"[{place.address(index)}] = {val};")
         else:
@@ -1626,7 +1615,7 @@ class ResidentPrinter(CudaPrinter):
         w = lambda line: self.w(indent + line)  # noqa: E731
         threads = self.kernel.threads
         w("  { // cast homes: every load in flight, then the conversions")
-        rows_of = []
+        stores = []
         for i, (home, name) in enumerate(homes):
             src, rows, row_elems, src_stride, dst_stride, most_rows, widest = self.stage_args(home)
             assert isinstance(home, tile.SmemCastOp)
@@ -1636,8 +1625,8 @@ class ResidentPrinter(CudaPrinter):
             loads = ceil_div(most_rows * (widest // per_load), threads)
             w(f"    tk::CastRows<{s_type}, {max(1, min(loads, CAST_LOADS))}> tk_c{i};")
             w(f"    tk_c{i}.load({src}, {rows}, {row_elems}, {src_stride});")
-            rows_of.append((name, dst_stride))
-        for i, (name, dst_stride) in enumerate(rows_of):
+            stores.append((name, dst_stride))
+        for i, (name, dst_stride) in enumerate(stores):
             w(f"    tk_c{i}.store({name}, {dst_stride});")
         w("  }")
 
@@ -1820,7 +1809,7 @@ class ResidentPrinter(CudaPrinter):
             # epilogues' element-by-element result stores ran at ~18 KB/us a block).
             self.w("    }, [&](int il, int jl, const float* va, const float* vb) {")
             self.w(f"      const int i = il + {m0}, j = jl + {n0};")
-            bp.store_value_pairs(["i", "j"], [f"va[{k}]" for k in range(nv)], [f"vb[{k}]" for k in range(nv)])
+            bp.store_values(["i", "j"], [f"va[{k}]" for k in range(nv)], [f"vb[{k}]" for k in range(nv)])
         self.w("    });")
         self.w("  }")
 
@@ -2044,6 +2033,13 @@ extern "C" int tk_launch_steps(void** buffers, void* arena, int grid, void* stre
 extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
   return tk_launch_steps(buffers, arena, grid, stream, 1, nullptr);
 }}""")
+
+
+def _put(ptr: str, address: str, vals: list[str]) -> str:
+    """The statement storing one value at ptr[address], or a pair there and one on."""
+    if len(vals) == 1:
+        return f"{ptr}[{address}] = {vals[0]};"
+    return f"tk::store_pair(&{ptr}[{address}], {vals[0]}, {vals[1]});"
 
 
 def buffer_name(i: int, arg: BlockArgument) -> str:

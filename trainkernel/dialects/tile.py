@@ -426,6 +426,7 @@ class Home(IRDLOperation):
     `pitch`. Code that takes any home tests `isinstance(op, tile.Home)`; a
     written-through copy of an argument is a `tile.SmemOp` with a source."""
 
+    SOURCE_SYNTAX: ClassVar[str]  # how the op names its argument (the verifier's messages)
     offset = prop_def(IntegerAttr[I64])
     split = prop_def(IntegerAttr[I64])
     pitch = opt_prop_def(IntegerAttr[I64])
@@ -460,7 +461,7 @@ class Home(IRDLOperation):
         if not isinstance(parent, KernelOp) or parent.cluster is None:
             raise VerifyException(f"{self.name} must be directly inside a resident tile.kernel (one with `cluster`)")
         if self.source is not None and self.source.owner is not parent.block:
-            raise VerifyException(f"{self.name} {'stage ' if self.name == 'tile.smem' else ''}must name an argument of its tile.kernel")
+            raise VerifyException(f"{self.SOURCE_SYNTAX} must name an argument of its tile.kernel")
         pitch = self.pitch_value
         if pitch is not None:
             from trainkernel.elements import byte_size as element_bytes
@@ -502,6 +503,7 @@ class SmemOp(Home):
     """
 
     name = "tile.smem"
+    SOURCE_SYNTAX: ClassVar[str] = "tile.smem stage"
     T: ClassVar = VarConstraint("T", AnyAttr())
     source = opt_operand_def(T)
     result = result_def(T)
@@ -510,6 +512,7 @@ class SmemOp(Home):
     def __init__(self, result_type: MemRefType, offset: int, split: int, source=None, pitch: int | None = None):
         super().__init__(operands=[[source] if source is not None else []], result_types=[result_type],
                          properties=self.properties_of(offset, split, pitch))
+
 
 @irdl_op_definition
 class SmemCastOp(Home):
@@ -524,6 +527,7 @@ class SmemCastOp(Home):
     """
 
     name = "tile.smem_cast"
+    SOURCE_SYNTAX: ClassVar[str] = "tile.smem_cast"
     source = operand_def(MemRefType)
     result = result_def(MemRefType)
     assembly_format = ("$source `:` type($source) `offset` $offset `split` $split (`pitch` $pitch^)? attr-dict "
