@@ -41,9 +41,9 @@ def test_the_epilogues_store_pairs_of_columns(pairs):
     its element stores."""
     src = _source("classification")
     assert re.search(r"\[&\]\(int il, int jl, const float\* va, const float\* vb\) \{\n\s+const int i = il \+ 0, "
-                     r"j = jl \+ 32 \* rank;\n\s+tk::store_pair\(&b7_out1\[\(i\)\*512 \+ \(j\)\], "
+                     r"j = jl \+ 32 \* rank;\n\s+if \(!tk_more\) tk::store_pair\(&b7_out1\[\(i\)\*512 \+ \(j\)\], "
                      r"tk::from_float<float>\(va\[0\]\), tk::from_float<float>\(vb\[0\]\)\);\n"
-                     r"\s+tk::store_pair\(&b0\[\(i\)\*512 \+ \(j\)\], ", src)
+                     r"\s+if \(!tk_more\) tk::store_pair\(&b0\[\(i\)\*512 \+ \(j\)\], ", src)
     exchange = src[src.index("tk::exchange<kCluster"):]
     exchange = exchange[: exchange.index("  }\n")]
     assert "store_pair" not in exchange

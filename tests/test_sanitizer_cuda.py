@@ -59,10 +59,11 @@ def test_compute_sanitizer_reports_nothing(tool: str, workload: str, tmp_path):
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
 @pytest.mark.parametrize("workload", ["tiny", "online"])
 def test_compute_sanitizer_reports_nothing_on_the_step_loop(tool: str, workload: str, tmp_path):
-    """Three steps in one launch of the resident kernel (capture's step loop): tiny keeps
-    its state homes on chip across steps, online (a cluster) restages them after a
-    cluster barrier; both restage the batch homes that the previous step's last phases
-    may still have been reading before the step's end barrier."""
+    """Three steps in one launch of the resident kernel (capture's step loop): tiny (one
+    block) and online (a cluster, whose replicated bias every block updates whole) keep
+    their state homes on chip across steps and store to global memory on the last step
+    alone; both restage the batch homes that the previous step's last phases may still
+    have been reading before the step's end barrier."""
     sanitizer = _sanitizer()
     if sanitizer is None:
         pytest.skip("compute-sanitizer is not installed")

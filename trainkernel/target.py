@@ -249,6 +249,12 @@ class TargetOptions:
     # kernel fills once from its parameters.
     resident_step_inline: bool = False
     resident_step_pointers: str = "smem"
+    # The step loop keeps what a step makes on chip for the next (perf-log step
+    # 48): state homes stay in every block whose updates write them through
+    # (clusters too), and what no later step stages again (outputs, kept state)
+    # is stored to global memory by the last step alone. Off: as before step 48,
+    # a cluster restages all its state every step and every step stores everything.
+    step_loop_on_chip: bool = True
     # tile-stage-casts (resident kernels): a first-phase map that only casts a
     # staged input's home gives way to a home the prologue fills with the cast
     # (tile.smem_cast). Off: measured (perf-log step 45) 3-9 us a step SLOWER

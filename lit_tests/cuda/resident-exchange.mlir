@@ -9,16 +9,19 @@
 // arrive at kernel start (after the prologue copies are issued), wait before
 // the first push; no full cluster barrier in the prologue.
 // One step is a function the kernel's step loop calls (tk_launch_steps); the
-// batch comes from the step's row of the step table. In a cluster every step
-// stages every home (each block updated its slice of replicated homes): one
-// prologue, no first-step branch.
+// batch comes from the step's row of the step table. The state homes stay on
+// chip from step to step (each block updates its slices, and every block the
+// replicated b2 whole): a step after the first stages the batch (y, x) alone.
 // The step reads its buffers' pointers from a table in shared memory.
 // CHECK:       static __shared__ void* tk_buf[11];
 // CHECK:       static __device__ __noinline__ void tk_step(void* const* tk_in, bool tk_first, bool tk_more) {
 // CHECK:         = ({{.*}})(tk_in ? tk_in[0] : tk_buf[4]);
-// CHECK-NOT:   if (!tk_first)
-// CHECK:       // ---- prologue
-// CHECK-NEXT:  tk::stage_rows(
+// CHECK:       if (!tk_first) {
+// CHECK-NEXT:    tk::stage_rows({{s[0-9]+}}, b5,
+// CHECK-NEXT:    tk::stage_rows({{s[0-9]+}}, b4,
+// CHECK-NEXT:  } else {
+// CHECK-NEXT:  // ---- prologue
+// CHECK-NEXT:    tk::stage_rows(
 // CHECK-NOT:   this_cluster().sync()
 // CHECK:       tk::cluster_arrive();
 // CHECK-NEXT:  tk::stage_wait();
@@ -38,6 +41,17 @@
 // CHECK-NEXT:  });
 // Only one exchange: no other cluster wait, no remote loads anywhere.
 // CHECK-NOT:   tk::cluster_wait
+// CHECK-NOT:   map_shared_rank
+// The outputs and the updated state go to global memory on the last step alone;
+// on the others the update writes its home (one store an element either way).
+// The replicated b2 is updated by every block, stored by rank 0.
+// CHECK:       if (!tk_more) b9_out3[(i)*16 + (j)] = tk::from_float<float>(vals[0]);
+// CHECK-NEXT:  if (!tk_more) b2[(i)*16 + (j)] = tk::from_float<float>(vals[1]);
+// CHECK-NEXT:  if (tk_more) [[W2:s[0-9]+]][((i) - 16 * rank)*20 + (j)] = tk::from_float<float>(vals[1]);
+// CHECK:       if (rank == 0 && !tk_more) b3[(ol0)] = tk::from_float<float>(v4);
+// CHECK-NEXT:  if (tk_more) {{s[0-9]+}}[(ol0)] = tk::from_float<float>(v4);
+// CHECK:       if (!tk_more) b0[(i)*256 + (j)] = tk::from_float<float>(vals[1]);
+// CHECK-NEXT:  if (tk_more) {{s[0-9]+}}[(i)*20 + ((j) - 16 * rank)] = tk::from_float<float>(vals[1]);
 // CHECK-NOT:   map_shared_rank
 // The launch may overlap the previous step (programmatic dependent launch):
 // the kernel fills the pointer table from its parameters, then waits for it

@@ -1246,6 +1246,8 @@ class ResidentBodyPrinter(BodyPrinter):
     through: dict[SSAValue, Place] = None  # type: ignore[assignment]
     # Arguments whose home is written through only when another step follows (tk_more).
     through_next_step: frozenset[SSAValue] = frozenset()
+    # Buffers (roots) stored to global memory by the last step of the loop alone (!tk_more).
+    last_step_only: frozenset[SSAValue] = frozenset()
     replicated_store_guard: bool = False
     # An exchange epilogue (tk::exchange): each element is computed once, by the
     # block that owns it, and stored into every block's copy of a replicated
@@ -1277,7 +1279,9 @@ class ResidentBodyPrinter(BodyPrinter):
             place = self.places[buf]
             stored = [_store(buf.type, v) for v in [val] + ([next_values[k]] if next_values else [])]
             if place.split is None:
-                guard = "if (rank == 0) " if self.replicated_store_guard else ""
+                conds = ["rank == 0"] * self.replicated_store_guard + ["!tk_more"] * (
+                    sched.root_buffer(buf) in self.last_step_only)
+                guard = f"if ({' && '.join(conds)}) " if conds else ""
                 self.line(guard + _put(place.ptr, place.address(index), stored))
                 home = self.through.get(buf)
                 if home is not None:
@@ -1431,11 +1435,11 @@ class ResidentPrinter(CudaPrinter):
                     ptr = self.places[v].ptr
                     self.last_read[ptr] = max(self.last_read.get(ptr, -1), phase)
         # A later step restages the homes of what it reads anew: its batch, and
-        # the state where restage_state says the homes cannot keep it (then
-        # every step stages every home, and one prologue serves them all).
+        # the state whose homes plan_kept_homes does not keep (where no home is
+        # kept, every step stages every home, and one prologue serves them all).
         # Cast homes too: they hold the argument as the step starts, never written through.
-        later = [(home, name) for home, name in stages
-                 if home.source in self.step_inputs or self.restage_state or isinstance(home, tile.SmemCastOp)]
+        self.plan_kept_homes()
+        later = [(home, name) for home, name in stages if name not in self.kept_homes]
         branch = len(later) < len(stages)
         def emit(homes: list[tuple[tile.Home, str]], indent: str) -> None:
             for home, name in homes:
@@ -1528,14 +1532,13 @@ class ResidentPrinter(CudaPrinter):
         return self.out.getvalue()
 
     def plan_step_loop(self) -> None:
-        """What the step loop (tk_launch_steps) restages. The inputs the kernel
+        """What the step loop (tk_launch_steps) reads anew. The inputs the kernel
         never writes (the batch, frozen state) come from each step's row of
         pointers and their homes are staged again every step. The homes of
-        state updated in place keep the updated values in one block, written
-        through by every update, if no other home reuses their bytes; in a
-        cluster (each block updates its slice of a replicated home) or where
-        bytes are reused, they are staged again from global memory, which
-        the previous step's end barrier has made visible."""
+        state updated in place keep the updated values where plan_kept_homes
+        says they can (written through by every update); the others are staged
+        again from global memory, which the previous step's end barrier has
+        made visible."""
         k = self.kernel
         inputs = list(k.block.args[: k.num_inputs.data])
         written = {sched.root_buffer(v) for op in k.block.ops if isinstance(op, tile.TileWorkOp) for v in op.outs}
@@ -1548,9 +1551,39 @@ class ResidentPrinter(CudaPrinter):
             lo, hi = span[h]
             return any(o is not h and span[o][0] < hi and lo < span[o][1] for o in homes)
 
-        self.restage_state = self.cluster > 1 or any(
-            shares_bytes(h) for h in homes
-            if isinstance(h, tile.SmemOp) and h.source is not None and h.source in self.written_inputs)
+        self.shared_bytes = {h for h in homes if shares_bytes(h)}
+
+    def plan_kept_homes(self) -> None:
+        """Which homes of the state updated in place keep it from one step to the
+        next (after the homes and their views have places; see plan_step_loop), and
+        which buffers' global stores only the last step needs.
+
+        A state home is kept when no other home reuses its bytes and every update
+        of its buffer writes the home through. That covers this block's whole home:
+        the kernel verifier (tile.verify_partition) lets only an op every
+        block runs whole write a buffer that every block holds whole, and an
+        exchange epilogue stores into every block's copy. Global memory is read
+        only when homes are staged, so a buffer that no later step stages again
+        (the outputs, the state of kept homes) is stored by the last step alone:
+        the steps before it keep their results on chip."""
+        k = self.kernel
+        work = [op for op in k.block.ops if isinstance(op, tile.TileWorkOp)]
+        written_through = {sched.root_buffer(v) for op in work for v in op.outs if v in self.through}
+        written_elsewhere = {sched.root_buffer(v) for op in work for v in op.outs if v not in self.through}
+        homes = [op for op in k.block.ops if isinstance(op, tile.Home)]
+        kept = [h for h in homes
+                if isinstance(h, tile.SmemOp) and h.source is not None and h.source in self.written_inputs
+                and h not in self.shared_bytes and h.source in written_through and h.source not in written_elsewhere]
+        if not TARGET.step_loop_on_chip and (self.cluster > 1 or len(kept) < len(
+                [h for h in homes if isinstance(h, tile.SmemOp) and h.source in self.written_inputs])):
+            kept = []  # as before perf-log step 48: one block keeps all its state homes or none
+        self.kept_homes = {self.names[h.result] for h in kept}
+        self.restaged = [h for h in homes if h.source is not None and h.source.index < k.num_inputs.data
+                         and self.names[h.result] not in self.kept_homes]
+        restaged_sources = {h.source for h in self.restaged}
+        written = {sched.root_buffer(v) for op in work for v in op.outs}
+        self.last_step_only = frozenset(b for b in written if isinstance(b, BlockArgument)
+                                        and b not in restaged_sources and TARGET.step_loop_on_chip)
 
     def _prologue_needs_cluster_barrier(self) -> bool:
         """True when an op that only rank 0 stores (split -1, or a split contraction)
@@ -1636,11 +1669,11 @@ class ResidentPrinter(CudaPrinter):
         # one step alone stores no more than it needs).
         phase = self.phase_of[op]
         later = {b for b, h in self.through.items() if self.last_read.get(h.ptr, -1) > phase}
-        kept = {b for b in self.through if not self.restage_state and sched.root_buffer(b) in self.written_inputs}
+        kept = {b for b, h in self.through.items() if h.ptr in self.kept_homes}
         return ResidentBodyPrinter(
             self.out, self.names, op, indent, places=self.places,
             through={b: h for b, h in self.through.items() if b in later | kept},
-            through_next_step=frozenset(kept - later),
+            through_next_step=frozenset(kept - later), last_step_only=self.last_step_only,
             replicated_store_guard=self.cluster > 1 and op.split == -1, broadcast=broadcast,
         )
 
