@@ -255,6 +255,11 @@ class TargetOptions:
     # is stored to global memory by the last step alone. Off: as before step 48,
     # a cluster restages all its state every step and every step stores everything.
     step_loop_on_chip: bool = True
+    # A cluster exchange's epilogue (tk::exchange) stores replicated homes in the
+    # owner's copy, and all the owner's threads then copy them into the other
+    # ranks' (tk::publish; perf-log step 49). Off: the epilogue's threads (one
+    # an element of the owner's chunk) store into every rank themselves.
+    exchange_publish: bool = True
     # tile-stage-casts (resident kernels): a first-phase map that only casts a
     # staged input's home gives way to a home the prologue fills with the cast
     # (tile.smem_cast). Off: measured (perf-log step 45) 3-9 us a step SLOWER

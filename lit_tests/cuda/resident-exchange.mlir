@@ -32,12 +32,18 @@
 // The product's partials go to their owners, not to a local buffer.
 // CHECK:         [&](int i, int j, const float* vals) { tk::push_partial<kCluster>(part, 1024, i * 16 + j, vals[0], rank); });
 // CHECK-NEXT:    tk::exchange<kCluster, tk::SumOp>(part, 1024, rank, [&](int e, float acc) {
-// The epilogue runs once per element (by its owner): replicated homes are
-// stored into every rank (at the homes' padded row strides: 64x16 f32 rows
-// of 80 bytes, bf16 rows of 48); no rank-0 guard, no local-only store.
+// The epilogue runs once per element (by its owner), storing the replicated
+// homes in the owner's copy (at the homes' padded row strides: 64x16 f32 rows
+// of 80 bytes, bf16 rows of 48); no rank-0 guard. Then every thread of the
+// owner publishes them into the other ranks' copies (tk::publish: its copy
+// lambda, element e into rank r).
 // CHECK-NOT:     if (rank == 0)
-// CHECK:         for (int tk_r = 0; tk_r < kCluster; ++tk_r) tk::at_rank([[LOSS:s[0-9]+]], tk_r)[(i)*20 + (j)] = tk::from_float<float>(
-// CHECK-NEXT:    for (int tk_r = 0; tk_r < kCluster; ++tk_r) tk::at_rank([[DY:s[0-9]+]], tk_r)[(i)*24 + (j)] = tk::from_float<__nv_bfloat16>(
+// CHECK:         [[LOSS:s[0-9]+]][(i)*20 + (j)] = tk::from_float<float>(
+// CHECK-NEXT:    [[DY:s[0-9]+]][(i)*24 + (j)] = tk::from_float<__nv_bfloat16>(
+// CHECK-NEXT:  }, [&](int r, int e) {  // tk::publish: into the other ranks' copies
+// CHECK-NEXT:    const int i = e / 16, j = e % 16;
+// CHECK-NEXT:    tk::at_rank([[LOSS]], r)[(i)*20 + (j)] = [[LOSS]][(i)*20 + (j)];
+// CHECK-NEXT:    tk::at_rank([[DY]], r)[(i)*24 + (j)] = [[DY]][(i)*24 + (j)];
 // CHECK-NEXT:  });
 // Only one exchange: no other cluster wait, no remote loads anywhere.
 // CHECK-NOT:   tk::cluster_wait

@@ -1253,6 +1253,22 @@ class ResidentBodyPrinter(BodyPrinter):
     # block that owns it, and stored into every block's copy of a replicated
     # home, the owning block's slice of a split home, and global memory.
     broadcast: bool = False
+    # The replicated homes an exchange epilogue stored (pointer, address of its
+    # output index): publish_copy stores them into the other ranks' copies.
+    published: list[tuple[str, str]] = dataclass_field(default_factory=list)
+
+    def close_exchange(self, index_decls: list[str], var: str) -> None:
+        """Close tk::exchange's epilogue lambda, with the copy lambda where homes are
+        published: element `var` of each into rank r's copy, its index declared as
+        the epilogue declares it."""
+        outer = self.indent[:-2]
+        if not self.published:
+            self.out.write(outer + "});\n")
+            return
+        self.out.write(outer + f"}}, [&](int r, int {var}) {{  // tk::publish: into the other ranks' copies\n")
+        for text in index_decls + [f"tk::at_rank({p}, r)[{a}] = {p}[{a}];" for p, a in self.published]:
+            self.line(text)
+        self.out.write(outer + "});\n")
 
     def load(self, arg: BlockArgument, index: list[str]) -> str:
         buf = self.op.ins[arg.index]
@@ -1304,9 +1320,14 @@ class ResidentBodyPrinter(BodyPrinter):
             self.line(guard + _put(place.ptr, place.address(index), vals))
             return
         (val,) = vals
-        if place.split is None or place.split < 0:
+        if (place.split is None or place.split < 0) and not TARGET.exchange_publish:
             self.line(f"for (int tk_r = 0; tk_r < kCluster; ++tk_r) tk::at_rank({place.ptr}, tk_r)"
                       f"[{place.address(index)}] = {val};")
+        elif place.split is None or place.split < 0:
+            # This block's copy; tk::publish copies it into the other ranks' (close_exchange).
+            self.line(f"{place.ptr}[{place.address(index)}] = {val};")
+            if (place.ptr, place.address(index)) not in self.published:
+                self.published.append((place.ptr, place.address(index)))
         else:
             self.line(f"{{ const int tk_r = {place.owner(index)}; "
                       f"tk::at_rank({place.ptr}, tk_r)[{place.address(index, 'tk_r')}] = {val}; }}")
@@ -1820,9 +1841,11 @@ class ResidentPrinter(CudaPrinter):
             self.w("      [&](int i, int j, float acc, float* vals) { vals[0] = acc; },")
             self.w(f"      [&](int i, int j, const float* vals) {{ tk::push_partial<kCluster>(part, {m * n}, i * {n} + j, vals[0], rank); }});")
             self.w(f"    tk::exchange<kCluster, tk::SumOp>(part, {m * n}, rank, [&](int e, float acc) {{")
-            self.w(f"      const int i = e / {n}, j = e % {n};")
-            self._gemm_epilogue(op, mm, "      ", self.body_printer(op, "      ", broadcast=True))
-            self.w("    });")
+            index = f"const int i = e / {n}, j = e % {n};"
+            self.w(f"      {index}")
+            bp = self.body_printer(op, "      ", broadcast=True)
+            self._gemm_epilogue(op, mm, "      ", bp)
+            bp.close_exchange([index], "e")
             self.w("  }")
             return
         nv = len(op.outs)
@@ -1938,8 +1961,8 @@ class ResidentPrinter(CudaPrinter):
             decls, names = _multi_index("o", tuple(in_shape[k] for k in kept), "p")
             for d in decls:
                 self.w("      " + d)
-            self._reduce_tail(op, red, names, in_shape, axes, "      ", broadcast=True)
-            self.w("    });")
+            bp = self._reduce_tail(op, red, names, in_shape, axes, "      ", broadcast=True)
+            bp.close_exchange(decls, "o")
         self.w("  }")
 
     def _decompose_split(self, var: str, shape: list[int], split: list[bool], prefix: str, indent: str) -> list[str]:
@@ -1958,13 +1981,15 @@ class ResidentPrinter(CudaPrinter):
                 out.append(nm)
         return out
 
-    def _reduce_tail(self, op, red, idx_o: list[str], in_shape, axes, indent: str, broadcast: bool = False) -> None:
+    def _reduce_tail(self, op, red, idx_o: list[str], in_shape, axes, indent: str,
+                     broadcast: bool = False) -> ResidentBodyPrinter:
         out_index = _output_index(red, len(in_shape), axes, idx_o)
         bp = self.body_printer(op, indent, broadcast=broadcast)
         env = {red.result: "rv"}
         self.w(f"{indent}{_result_decl(red)}")
         bp.emit_ops(out_index, env, skip=(red,))
         bp.store_outputs(out_index, env)
+        return bp
 
     def launcher(self) -> None:
         k = self.kernel

@@ -22,7 +22,7 @@
 //   launch_dependents(), wait_prior_grid()
 //       programmatic dependent launch: let the next step's kernel be
 //       scheduled now; wait until the previous one has finished.
-//   push_partial<CLUSTER>(recv, n, e, v, rank), exchange<CLUSTER, Op>(recv, n, rank, epi)
+//   push_partial<CLUSTER>(recv, n, e, v, rank), exchange<CLUSTER, Op>(recv, n, rank, epi[, copy])
 //       a split contraction's partials pushed to their owners (DSMEM stores),
 //       summed by the owner in rank order (deterministic), epi(e, total)
 //       called once per element of the cluster, by its owner.
@@ -437,10 +437,10 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
 // chunk] (push_partial: a DSMEM store, which does not wait for a reply). After
 // one cluster barrier every owner sums its chunk over the ranks in rank order
 // (deterministic, local loads only) and the epilogue stores each result where
-// it lives: into every rank's copy of a replicated home, the owning rank's
-// slice of a split home, or global memory (at_rank gives the pointers). A
-// second barrier publishes those stores and keeps every block resident until
-// nobody stores into it any more.
+// it lives: the owning rank's slice of a split home, global memory, or its own
+// copy of a replicated home, which `publish` then copies into every other
+// rank's (at_rank gives the pointers). A second barrier publishes those stores
+// and keeps every block resident until nobody stores into it any more.
 //
 // The receive buffer (CLUSTER * chunk floats) must hold no other live data in
 // any block from the previous cluster barrier on (tile-resident reserves it),
@@ -473,8 +473,29 @@ __device__ __forceinline__ void push_partial(float* recv, int n, int e, float v,
   at_rank(recv, owner)[rank * chunk + (e - owner * chunk)] = v;
 }
 
-template <int CLUSTER, class Op, class Epi>
-__device__ __forceinline__ void exchange(float* recv, int n, int rank, Epi epi) {
+// An exchange whose epilogue stores replicated homes in the owner's own copy
+// only passes `publish`: after a block barrier, copy(r, e) stores element e of
+// those homes into rank r's copy, for every other rank r and every element e
+// of this owner's chunk, the (rank, element) pairs shared by all threads (a
+// warp stores consecutive elements to one rank). The epilogue itself runs on
+// `count` threads (the chunk: 64 of online's 256); storing into every rank
+// there made each of them issue CLUSTER remote stores a home, one after another.
+template <int CLUSTER, class Copy>
+__device__ __forceinline__ void publish(int lo, int count, int rank, Copy copy) {
+  for (int t = threadIdx.x; t < (CLUSTER - 1) * count; t += blockDim.x) {
+    const int k = t / count, r = k + (k >= rank);
+    copy(r, lo + t - k * count);
+  }
+}
+
+struct NoPublish {
+  __device__ void operator()(int, int) const {}
+};
+template <class Copy> struct is_no_publish { static constexpr bool value = false; };  // no <type_traits>: header weight
+template <> struct is_no_publish<NoPublish> { static constexpr bool value = true; };
+
+template <int CLUSTER, class Op, class Epi, class Copy = NoPublish>
+__device__ __forceinline__ void exchange(float* recv, int n, int rank, Epi epi, Copy copy = {}) {
   cluster_sync();  // every push landed (release/acquire at cluster scope)
   const int chunk = exchange_chunk<CLUSTER>(n), lo = rank * chunk, count = min(chunk, n - lo);
   Op op;
@@ -483,6 +504,10 @@ __device__ __forceinline__ void exchange(float* recv, int n, int rank, Epi epi) 
 #pragma unroll
     for (int r = 1; r < CLUSTER; ++r) acc = op(acc, recv[r * chunk + el]);
     epi(lo + el, acc);
+  }
+  if constexpr (!is_no_publish<Copy>::value) {
+    __syncthreads();  // the owner's results in its own copies
+    publish<CLUSTER>(lo, count, rank, copy);
   }
   cluster_sync();  // the epilogue's remote stores landed; no block leaves while others store into it
 }
