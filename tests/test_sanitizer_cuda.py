@@ -1,6 +1,7 @@
 """compute-sanitizer (memcheck, racecheck, synccheck) on generated megakernels.
 
-Runs the tiny, online (resident kernels) and small (a grid kernel on the wgmma
+Runs the tiny, online, online-adam (resident kernels; the Adam twin's rank 0 stores
+its beta powers, which every block stages) and small (a grid kernel on the wgmma
 engine: TMA, mbarriers, wgmma) workloads for two steps under each tool and requires
 "ERROR SUMMARY: 0 errors". GPU only; skipped where compute-sanitizer is absent.
 """
@@ -32,7 +33,7 @@ def _sanitizer() -> str | None:
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
-@pytest.mark.parametrize("workload", ["tiny", "online", "small"])
+@pytest.mark.parametrize("workload", ["tiny", "online", "small", "online-adam"])
 def test_compute_sanitizer_reports_nothing(tool: str, workload: str, tmp_path):
     sanitizer = _sanitizer()
     if sanitizer is None:
@@ -57,7 +58,7 @@ def test_compute_sanitizer_reports_nothing(tool: str, workload: str, tmp_path):
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
-@pytest.mark.parametrize("workload", ["tiny", "online"])
+@pytest.mark.parametrize("workload", ["tiny", "online", "online-adam"])
 def test_compute_sanitizer_reports_nothing_on_the_step_loop(tool: str, workload: str, tmp_path):
     """Three steps in one launch of the resident kernel (capture's step loop): tiny (one
     block) and online (a cluster, whose replicated bias every block updates whole) keep

@@ -1,4 +1,4 @@
-"""Compile one workload and run a few training steps on the GPU (for compute-sanitizer).
+"""Compile one workload (or twin) and run a few training steps on the GPU (for compute-sanitizer).
 
     python tests/gpu_scripts/run_steps.py WORKLOAD [DTYPE] [STEPS] [inplace|staged|capture] [ENGINE] [MAX_KSPLIT]
 
@@ -14,7 +14,7 @@ import sys
 import torch
 
 import trainkernel
-from trainkernel.workloads import WORKLOADS
+from trainkernel.workloads import TWINS, WORKLOADS
 
 
 def main() -> None:
@@ -30,8 +30,8 @@ def main() -> None:
         from trainkernel import target
 
         target.TARGETS[target.H200.name] = dataclasses.replace(target.H200, max_ksplit=int(sys.argv[6]))
-    w = WORKLOADS[name]
-    params = w.init_params(0, "cuda")
+    w = {**WORKLOADS, **TWINS}[name]
+    params = w.init_state(0, "cuda")  # the parameters, or a twin's optimizer state
     batches = w.make_batches(2, seed=1, device="cuda")
     compiled = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]), inplace=inplace,
                                              gemm_engine=engine)
@@ -42,8 +42,9 @@ def main() -> None:
         print("ran", name, steps, "steps in", program.launches, "launches, loss", float(loss))
         return
     for s in range(steps):
-        loss, grads, new = compiled(params, *batches[s % 2])
-        params = new if inplace else tuple(p.clone() for p in new)
+        out = compiled(params, *batches[s % 2])  # (loss, grads, new) or a twin's (loss, new_state)
+        loss, new = out[0], out[-1]
+        params = new if inplace else torch.utils._pytree.tree_map(torch.clone, new)
     torch.cuda.synchronize()
     print("ran", name, steps, "steps, loss", float(loss))
 
