@@ -260,6 +260,11 @@ class TargetOptions:
     # ranks' (tk::publish; perf-log step 49). Off: the epilogue's threads (one
     # an element of the owner's chunk) store into every rank themselves.
     exchange_publish: bool = True
+    # Resident row reductions whose rows are short walk a row a thread (the
+    # column reductions' loop) where the printer's count says it is cheaper than
+    # a warp a row (perf-log step 50): the cross-entropy's reductions over ten
+    # classes took ~1.7 k cycles each a warp a row. Off until probed.
+    resident_thread_rows: bool = False
     # tile-stage-casts (resident kernels): a first-phase map that only casts a
     # staged input's home gives way to a home the prologue fills with the cast
     # (tile.smem_cast). Off: measured (perf-log step 45) 3-9 us a step SLOWER

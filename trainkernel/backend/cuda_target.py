@@ -440,6 +440,12 @@ def _accum_decl(red: tk.ReductionOp) -> str:
 
 COLUMN_LOADS = 16
 """Rows a column reduction's thread loads before folding them (loads in flight)."""
+ROW_THREAD_CONFLICTS = 4
+"""Shared-memory bank conflicts assumed for a row reduction walked a row a thread
+(thread o reads row o: consecutive threads a padded row pitch apart)."""
+WARP_COMBINE_ELEMENTS = 40
+"""A warp's combine (five dependent shuffle levels, ~30 cycles each) priced in a
+thread's serial elements (a shared-memory load and an add issued, ~4 cycles)."""
 CAST_LOADS = 16
 """A thread's 16-byte loads of one cast home (tile.smem_cast, tk::CastRows) held at
 once; a home that needs more loads the rest in rounds."""
@@ -1896,6 +1902,8 @@ class ResidentPrinter(CudaPrinter):
         leading = bool(kept) and reduced == list(range(len(reduced)))
         nwarps = self.kernel.threads // 32
         mode = "column" if leading else ("warp" if n_out >= nwarps else "block")
+        if mode == "warp" and TARGET.resident_thread_rows and self._thread_rows_cheaper(n_out, n_red):
+            mode = "thread"  # short rows: the column walk, a thread an output, beats a warp an output
         self.w(f"  {{ // tile.reduce {red.name} split {split} ({mode}): {n_red} elements into each of {n_out} outputs")
         if partial:
             self.w(f"    float* part = (float*)(smem + {op.scratch});  // receive buffer of the exchange")
@@ -1928,7 +1936,7 @@ class ResidentPrinter(CudaPrinter):
                 if who:
                     self.w(f"{ind}}}")
 
-        if mode == "column":
+        if mode in ("column", "thread"):
             idx_o = outputs_loop("o", "threadIdx.x", "kThreads")
             self.w(f"{ind}{_accum_decl(red)}")
             self.w(f"{ind}for (int r = 0; r < {n_red}; ++r) {{")
@@ -1964,6 +1972,16 @@ class ResidentPrinter(CudaPrinter):
             bp = self._reduce_tail(op, red, names, in_shape, axes, "      ", broadcast=True)
             bp.close_exchange(decls, "o")
         self.w("  }")
+
+    def _thread_rows_cheaper(self, n_out: int, n_red: int) -> bool:
+        """Whether a row reduction (n_out rows of n_red elements in this block) is
+        cheaper a row a thread (serial, ROW_THREAD_CONFLICTS-way conflicts) than a
+        warp a row (32 lanes, then WARP_COMBINE_ELEMENTS of combine): rows of ten
+        classes left 22 of 32 lanes idle and paid the whole combine for each."""
+        threads, nwarps = self.kernel.threads, self.kernel.threads // 32
+        by_thread = ceil_div(n_out, threads) * n_red * ROW_THREAD_CONFLICTS
+        by_warp = ceil_div(n_out, nwarps) * (ceil_div(n_red, 32) + WARP_COMBINE_ELEMENTS)
+        return by_thread < by_warp
 
     def _decompose_split(self, var: str, shape: list[int], split: list[bool], prefix: str, indent: str) -> list[str]:
         """Names of the global indices of `var` decomposed over this block's slice."""

@@ -1,0 +1,146 @@
+"""target.resident_thread_rows: a resident row reduction of short rows walks a row a
+thread (the column reductions' loop) where the printer's count says that is cheaper
+than a warp a row (perf-log step 50). Off by default until the H200 measures it."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.func import grad_and_value
+from torch.utils import _pytree as pytree
+
+import trainkernel
+from trainkernel import target as T
+from trainkernel.backend import cuda_target
+from trainkernel.workloads import TWINS
+
+from _nvcc import needs_nvcc, nvcc_errors
+
+
+def _source(step, args) -> str:
+    return trainkernel.compile_training(step, args, build=False).cuda_source
+
+
+def _ce_source() -> str:
+    w = TWINS["classification-adamw-ce"]
+    return _source(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16))
+
+
+def _modes(src: str) -> list[tuple[str, str, int, int]]:
+    """(reduction, mode, elements an output, outputs) of every resident tile.reduce."""
+    return [(r, m, int(e), int(o)) for r, m, e, o in re.findall(
+        r"// tile\.reduce (tk\.\w+) split -?\d+ \((\w+)\): (\d+) elements into each of (\d+) outputs", src)]
+
+
+@pytest.fixture
+def rows_on(monkeypatch):
+    monkeypatch.setattr(cuda_target, "TARGET", dataclasses.replace(T.DEFAULT, resident_thread_rows=True))
+
+
+def test_off_by_default():
+    assert T.DEFAULT.resident_thread_rows is False
+    assert "(thread)" not in _ce_source()
+
+
+def test_the_cross_entropy_rows_walk_a_row_a_thread(rows_on):
+    """classification-adamw-ce (a cluster): the max and the sums over its ten classes,
+    64 rows, go a row a thread; the loss's full sum stays a block's, the bias
+    gradients' column sums stay columns."""
+    modes = _modes(_ce_source())
+    rows = [m for m in modes if m[2] == 10 and m[3] == 64]
+    assert len(rows) == 4 and all(m[1] == "thread" for m in rows), modes
+    assert {m[1] for m in modes if m not in rows} == {"block", "column"}, modes
+
+
+def _norm_step(rows: int, width: int):
+    """A resident step with a LayerNorm over `width` features of `rows` rows."""
+    def loss_fn(params, x, y):
+        w1, w2 = (p.to(torch.bfloat16) for p in params)
+        h = F.layer_norm(x @ w1, (width,))
+        return ((h @ w2).float() - y).pow(2).mean()
+
+    def step(params, x, y):
+        grads, loss = grad_and_value(loss_fn)(params, x, y)
+        return loss, tuple(p - 0.05 * g for p, g in zip(params, grads))
+
+    args = ((torch.empty(32, width), torch.empty(width, 8)), torch.empty(rows, 32, dtype=torch.bfloat16),
+            torch.empty(rows, 8))
+    return step, args
+
+
+def test_few_long_rows_stay_a_warp_a_row(rows_on):
+    """A LayerNorm over 1024 features of 8 rows (a cluster of 16: 64 features a block):
+    a thread would walk 64 elements (256 at the assumed conflicts) where one warp a row
+    costs 2 + 40: warps. Over 256 features of 32 rows (a cluster of 8, 32 a block),
+    threads (128 against 4 x 41)."""
+    few = _modes(_source(*_norm_step(8, 1024)))
+    rows = [m for m in few if m[3] == 8]
+    assert rows and all(m[1] == "warp" for m in rows), few
+    many = _modes(_source(*_norm_step(32, 256)))
+    rows = [m for m in many if m[3] == 32]
+    assert rows and all(m[1] == "thread" for m in rows), many
+
+
+def test_the_cost_rule():
+    """ceil(rows / threads) x elements x ROW_THREAD_CONFLICTS against
+    ceil(rows / warps) x (ceil(elements / 32) + WARP_COMBINE_ELEMENTS), 256 threads."""
+    class Kernel:
+        threads = 256
+
+    printer = cuda_target.ResidentPrinter.__new__(cuda_target.ResidentPrinter)
+    printer.kernel = Kernel()
+    assert printer._thread_rows_cheaper(64, 10)  # 40 against 328
+    assert printer._thread_rows_cheaper(64, 64)  # 256 against 336
+    assert not printer._thread_rows_cheaper(64, 128)  # 512 against 352
+    assert printer._thread_rows_cheaper(1024, 16)  # 256 against 5248
+    assert not printer._thread_rows_cheaper(8, 1000)  # 4000 against 72
+
+
+@needs_nvcc
+def test_compiles_for_sm90(rows_on, tmp_path):
+    src = _ce_source()
+    assert "(thread)" in src
+    assert nvcc_errors(src, tmp_path) == ""
+
+
+def _rel(out, ref) -> float:
+    o, r = out.detach().double().cpu(), ref.detach().double().cpu()
+    if not bool(torch.isfinite(o).all()):
+        return math.inf
+    n, d = float(torch.linalg.vector_norm(r)), float(torch.linalg.vector_norm(o - r))
+    return (0.0 if d == 0 else math.inf) if n == 0 else d / n
+
+
+@pytest.mark.cuda
+def test_thread_rows_match_pytorch_and_rerun_bit_identically_on_gpu(rows_on):
+    """classification-adamw-ce with the rows a thread: 20 steps within 4x eager bf16's
+    error against float64 (every leaf), and a second run from the same state gives
+    the same bits (the serial order is fixed)."""
+    w = TWINS["classification-adamw-ce"]
+    step, ref_step = w.make_step(torch.bfloat16), w.reference_step()
+    batches = w.make_batches(4, seed=3, device="cuda", dtype=torch.bfloat16)
+    c = trainkernel.compile_training(step, (w.init_state(device="cuda"), *batches[0]))
+    assert "(thread)" in c.cuda_source
+    runs = []
+    for _ in range(2):
+        state = w.init_state(device="cuda")
+        eager = pytree.tree_map(torch.clone, state)
+        exact = pytree.tree_map(lambda t: t.double(), state)
+        worst: dict[int, list[tuple[float, float]]] = {}
+        for t in range(20):
+            x, y = batches[t % 4]
+            got, want, ref = c(state, x, y), step(eager, x, y), ref_step(exact, x.double(), y)
+            for k, (a, b, r) in enumerate(zip(*(pytree.tree_leaves(o) for o in (got, want, ref)))):
+                worst.setdefault(k, []).append((_rel(a, r), _rel(b, r)))
+            state, eager, exact = got[-1], want[-1], ref[-1]
+        torch.cuda.synchronize()
+        for k, errs in worst.items():
+            kernel, allowed = max(e[0] for e in errs), max(4 * max(e[1] for e in errs), 1e-6)
+            assert kernel <= allowed, (k, kernel, allowed)
+        runs.append([t.clone() for t in pytree.tree_leaves(state)])
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
