@@ -265,6 +265,10 @@ class TargetOptions:
     # a warp a row (perf-log step 50): the cross-entropy's reductions over ten
     # classes took ~1.7 k cycles each a warp a row. Off until probed.
     resident_thread_rows: bool = False
+    # Where a resident phase has several maps of a few elements a block (casts of
+    # biases and scalars, the optimizer's scalars), each runs on a warp of its own
+    # instead of all threads running them in turn (perf-log step 51). Off until probed.
+    resident_warp_small_maps: bool = False
     # tile-stage-casts (resident kernels): a first-phase map that only casts a
     # staged input's home gives way to a home the prologue fills with the cast
     # (tile.smem_cast). Off: measured (perf-log step 45) 3-9 us a step SLOWER

@@ -446,6 +446,9 @@ ROW_THREAD_CONFLICTS = 4
 WARP_COMBINE_ELEMENTS = 40
 """A warp's combine (five dependent shuffle levels, ~30 cycles each) priced in a
 thread's serial elements (a shared-memory load and an add issued, ~4 cycles)."""
+SMALL_MAP_ELEMENTS = 64
+"""The most elements a block of a map that target.resident_warp_small_maps runs on
+one warp (two a lane: its time is one load latency, not its work)."""
 CAST_LOADS = 16
 """A thread's 16-byte loads of one cast home (tile.smem_cast, tk::CastRows) held at
 once; a home that needs more loads the rest in rounds."""
@@ -1502,6 +1505,7 @@ class ResidentPrinter(CudaPrinter):
         if timer:
             self.w("  tk_t[1] = clock64();")
         phase = 0
+        small_maps = self.plan_small_maps()
         self.w(f"  // ---- phase {phase}")
         for op in k.block.ops:
             if isinstance(op, tile.SyncOp):
@@ -1514,7 +1518,7 @@ class ResidentPrinter(CudaPrinter):
                 elif isinstance(op, tile.ReduceOp):
                     self.resident_reduce(op)
                 else:
-                    self.resident_map(op)
+                    self.resident_map(op, small_maps.get(op))
                 if timer:
                     labels.append(f"p{phase}:{op.name[5:]}/{op.split}")
                     self.w(f"  __syncthreads(); tk_t[{len(labels)}] = clock64();")
@@ -1721,18 +1725,57 @@ class ResidentPrinter(CudaPrinter):
         c = tile.shard_extent(size, self.cluster)
         return f"{c} * rank", f"max(0, min({c}, {size} - {c} * rank))"
 
-    def map_unroll(self, n: int) -> int:
-        """Elements per thread per iteration of a resident map of n elements: the
-        power of two that covers its elements per thread, up to the target's
-        resident_map_unroll (fewer iterations where there is work, no clamped
-        duplicates where there is not)."""
-        per_thread = ceil_div(n, self.kernel.threads)
+    def map_unroll(self, n: int, threads: int) -> int:
+        """Elements per thread per iteration of a resident map of n elements on
+        `threads` threads: the power of two that covers its elements per thread,
+        up to the target's resident_map_unroll (fewer iterations where there is
+        work, no clamped duplicates where there is not)."""
+        per_thread = ceil_div(n, threads)
         u = 1
         while u < per_thread and u < TARGET.resident_map_unroll:
             u *= 2
         return u
 
-    def resident_map(self, op: tile.MapOp) -> None:
+    @staticmethod
+    def map_elements(op: tile.MapOp, cluster: int) -> int:
+        """Elements of a resident map in one block (its slice, when split)."""
+        term = op.body.block.last_op
+        assert isinstance(term, tk.YieldOp)
+        local = list(tk.shape_of(term.values[0]))
+        if op.split is not None and op.split >= 0 and cluster > 1:
+            local[op.split] = tile.shard_extent(local[op.split], cluster)
+        return numel(local)
+
+    def plan_small_maps(self) -> dict[tile.TileWorkOp, int]:
+        """The warp each small map runs on (target.resident_warp_small_maps): where a
+        phase has several maps of at most SMALL_MAP_ELEMENTS elements a block, each
+        takes one warp (the last warps first, in turn) instead of every thread
+        running them one after another. Ops of a phase are independent (only a
+        barrier orders what one makes and another reads), so the warps overlap
+        what are otherwise a chain of load latencies (perf-log step 51)."""
+        if not TARGET.resident_warp_small_maps:
+            return {}
+        nwarps = self.kernel.threads // 32
+        plan: dict[tile.TileWorkOp, int] = {}
+        phase: list[tile.MapOp] = []
+
+        def close() -> None:
+            small = [op for op in phase if self.map_elements(op, self.cluster) <= SMALL_MAP_ELEMENTS]
+            if len(small) > 1:
+                for k, op in enumerate(small):
+                    plan[op] = nwarps - 1 - k % nwarps
+            phase.clear()
+
+        for op in self.kernel.block.ops:
+            if isinstance(op, tile.SyncOp):
+                close()
+            elif isinstance(op, tile.MapOp):
+                phase.append(op)
+        close()
+        return plan
+
+    def resident_map(self, op: tile.MapOp, warp: int | None = None) -> None:
+        """A resident map on every thread of the block, or on one warp (`warp`)."""
         term = op.body.block.last_op
         assert isinstance(term, tk.YieldOp)
         shape = tuple(tk.shape_of(term.values[0]))
@@ -1742,17 +1785,20 @@ class ResidentPrinter(CudaPrinter):
         if split_here:
             local[split] = tile.shard_extent(shape[split], self.cluster)
         n = numel(local)
-        u_count = self.map_unroll(n)
-        self.w(f"  {{ // tile.map split {split}: {n} elements per block")
-        if split_here:
+        tid, threads = ("threadIdx.x", "kThreads") if warp is None else ("(threadIdx.x & 31)", "32")
+        u_count = self.map_unroll(n, self.kernel.threads if warp is None else 32)
+        self.w(f"  {{ // tile.map split {split}: {n} elements per block" + ("" if warp is None else f", on warp {warp}"))
+        guards = ([f"(threadIdx.x >> 5) == {warp}"] if warp is not None else []) + (
             # Trailing blocks may hold an empty slice; the rest clamp into their own.
-            self.w(f"    if ({local[split]} * rank < {shape[split]})")
-        self.w(f"    for (int base = threadIdx.x; base < {n}; base += {u_count} * kThreads) {{")
+            [f"{local[split]} * rank < {shape[split]}"] if split_here else [])
+        if guards:
+            self.w(f"    if ({' && '.join(guards)})")
+        self.w(f"    for (int base = {tid}; base < {n}; base += {u_count} * {threads}) {{")
         bp = self.body_printer(op, "      ")
         indices, envs = [], []
         for u in range(u_count):
-            self.w(f"      const int e{u} = min(base + {u} * kThreads, {n - 1});")
-            self.w(f"      bool ok{u} = base + {u} * kThreads < {n};")
+            self.w(f"      const int e{u} = min(base + {u} * {threads}, {n - 1});")
+            self.w(f"      bool ok{u} = base + {u} * {threads} < {n};")
             decls, names = _multi_index(f"e{u}", tuple(local), f"u{u}l")
             for d in decls:
                 self.w("      " + d)

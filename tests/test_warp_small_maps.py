@@ -1,0 +1,101 @@
+"""target.resident_warp_small_maps: where a resident phase has several maps of a few
+elements a block, each runs on a warp of its own (perf-log step 51). Off by default
+until the H200 measures it. Which thread computes an element does not change its
+value, so the kernel's bits do not change."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+import torch
+from torch.utils import _pytree as pytree
+
+import trainkernel
+from trainkernel import target as T
+from trainkernel.backend import cuda_target
+from trainkernel.workloads import TWINS, WORKLOADS
+
+from _nvcc import needs_nvcc, nvcc_errors
+
+
+def _source(name: str) -> str:
+    w = {**WORKLOADS, **TWINS}[name]
+    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16),
+                                        build=False).cuda_source
+
+
+def _maps(src: str) -> list[tuple[int, int, str | None]]:
+    """(phase, elements a block, warp or None) of every resident tile.map."""
+    out, phase = [], 0
+    for line in src.splitlines():
+        if m := re.match(r"  // ---- phase (\d+)", line):
+            phase = int(m.group(1))
+        elif m := re.match(r"  \{ // tile\.map split -?\d+: (\d+) elements per block(?:, on warp (\d+))?", line):
+            out.append((phase, int(m.group(1)), m.group(2)))
+    return out
+
+
+@pytest.fixture
+def warps_on(monkeypatch):
+    monkeypatch.setattr(cuda_target, "TARGET", dataclasses.replace(T.DEFAULT, resident_warp_small_maps=True))
+
+
+def test_off_by_default():
+    assert T.DEFAULT.resident_warp_small_maps is False
+    assert ", on warp" not in _source("online")
+
+
+def test_the_small_maps_of_a_phase_take_a_warp_each(warps_on):
+    """online (256 threads, a cluster of 16): phase 0 casts W1's slice (2048 elements a
+    block), W2's (256), y (1024) on every thread, and b1's slice and b2 (16 each) on
+    warps 7 and 6; the guard keeps the split map's empty-slice test."""
+    src = _source("online")
+    maps = [m for m in _maps(src) if m[0] == 0]
+    assert sorted(m[1] for m in maps if m[2] is not None) == [16, 16]
+    assert {m[2] for m in maps if m[2] is not None} == {"7", "6"}
+    assert all(m[2] is None for m in maps if m[1] > cuda_target.SMALL_MAP_ELEMENTS)
+    assert "    if ((threadIdx.x >> 5) == 7 && 16 * rank < 256)\n    for (int base = (threadIdx.x & 31); " in src
+
+
+def test_a_lone_small_map_keeps_every_thread(warps_on):
+    """classification-adamw-ce: phases with one small map (or none) print as before."""
+    src = _source("classification-adamw-ce")
+    maps = _maps(src)
+    by_phase: dict[int, list] = {}
+    for m in maps:
+        by_phase.setdefault(m[0], []).append(m)
+    for phase, ms in by_phase.items():
+        small = [m for m in ms if m[1] <= cuda_target.SMALL_MAP_ELEMENTS]
+        assert all((m[2] is not None) == (len(small) > 1) for m in small), (phase, ms)
+    assert any(m[2] is not None for m in maps)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", ["tiny", "classification-adamw-ce"])
+def test_compiles_for_sm90(warps_on, tmp_path, name):
+    src = _source(name)
+    assert ", on warp" in src
+    assert nvcc_errors(src, tmp_path) == ""
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["online", "online-adam", "classification-adamw-ce"])
+def test_the_bits_do_not_change_on_gpu(monkeypatch, name):
+    """Six steps from the same state on the same batches, with small maps on warps and
+    without: the same bits (state and outputs)."""
+    w = {**WORKLOADS, **TWINS}[name]
+    batches = w.make_batches(3, seed=2, device="cuda", dtype=torch.bfloat16)
+    runs = []
+    for on in (False, True):
+        monkeypatch.setattr(cuda_target, "TARGET", dataclasses.replace(T.DEFAULT, resident_warp_small_maps=on))
+        c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16))
+        assert (", on warp" in c.cuda_source) == on
+        state = w.init_state(device="cuda")
+        for t in range(6):
+            out = c(state, *batches[t % 3])
+            state = out[-1]
+        torch.cuda.synchronize()
+        runs.append([x.clone() for x in pytree.tree_leaves(out)])
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
