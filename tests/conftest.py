@@ -62,3 +62,18 @@ def variant():
     yield make
     for name in made:
         T.TARGETS.pop(name, None)
+
+
+@pytest.fixture
+def printer_target(monkeypatch):
+    """Replace fields of the target the CUDA printer reads, for one test:
+    ``printer_target(resident_thread_rows=True)`` (undone after the test)."""
+    import dataclasses
+
+    import trainkernel.target as T
+    from trainkernel.backend import cuda_target
+
+    def replace(**fields):
+        monkeypatch.setattr(cuda_target, "TARGET", dataclasses.replace(T.DEFAULT, **fields))
+
+    return replace

@@ -5,7 +5,6 @@ measures it (perf-log, "Calibrating the resident model")."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 import pytest
@@ -13,7 +12,6 @@ import torch
 
 import trainkernel
 from trainkernel import target as T
-from trainkernel.backend import cuda_target
 from trainkernel.workloads import TWINS, WORKLOADS
 
 from _nvcc import needs_nvcc, nvcc_errors
@@ -25,8 +23,8 @@ def _source(name: str) -> str:
 
 
 @pytest.fixture
-def pairs(monkeypatch):
-    monkeypatch.setattr(cuda_target, "TARGET", dataclasses.replace(T.DEFAULT, resident_pair_stores=True))
+def pairs(printer_target):
+    printer_target(resident_pair_stores=True)
 
 
 def test_off_by_default():

@@ -4,7 +4,6 @@ than a warp a row (perf-log step 50). Off by default until the H200 measures it.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 
@@ -38,8 +37,8 @@ def _modes(src: str) -> list[tuple[str, str, int, int]]:
 
 
 @pytest.fixture
-def rows_on(monkeypatch):
-    monkeypatch.setattr(cuda_target, "TARGET", dataclasses.replace(T.DEFAULT, resident_thread_rows=True))
+def rows_on(printer_target):
+    printer_target(resident_thread_rows=True)
 
 
 def test_off_by_default():
