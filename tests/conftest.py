@@ -65,15 +65,18 @@ def variant():
 
 
 @pytest.fixture
-def printer_target(monkeypatch):
-    """Replace fields of the target the CUDA printer reads, for one test:
-    ``printer_target(resident_thread_rows=True)`` (undone after the test)."""
+def target_fields(monkeypatch):
+    """Replace fields of the default target for one test, as the passes (by name) and
+    the CUDA printer (its module's TARGET) read it: ``target_fields(carry_casts=True)``
+    (undone after the test)."""
     import dataclasses
 
     import trainkernel.target as T
     from trainkernel.backend import cuda_target
 
     def replace(**fields):
-        monkeypatch.setattr(cuda_target, "TARGET", dataclasses.replace(T.DEFAULT, **fields))
+        changed = dataclasses.replace(T.DEFAULT, **fields)
+        monkeypatch.setitem(T.TARGETS, T.DEFAULT.name, changed)
+        monkeypatch.setattr(cuda_target, "TARGET", changed)
 
     return replace

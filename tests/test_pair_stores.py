@@ -23,8 +23,8 @@ def _source(name: str) -> str:
 
 
 @pytest.fixture
-def pairs(printer_target):
-    printer_target(resident_pair_stores=True)
+def pairs(target_fields):
+    target_fields(resident_pair_stores=True)
 
 
 def test_off_by_default():

@@ -141,7 +141,7 @@ def test_a_cluster_keeps_its_state_homes_like_one_block(name):
     assert "    if (tk_more) tk::cluster_sync();" in src
 
 
-def test_homes_that_share_bytes_are_staged_again(printer_target):
+def test_homes_that_share_bytes_are_staged_again(target_fields):
     """online-adam: the beta powers (0-d state, read in phase 0 only) have homes whose
     bytes later phases reuse: they are staged again each step and stored by every step;
     the weights and moments stay on chip. With target.step_loop_on_chip off, a cluster
@@ -156,7 +156,7 @@ def test_homes_that_share_bytes_are_staged_again(printer_target):
     assert all("!tk_more" not in guards[f"b{b}"] for b in powers)
     assert all("!tk_more" in g for b, g in guards.items() if int(b[1:]) not in powers)
     assert len(set(homes.values()) - restaged) == 12  # p, m, v of W1, b1, W2, b2
-    printer_target(step_loop_on_chip=False)
+    target_fields(step_loop_on_chip=False)
     old = _source("online-adam")
     assert "if (!tk_first)" not in old and "if (tk_more)" not in old.split("extern \"C\" __global__")[0]
     assert "!tk_more" not in old

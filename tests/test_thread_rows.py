@@ -37,8 +37,8 @@ def _modes(src: str) -> list[tuple[str, str, int, int]]:
 
 
 @pytest.fixture
-def rows_on(printer_target):
-    printer_target(resident_thread_rows=True)
+def rows_on(target_fields):
+    target_fields(resident_thread_rows=True)
 
 
 def test_off_by_default():

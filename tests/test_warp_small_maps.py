@@ -37,8 +37,8 @@ def _maps(src: str) -> list[tuple[int, int, str | None]]:
 
 
 @pytest.fixture
-def warps_on(printer_target):
-    printer_target(resident_warp_small_maps=True)
+def warps_on(target_fields):
+    target_fields(resident_warp_small_maps=True)
 
 
 def test_off_by_default():
@@ -81,14 +81,14 @@ def test_compiles_for_sm90(warps_on, tmp_path, name):
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("name", ["online", "online-adam", "classification-adamw-ce"])
-def test_the_bits_do_not_change_on_gpu(printer_target, name):
+def test_the_bits_do_not_change_on_gpu(target_fields, name):
     """Six steps from the same state on the same batches, with small maps on warps and
     without: the same bits (state and outputs)."""
     w = {**WORKLOADS, **TWINS}[name]
     batches = w.make_batches(3, seed=2, device="cuda", dtype=torch.bfloat16)
     runs = []
     for on in (False, True):
-        printer_target(resident_warp_small_maps=on)
+        target_fields(resident_warp_small_maps=on)
         c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16))
         assert (", on warp" in c.cuda_source) == on
         state = w.init_state(device="cuda")

@@ -269,6 +269,12 @@ class TargetOptions:
     # biases and scalars, the optimizer's scalars), each runs on a warp of its own
     # instead of all threads running them in turn (perf-log step 51). Off until probed.
     resident_warp_small_maps: bool = False
+    # The step loop carries the compute-dtype copies of the state from step to
+    # step (perf-log step 52): tile-resident keeps the homes of casts of state
+    # to the kernel's end where they fit, and the printer has each update write
+    # the new value's cast there too (when another step follows), so a step
+    # after the first does not cast the weights again. Off until probed.
+    carry_casts: bool = False
     # tile-stage-casts (resident kernels): a first-phase map that only casts a
     # staged input's home gives way to a home the prologue fills with the cast
     # (tile.smem_cast). Off: measured (perf-log step 45) 3-9 us a step SLOWER

@@ -1257,6 +1257,9 @@ class ResidentBodyPrinter(BodyPrinter):
     through_next_step: frozenset[SSAValue] = frozenset()
     # Buffers (roots) stored to global memory by the last step of the loop alone (!tk_more).
     last_step_only: frozenset[SSAValue] = frozenset()
+    # State homes whose cast the step loop carries (plan_carried_casts): home pointer ->
+    # the cast's home and its type, written with the state's home when another step follows.
+    carried: dict[str, tuple[Place, Attribute]] = dataclass_field(default_factory=dict)
     replicated_store_guard: bool = False
     # An exchange epilogue (tk::exchange): each element is computed once, by the
     # block that owns it, and stored into every block's copy of a replicated
@@ -1311,6 +1314,10 @@ class ResidentBodyPrinter(BodyPrinter):
                 home = self.through.get(buf)
                 if home is not None:
                     self.store_home(home, index, stored, "if (tk_more) " if buf in self.through_next_step else "")
+                    if home.ptr in self.carried:  # the next step's compute-dtype copy
+                        cast, cast_type = self.carried[home.ptr]
+                        vals = [val] + ([next_values[k]] if next_values else [])
+                        self.line("if (tk_more) " + _put(cast.ptr, cast.address(index), [_store(cast_type, v) for v in vals]))
             else:
                 self.store_home(place, index, stored)
 
@@ -1518,6 +1525,8 @@ class ResidentPrinter(CudaPrinter):
                 elif isinstance(op, tile.ReduceOp):
                     self.resident_reduce(op)
                 else:
+                    if op in self.first_step_only:
+                        self.w("  if (tk_first)  // carried from the previous step (plan_carried_casts)")
                     self.resident_map(op, small_maps.get(op))
                 if timer:
                     labels.append(f"p{phase}:{op.name[5:]}/{op.split}")
@@ -1611,10 +1620,47 @@ class ResidentPrinter(CudaPrinter):
         self.kept_homes = {self.names[h.result] for h in kept}
         self.restaged = [h for h in homes if h.source is not None and h.source.index < k.num_inputs.data
                          and self.names[h.result] not in self.kept_homes]
+        self.plan_carried_casts(work)
         restaged_sources = {h.source for h in self.restaged}
         written = {sched.root_buffer(v) for op in work for v in op.outs}
         self.last_step_only = frozenset(b for b in written if isinstance(b, BlockArgument)
                                         and b not in restaged_sources and TARGET.step_loop_on_chip)
+
+    def plan_carried_casts(self, work: list[tile.TileWorkOp]) -> None:
+        """The casts of state the step loop carries (target.carry_casts): a map
+        that only casts a kept state home into a temporary (tile_resident.state_cast)
+        runs in the first step alone when its home keeps its bytes for the whole
+        step (tile-resident placed it so), nothing else writes it, and the state's
+        every update comes in a later phase than the cast and its last reader,
+        from an op that is not an exchange (it stores only its own block's
+        elements), writing the whole buffer, not a view of it. Each such update
+        then writes the cast of the new value as well, for the next step."""
+        from trainkernel.passes.tile_resident import state_cast
+
+        self.carried: dict[str, tuple[Place, Attribute]] = {}
+        self.first_step_only: set[tile.TileWorkOp] = set()
+        if not TARGET.carry_casts:
+            return
+        homes = {op.result: op for op in self.kernel.block.ops if isinstance(op, tile.Home)}
+        for op in work:
+            if not state_cast(op, self.kernel):
+                continue
+            home, dst = op.ins[0], op.outs[0]  # the state's home, the cast's
+            if home not in homes or homes[home].source is None or dst not in homes:
+                continue
+            src, state, cast = homes[home].source, self.places[home], self.places[dst]
+            if state.ptr not in self.kept_homes:
+                continue
+            if homes[dst] in self.shared_bytes or (cast.shape, cast.split) != (state.shape, state.split):
+                continue
+            writers = [o for o in work if any(sched.root_buffer(v) is sched.root_buffer(dst) for v in o.outs)]
+            updates = [o for o in work if any(sched.root_buffer(v) is sched.root_buffer(src) for v in o.outs)]
+            after = max(self.phase_of[op], self.last_read.get(cast.ptr, -1))
+            if writers != [op] or not updates or any(
+                    self.phase_of[u] <= after or self._partial(u) or src not in u.outs for u in updates):
+                continue
+            self.carried[state.ptr] = (cast, dst.type)
+            self.first_step_only.add(op)
 
     def _prologue_needs_cluster_barrier(self) -> bool:
         """True when an op that only rank 0 stores (split -1, or a split contraction)
@@ -1704,7 +1750,7 @@ class ResidentPrinter(CudaPrinter):
         return ResidentBodyPrinter(
             self.out, self.names, op, indent, places=self.places,
             through={b: h for b, h in self.through.items() if b in later | kept},
-            through_next_step=frozenset(kept - later), last_step_only=self.last_step_only,
+            through_next_step=frozenset(kept - later), last_step_only=self.last_step_only, carried=self.carried,
             replicated_store_guard=self.cluster > 1 and op.split == -1, broadcast=broadcast,
         )
 

@@ -48,7 +48,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from trainkernel.dialects import sched, tile, tk
-from trainkernel.target import DEFAULT, ResidentCosts, TargetOptions, pass_target
+from trainkernel.target import DEFAULT, ResidentCosts, TargetOptions, pass_switched_on, pass_target
 from trainkernel.util import align_up, ceil_div, numel
 
 Axis = tuple[object, int]
@@ -402,7 +402,25 @@ def _result_elems(op: tile.TileWorkOp) -> int:
     return numel(_shape(op.reduction().result))
 
 
-def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts) -> Placement | None:
+def state_cast(op: tile.TileWorkOp, kernel: tile.KernelOp) -> bool:
+    """A map that only casts state (an input the kernel also writes) into a
+    temporary: the weights' compute-dtype copy. The step loop can carry it from
+    one step to the next (the update writes it) instead of casting again."""
+    if not isinstance(op, tile.MapOp) or len(op.ins) != 1 or len(op.outs) != 1:
+        return False
+    body = list(op.body.block.ops)
+    if len(body) != 2 or not isinstance(body[0], tk.CastOp) or body[0].operands[0] is not op.body.block.args[0]:
+        return False
+    args, n_in = set(kernel.block.args), kernel.num_inputs.data
+    src, dst = sched.root_buffer(op.ins[0]), sched.root_buffer(op.outs[0])
+    if isinstance(src.owner, tile.SmemOp) and src.owner.source is not None:
+        src = src.owner.source  # after this pass: the op reads the argument's home
+    written = {sched.root_buffer(v) for _, o in tile_ops(kernel) for v in o.outs}
+    return src in args and src.index < n_in and src in written and dst not in args
+
+
+def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts,
+          carry_casts: bool = False) -> Placement | None:
     """Give every read argument and every temporary a shared-memory home, by
     liveness over phases (first-fit, largest first), and price the result.
     Every 2-D home padded first; where that does not fit the budget, only the
@@ -410,13 +428,24 @@ def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts)
     even number of 16-byte units put them in one bank group, which made
     classification-adamw-ce's first gemm ~3x slower, perf-log step 32);
     then dense ones (padding only speeds up shared-memory access, residency
-    is worth far more)."""
-    return (_place(kernel, plan, cluster, costs, pad="all") or _place(kernel, plan, cluster, costs, pad="gemm")
-            or _place(kernel, plan, cluster, costs, pad="none"))
+    is worth far more).
+
+    With `carry_casts` (target.carry_casts), the casts of state (state_cast) keep
+    their homes to the kernel's end, so that the step loop can carry them to the
+    next step, where that fits with the same padding (padding first: it is what
+    the gemms' speed depends on)."""
+    for pad in ("all", "gemm", "none"):
+        for carry in (True, False) if carry_casts else (False,):
+            found = _place(kernel, plan, cluster, costs, pad, carry)
+            if found is not None:
+                return found
+    return None
 
 
-def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts, pad: str) -> Placement | None:
-    """pad: which 2-D homes get padded rows: "all", "gemm" (those a tile.gemm reads) or "none"."""
+def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts, pad: str,
+           carry: bool = False) -> Placement | None:
+    """pad: which 2-D homes get padded rows: "all", "gemm" (those a tile.gemm reads) or "none";
+    carry: the casts of state live to the last phase."""
     n_in = kernel.num_inputs.data
     ops = tile_ops(kernel)
     last = ops[-1][0] if ops else 0
@@ -443,6 +472,10 @@ def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts
             r = sched.root_buffer(v)
             if r in args and r in live:
                 touch(r, phase, phase)
+    if carry:
+        for phase, op in ops:
+            if state_cast(op, kernel):
+                touch(sched.root_buffer(op.outs[0]), phase, last)
     # Rows of 2-D homes padded (tile.home_pitch) unless the home is also read
     # through a view of another shape, which assumes dense rows.
     viewed = {sched.root_buffer(op.result) for op in kernel.block.ops if isinstance(op, sched.ViewOp)}
@@ -549,7 +582,8 @@ def grid_estimate_us(kernel: tile.KernelOp, target: TargetOptions) -> float:
     return target.resident_costs.grid_calibration * (estimate_us(phases, kernel.grid, target) + launch) if phases else 0.0
 
 
-def choose(kernel: tile.KernelOp, target: TargetOptions, max_cluster: int = 0) -> tuple[Plan, Placement] | None:
+def choose(kernel: tile.KernelOp, target: TargetOptions, max_cluster: int = 0,
+           carry_casts: bool = False) -> tuple[Plan, Placement] | None:
     an = analyse(kernel)
     found: list[tuple[Plan, Placement]] = []
     costs, max_cluster = target.resident_costs, max_cluster or target.max_cluster
@@ -558,7 +592,7 @@ def choose(kernel: tile.KernelOp, target: TargetOptions, max_cluster: int = 0) -
             # One block: splitting changes nothing, so only the plan that splits nothing.
             if cluster > max_cluster or (cluster > 1) != bool(plan.split):
                 continue
-            p = place(kernel, plan, cluster, costs)
+            p = place(kernel, plan, cluster, costs, carry_casts)
             if p is not None:
                 found.append((plan, p))
     if not found:
@@ -663,7 +697,10 @@ class TileResidentPass(ModulePass):
     """Make a tile.kernel resident in one cluster when the cost model says it pays.
 
     `mode=auto` (default) decides by cost; `mode=force` makes it resident
-    whenever it fits; `mode=off` leaves it a grid kernel.
+    whenever it fits; `mode=off` leaves it a grid kernel. `carry_casts`
+    (target, on, off: as target.carry_casts says, or not) keeps the homes of
+    casts of state (state_cast) to the kernel's end where they fit with the
+    same padding, for the step loop to carry them from step to step.
     """
 
     name = "tile-resident"
@@ -672,6 +709,7 @@ class TileResidentPass(ModulePass):
     max_cluster: int = 0  # 0: the target's
     target: str = DEFAULT.name  # a name of trainkernel.target.TARGETS
     threads: int = 0  # threads per block of a resident kernel; 0: the pass decides (resident_threads_for)
+    carry_casts: str = "target"  # target (as target.carry_casts says), on, off
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         from xdsl.utils.exceptions import DiagnosticException
@@ -683,6 +721,7 @@ class TileResidentPass(ModulePass):
             raise DiagnosticException(
                 f"tile-resident: threads must be 0 (the pass decides) or a multiple of 32 in "
                 f"[32, {target.resident_max_threads}], got {self.threads}")
+        carry = pass_switched_on(self.name, self.target, self.carry_casts, "carry_casts")
         if self.mode == "off":
             return
         for kernel in list(op.ops):
@@ -690,7 +729,7 @@ class TileResidentPass(ModulePass):
                 continue
             if tile.largest_extent(kernel) > tile.RESIDENT_MAX_ELEMENTS:
                 continue  # resident kernels index in 32 bits (and such a step never fits on chip)
-            best = choose(kernel, target, self.max_cluster)
+            best = choose(kernel, target, self.max_cluster, carry)
             if best is None:
                 continue
             plan, placement = best

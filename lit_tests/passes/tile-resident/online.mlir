@@ -32,6 +32,22 @@
 // CHECK:         outs(%out2, %1 : memref<256xf32>, memref<256xf32>) config {{{.*}}split = 1 : i64} {
 // CHECK-NOT:     tile.sync grid
 
+// carry_casts=on (target.carry_casts): the homes of casts of state (the bf16
+// copies of W1, b1, W2, b2) live to the kernel's end, so that the step loop can
+// carry them from step to step: no other home takes their bytes. Off (the
+// default target): the loss-square home reuses W1's copy's bytes after phase 1.
+// RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident{carry_casts=on}' | filecheck %s --check-prefix=CARRY
+// RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident{carry_casts=off}' | filecheck %s --check-prefix=NOCARRY
+// RUN: not trainkernel-opt %s -p 'sched-to-tile,tile-resident{carry_casts=always}' 2>&1 | filecheck %s --check-prefix=BAD
+// CARRY:       tile.smem offset 27648 split 1 pitch 24 : memref<128x256xbf16>
+// CARRY-NOT:   offset 27648
+// CARRY:       tile.smem offset [[B1:[0-9]+]] split 0 : memref<256xbf16>
+// CARRY-NOT:   offset [[B1]] split
+// CARRY:       tile.sync block
+// NOCARRY:     tile.smem offset 27648 split 1 pitch 24 : memref<128x256xbf16>
+// NOCARRY:     tile.smem offset 27648 split -1 pitch 20 : memref<64x16xf32>
+// BAD:         tile-resident: mode must be target, on or off, got 'always'
+
 builtin.module {
   sched.program @online_sgd_bf16(%0: memref<128x256xf32>, %1: memref<256xf32>, %2: memref<256x16xf32>, %3: memref<16xf32>, %4: memref<64x128xbf16>, %5: memref<64x16xbf16>, %out0: memref<f32>, %out1: memref<128x256xf32>, %out2: memref<256xf32>, %out3: memref<256x16xf32>, %out4: memref<16xf32>) inputs 6 results [6, 7, 8, 9, 10, 0, 1, 2, 3] arena 111360 {
     %6 = sched.buffer offset 0 : memref<128x256xbf16>
