@@ -1263,10 +1263,11 @@ class ResidentBodyPrinter(BodyPrinter):
     replicated_store_guard: bool = False
     # An exchange epilogue (tk::exchange): each element is computed once, by the
     # block that owns it, and stored into every block's copy of a replicated
-    # home, the owning block's slice of a split home, and global memory.
+    # home (its own, then tk::publish: see `published`), the owning block's
+    # slice of a split home, and global memory.
     broadcast: bool = False
     # The replicated homes an exchange epilogue stored (pointer, address of its
-    # output index): publish_copy stores them into the other ranks' copies.
+    # output index): close_exchange's copy lambda stores them into the other ranks' copies.
     published: list[tuple[str, str]] = dataclass_field(default_factory=list)
 
     def close_exchange(self, index_decls: list[str], var: str) -> None:
