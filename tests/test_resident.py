@@ -237,7 +237,8 @@ def test_padding_never_costs_residency(monkeypatch):
     assert any(op.result not in padded and tile.home_pitch(op.result.type, op.split.value.data, kernel.cluster)
                for op in homes)  # and some other home stays dense
     # Control: with every home padded, the same step does not fit.
-    monkeypatch.setattr(tile_resident, "place", lambda *a: tile_resident._place(*a, pad="all"))
+    monkeypatch.setattr(tile_resident, "place",
+                        lambda kernel, plan, cluster, costs, *_: tile_resident._place(kernel, plan, cluster, costs, pad="all"))
     all_padded = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False)
     assert "kCluster" not in all_padded.cuda_source
 
