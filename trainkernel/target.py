@@ -275,6 +275,11 @@ class TargetOptions:
     # the new value's cast there too (when another step follows), so a step
     # after the first does not cast the weights again. Off until probed.
     carry_casts: bool = False
+    # tk.div and tk.sqrt print as calls of out-of-line IEEE functions (tk::div_rn,
+    # tk::sqrt_rn: the same bits) instead of inline at every element: mlp4-adamw-ce's
+    # ptxas 2.6 -> 2.0 s on the CI machine (perf-log step 53), its cold compile
+    # being the one over issue 10's 5 s. Off until the H200 measures the calls' cost.
+    ieee_calls: bool = False
     # tile-stage-casts (resident kernels): a first-phase map that only casts a
     # staged input's home gives way to a home the prologue fills with the cast
     # (tile.smem_cast). Off: measured (perf-log step 45) 3-9 us a step SLOWER
