@@ -119,11 +119,11 @@ class ResidentCosts:
     elem_ops_per_us: float = 2.0e4  # per-element code of one block
     # The results a block stores to global memory (gradients, updated state),
     # element by element from gemm fragments and map lanes. Charged at what one
-    # SM moves; the phase timer (run 7e7c441-c) says ~18e3 and the maps'
-    # elements ~1.2e4 a µs: with both, the model is within 1.2-1.6x of every
-    # resident step, but it picks a cluster of 8 for tiny (measured only as
-    # one block), so they wait for a probe (perf-log, "Calibrating the
-    # resident model").
+    # SM moves; the phase timer says ~18e3, the maps' elements ~1.2e4 a µs and
+    # an exchange's barrier ~1.1 µs: with the three the model fits every
+    # resident step within 0.9-1.4x but moves tiny's AdamW kernel to a cluster
+    # of 8, so they wait for a probe (perf-log, "Cost models against the
+    # harness at 650d25f").
     result_store_bytes_per_us: float = 90e3
     # The block size (tile-resident's `resident_threads_for`). An IEEE division or
     # square root is a fast path and a branch to its slow path, which keeps the
@@ -283,15 +283,14 @@ class TargetOptions:
     # tile-stage-casts (resident kernels): a first-phase map that only casts a
     # staged input's home gives way to a home the prologue fills with the cast
     # (tile.smem_cast). Off: measured (perf-log step 45) 3-9 us a step SLOWER
-    # on every resident step, each cast home's loads waiting one global
-    # latency before the next home's are issued; on again only once the
-    # prologue issues every cast home's loads before converting any.
+    # on every resident step, and still 0.6-11 us slower with every cast
+    # home's loads issued before any conversion (step 46, run 87ae420-a).
     stage_casts: bool = False
     # A resident gemm's epilogue stores elements (i, j) and (i, j + 1) of a
     # fragment as one 2-element store where every output's j is its unit-stride
-    # axis (tk::store_pair; the address decides at run time). Off until probed:
-    # the phase timer put the epilogues' result stores at ~18 KB/us a block
-    # (perf-log, "Calibrating the resident model").
+    # axis (tk::store_pair; the address decides at run time). Off: measured
+    # 0.2-1.6 us a step slower (perf-log step 47, run 87ae420-a; with the step
+    # loop's last-step stores the pairs are mostly the homes').
     resident_pair_stores: bool = False
     # The Hopper gemm engine of grid kernels (tk/hopper_gemm.cuh: TMA, an
     # mbarrier pipeline, wgmma; sm_90a). A grid kernel uses it for all its

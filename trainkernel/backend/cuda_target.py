@@ -1306,7 +1306,8 @@ class ResidentBodyPrinter(BodyPrinter):
         element one column on, as pairs (tk::store_pair; see pairs_ok)."""
         for k, (buf, val) in enumerate(zip(self.op.outs, values)):
             place = self.places[buf]
-            stored = [_store(buf.type, v) for v in [val] + ([next_values[k]] if next_values else [])]
+            vals = [val] + ([next_values[k]] if next_values else [])
+            stored = [_store(buf.type, v) for v in vals]
             if place.split is None:
                 conds = ["rank == 0"] * self.replicated_store_guard + ["!tk_more"] * (
                     sched.root_buffer(buf) in self.last_step_only)
@@ -1317,7 +1318,6 @@ class ResidentBodyPrinter(BodyPrinter):
                     self.store_home(home, index, stored, "if (tk_more) " if buf in self.through_next_step else "")
                     if home.ptr in self.carried:  # the next step's compute-dtype copy
                         cast, cast_type = self.carried[home.ptr]
-                        vals = [val] + ([next_values[k]] if next_values else [])
                         self.line("if (tk_more) " + _put(cast.ptr, cast.address(index), [_store(cast_type, v) for v in vals]))
             else:
                 self.store_home(place, index, stored)
@@ -1582,7 +1582,8 @@ class ResidentPrinter(CudaPrinter):
         made visible."""
         k = self.kernel
         inputs = list(k.block.args[: k.num_inputs.data])
-        written = {sched.root_buffer(v) for op in k.block.ops if isinstance(op, tile.TileWorkOp) for v in op.outs}
+        self.written = written = {sched.root_buffer(v) for op in k.block.ops if isinstance(op, tile.TileWorkOp)
+                                  for v in op.outs}
         self.written_inputs = {a for a in inputs if a in written}
         self.step_inputs = [a for a in inputs if a not in written]
         homes = [op for op in k.block.ops if isinstance(op, tile.Home)]
@@ -1619,33 +1620,29 @@ class ResidentPrinter(CudaPrinter):
                 [h for h in homes if isinstance(h, tile.SmemOp) and h.source in self.written_inputs])):
             kept = []  # as before perf-log step 48: one block keeps all its state homes or none
         self.kept_homes = {self.names[h.result] for h in kept}
-        self.restaged = [h for h in homes if h.source is not None and h.source.index < k.num_inputs.data
-                         and self.names[h.result] not in self.kept_homes]
         self.plan_carried_casts(work)
-        restaged_sources = {h.source for h in self.restaged}
-        written = {sched.root_buffer(v) for op in work for v in op.outs}
-        self.last_step_only = frozenset(b for b in written if isinstance(b, BlockArgument)
+        restaged_sources = {h.source for h in homes if h.source is not None and h.source.index < k.num_inputs.data
+                            and self.names[h.result] not in self.kept_homes}
+        self.last_step_only = frozenset(b for b in self.written if isinstance(b, BlockArgument)
                                         and b not in restaged_sources and TARGET.step_loop_on_chip)
 
     def plan_carried_casts(self, work: list[tile.TileWorkOp]) -> None:
         """The casts of state the step loop carries (target.carry_casts): a map
-        that only casts a kept state home into a temporary (tile_resident.state_cast)
+        that only casts a kept state home into a temporary (tile_resident.state_casts)
         runs in the first step alone when its home keeps its bytes for the whole
         step (tile-resident placed it so), nothing else writes it, and the state's
         every update comes in a later phase than the cast and its last reader,
         from an op that is not an exchange (it stores only its own block's
         elements), writing the whole buffer, not a view of it. Each such update
         then writes the cast of the new value as well, for the next step."""
-        from trainkernel.passes.tile_resident import state_cast
+        from trainkernel.passes.tile_resident import state_casts
 
         self.carried: dict[str, tuple[Place, Attribute]] = {}
         self.first_step_only: set[tile.TileWorkOp] = set()
         if not TARGET.carry_casts:
             return
         homes = {op.result: op for op in self.kernel.block.ops if isinstance(op, tile.Home)}
-        for op in work:
-            if not state_cast(op, self.kernel):
-                continue
+        for op in state_casts(self.kernel):
             home, dst = op.ins[0], op.outs[0]  # the state's home, the cast's
             if home not in homes or homes[home].source is None or dst not in homes:
                 continue
@@ -1803,23 +1800,12 @@ class ResidentPrinter(CudaPrinter):
         if not TARGET.resident_warp_small_maps:
             return {}
         nwarps = self.kernel.threads // 32
-        plan: dict[tile.TileWorkOp, int] = {}
-        phase: list[tile.MapOp] = []
-
-        def close() -> None:
-            small = [op for op in phase if self.map_elements(op, self.cluster) <= SMALL_MAP_ELEMENTS]
-            if len(small) > 1:
-                for k, op in enumerate(small):
-                    plan[op] = nwarps - 1 - k % nwarps
-            phase.clear()
-
-        for op in self.kernel.block.ops:
-            if isinstance(op, tile.SyncOp):
-                close()
-            elif isinstance(op, tile.MapOp):
-                phase.append(op)
-        close()
-        return plan
+        by_phase: dict[int, list[tile.MapOp]] = {}
+        for op, phase in self.phase_of.items():
+            if isinstance(op, tile.MapOp) and self.map_elements(op, self.cluster) <= SMALL_MAP_ELEMENTS:
+                by_phase.setdefault(phase, []).append(op)
+        return {op: nwarps - 1 - k % nwarps for small in by_phase.values() if len(small) > 1
+                for k, op in enumerate(small)}
 
     def resident_map(self, op: tile.MapOp, warp: int | None = None) -> None:
         """A resident map on every thread of the block, or on one warp (`warp`)."""

@@ -402,21 +402,28 @@ def _result_elems(op: tile.TileWorkOp) -> int:
     return numel(_shape(op.reduction().result))
 
 
-def state_cast(op: tile.TileWorkOp, kernel: tile.KernelOp) -> bool:
-    """A map that only casts state (an input the kernel also writes) into a
-    temporary: the weights' compute-dtype copy. The step loop can carry it from
-    one step to the next (the update writes it) instead of casting again."""
-    if not isinstance(op, tile.MapOp) or len(op.ins) != 1 or len(op.outs) != 1:
-        return False
-    body = list(op.body.block.ops)
-    if len(body) != 2 or not isinstance(body[0], tk.CastOp) or body[0].operands[0] is not op.body.block.args[0]:
-        return False
+def state_casts(kernel: tile.KernelOp) -> list[tile.MapOp]:
+    """The maps that only cast state (an input the kernel also writes) into a
+    temporary: the weights' compute-dtype copies. The step loop can carry them
+    from one step to the next (the update writes them) instead of casting again."""
     args, n_in = set(kernel.block.args), kernel.num_inputs.data
-    src, dst = sched.root_buffer(op.ins[0]), sched.root_buffer(op.outs[0])
-    if isinstance(src.owner, tile.SmemOp) and src.owner.source is not None:
-        src = src.owner.source  # after this pass: the op reads the argument's home
-    written = {sched.root_buffer(v) for _, o in tile_ops(kernel) for v in o.outs}
-    return src in args and src.index < n_in and src in written and dst not in args
+    ops = [op for _, op in tile_ops(kernel)]
+    written = {sched.root_buffer(v) for o in ops for v in o.outs}
+
+    def source(v: SSAValue) -> SSAValue:
+        r = sched.root_buffer(v)  # after this pass the op reads the argument's home
+        return r.owner.source if isinstance(r.owner, tile.SmemOp) and r.owner.source is not None else r
+
+    def casts_state(op: tile.TileWorkOp) -> bool:
+        if not isinstance(op, tile.MapOp) or len(op.ins) != 1 or len(op.outs) != 1:
+            return False
+        body = list(op.body.block.ops)
+        if len(body) != 2 or not isinstance(body[0], tk.CastOp) or body[0].operands[0] is not op.body.block.args[0]:
+            return False
+        src = source(op.ins[0])
+        return src in args and src.index < n_in and src in written and sched.root_buffer(op.outs[0]) not in args
+
+    return [op for op in ops if casts_state(op)]
 
 
 def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts,
@@ -430,7 +437,7 @@ def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts,
     then dense ones (padding only speeds up shared-memory access, residency
     is worth far more).
 
-    With `carry_casts` (target.carry_casts), the casts of state (state_cast) keep
+    With `carry_casts` (target.carry_casts), the casts of state (state_casts) keep
     their homes to the kernel's end, so that the step loop can carry them to the
     next step, where that fits with the same padding (padding first: it is what
     the gemms' speed depends on)."""
@@ -473,8 +480,9 @@ def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts
             if r in args and r in live:
                 touch(r, phase, phase)
     if carry:
+        casts = state_casts(kernel)
         for phase, op in ops:
-            if state_cast(op, kernel):
+            if op in casts:
                 touch(sched.root_buffer(op.outs[0]), phase, last)
     # Rows of 2-D homes padded (tile.home_pitch) unless the home is also read
     # through a view of another shape, which assumes dense rows.
@@ -699,7 +707,7 @@ class TileResidentPass(ModulePass):
     `mode=auto` (default) decides by cost; `mode=force` makes it resident
     whenever it fits; `mode=off` leaves it a grid kernel. `carry_casts`
     (target, on, off: as target.carry_casts says, or not) keeps the homes of
-    casts of state (state_cast) to the kernel's end where they fit with the
+    casts of state (state_casts) to the kernel's end where they fit with the
     same padding, for the step loop to carry them from step to step.
     """
 

@@ -491,8 +491,6 @@ __device__ __forceinline__ void publish(int lo, int count, int rank, Copy copy) 
 struct NoPublish {
   __device__ void operator()(int, int) const {}
 };
-template <class Copy> struct is_no_publish { static constexpr bool value = false; };  // no <type_traits>: header weight
-template <> struct is_no_publish<NoPublish> { static constexpr bool value = true; };
 
 template <int CLUSTER, class Op, class Epi, class Copy = NoPublish>
 __device__ __forceinline__ void exchange(float* recv, int n, int rank, Epi epi, Copy copy = {}) {
@@ -505,7 +503,7 @@ __device__ __forceinline__ void exchange(float* recv, int n, int rank, Epi epi, 
     for (int r = 1; r < CLUSTER; ++r) acc = op(acc, recv[r * chunk + el]);
     epi(lo + el, acc);
   }
-  if constexpr (!is_no_publish<Copy>::value) {
+  if constexpr (!std::is_same<Copy, NoPublish>::value) {
     __syncthreads();  // the owner's results in its own copies
     publish<CLUSTER>(lo, count, rank, copy);
   }
