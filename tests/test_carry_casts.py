@@ -18,14 +18,9 @@ from trainkernel import target as T
 from trainkernel.workloads import TWINS, WORKLOADS
 
 from _nvcc import needs_nvcc, nvcc_errors
+from _variants import suite_source as _source
 
 CARRIED = "  if (tk_first)  // carried from the previous step (plan_carried_casts)\n"
-
-
-def _source(name: str) -> str:
-    w = {**WORKLOADS, **TWINS}[name]
-    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16),
-                                        build=False).cuda_source
 
 
 def _carried(src: str) -> dict[str, str]:

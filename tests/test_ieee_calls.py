@@ -9,19 +9,12 @@ import re
 
 import pytest
 import torch
-from torch.utils import _pytree as pytree
 
-import trainkernel
 from trainkernel import target as T
-from trainkernel.workloads import TWINS
 
 from _nvcc import needs_nvcc, nvcc_errors
-
-
-def _source(name: str) -> str:
-    w = TWINS[name]
-    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16),
-                                        build=False).cuda_source
+from _variants import stepped
+from _variants import suite_source as _source
 
 
 def _inline_ieee(src: str) -> int:
@@ -61,17 +54,10 @@ def test_compiles_for_sm90(calls_on, tmp_path, name):
 def test_the_bits_do_not_change_on_gpu(target_fields, name):
     """Five steps from the same state on the same batches, with the calls and inline:
     the same bits (state and outputs)."""
-    w = TWINS[name]
-    batches = w.make_batches(3, seed=6, device="cuda", dtype=torch.bfloat16)
     runs = []
     for on in (False, True):
         target_fields(ieee_calls=on)
-        c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16))
-        assert ("tk::div_rn(" in c.cuda_source) == on
-        state = w.init_state(device="cuda")
-        for t in range(5):
-            out = c(state, *batches[t % 3])
-            state = out[-1]
-        torch.cuda.synchronize()
-        runs.append([x.clone() for x in pytree.tree_leaves(out)])
+        src, outputs = stepped(name, 5, seed=6)
+        assert ("tk::div_rn(" in src) == on
+        runs.append(outputs)
     assert all(torch.equal(a, b) for a, b in zip(*runs))

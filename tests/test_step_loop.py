@@ -25,11 +25,7 @@ from trainkernel import target
 from trainkernel.backend import cuda_target
 from trainkernel.workloads import TWINS, WORKLOADS
 
-
-def _source(name: str, inplace: bool = True) -> str:
-    w = {**WORKLOADS, **TWINS}[name]
-    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16),
-                                        inplace=inplace, build=False).cuda_source
+from _variants import suite_source as _source
 
 
 def _later_steps(src: str) -> str:

@@ -9,20 +9,13 @@ import re
 
 import pytest
 import torch
-from torch.utils import _pytree as pytree
 
-import trainkernel
 from trainkernel import target as T
 from trainkernel.backend import cuda_target
-from trainkernel.workloads import TWINS, WORKLOADS
 
 from _nvcc import needs_nvcc, nvcc_errors
-
-
-def _source(name: str) -> str:
-    w = {**WORKLOADS, **TWINS}[name]
-    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16),
-                                        build=False).cuda_source
+from _variants import stepped
+from _variants import suite_source as _source
 
 
 def _maps(src: str) -> list[tuple[int, int, str | None]]:
@@ -84,17 +77,10 @@ def test_compiles_for_sm90(warps_on, tmp_path, name):
 def test_the_bits_do_not_change_on_gpu(target_fields, name):
     """Six steps from the same state on the same batches, with small maps on warps and
     without: the same bits (state and outputs)."""
-    w = {**WORKLOADS, **TWINS}[name]
-    batches = w.make_batches(3, seed=2, device="cuda", dtype=torch.bfloat16)
     runs = []
     for on in (False, True):
         target_fields(resident_warp_small_maps=on)
-        c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16))
-        assert (", on warp" in c.cuda_source) == on
-        state = w.init_state(device="cuda")
-        for t in range(6):
-            out = c(state, *batches[t % 3])
-            state = out[-1]
-        torch.cuda.synchronize()
-        runs.append([x.clone() for x in pytree.tree_leaves(out)])
+        src, outputs = stepped(name, 6, seed=2)
+        assert (", on warp" in src) == on
+        runs.append(outputs)
     assert all(torch.equal(a, b) for a, b in zip(*runs))
