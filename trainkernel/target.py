@@ -263,22 +263,26 @@ class TargetOptions:
     # Resident row reductions whose rows are short walk a row a thread (the
     # column reductions' loop) where the printer's count says it is cheaper than
     # a warp a row (perf-log step 50): the cross-entropy's reductions over ten
-    # classes took ~1.7 k cycles each a warp a row. Off until probed.
-    resident_thread_rows: bool = False
+    # classes took ~1.7 k cycles each a warp a row. Measured (run b366d17-a):
+    # classification-adamw-ce 24.53 -> 22.47 us a step, the others within 0.1.
+    resident_thread_rows: bool = True
     # Where a resident phase has several maps of a few elements a block (casts of
     # biases and scalars, the optimizer's scalars), each runs on a warp of its own
-    # instead of all threads running them in turn (perf-log step 51). Off until probed.
-    resident_warp_small_maps: bool = False
+    # instead of all threads running them in turn (perf-log step 51). Measured
+    # (run b366d17-a): online-adam -0.57, classification-adamw-ce -0.64 us a step.
+    resident_warp_small_maps: bool = True
     # The step loop carries the compute-dtype copies of the state from step to
     # step (perf-log step 52): tile-resident keeps the homes of casts of state
     # to the kernel's end where they fit, and the printer has each update write
     # the new value's cast there too (when another step follows), so a step
-    # after the first does not cast the weights again. Off until probed.
-    carry_casts: bool = False
+    # after the first does not cast the weights again. Measured (run b366d17-a):
+    # tiny -0.27, classification -0.89, online-adam -0.54 us a step.
+    carry_casts: bool = True
     # tk.div and tk.sqrt print as calls of out-of-line IEEE functions (tk::div_rn,
     # tk::sqrt_rn: the same bits) instead of inline at every element: mlp4-adamw-ce's
     # ptxas 2.6 -> 2.0 s on the CI machine (perf-log step 53), its cold compile
-    # being the one over issue 10's 5 s. Off until the H200 measures the calls' cost.
+    # being the one over issue 10's 5 s. Off: the calls cost 0.1-2.1 us a step on
+    # the H200 (run b366d17-a: mlp4-adamw-ce +1.6, online-adam +0.8).
     ieee_calls: bool = False
     # tile-stage-casts (resident kernels): a first-phase map that only casts a
     # staged input's home gives way to a home the prologue fills with the cast

@@ -2,7 +2,7 @@
 // A resident cluster of 2 may split an argmax over a kept axis: block `rank`
 // does rows 4*rank.. of its slice of the staged input (split 0), folding the
 // global index of the reduced axis.
-// RUN: trainkernel-opt %s -t cuda | filecheck %s --check-prefix=SPLIT
+// RUN: trainkernel-opt %s -t 'cuda{thread_rows=off}' | filecheck %s --check-prefix=SPLIT
 // SPLIT-LABEL: static __device__ __noinline__ void tk_step(
 // SPLIT:       { // tile.reduce tk.argmax split 0 (warp): 10 elements into each of 4 outputs
 // SPLIT:         for (int o = warp; o < 4; o += 4) {

@@ -6,7 +6,21 @@
 // The result is the index itself, stored as long long (never through a float);
 // an epilogue reads it through tk-legalize-masks' cast, as a float.
 // RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse,tk-to-sched{inplace=false},sched-allocate,sched-to-tile' -t cuda | filecheck %s --check-prefix=GRID
-// RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse,tk-to-sched{inplace=false},sched-allocate,sched-to-tile,tile-resident{mode=force}' -t cuda | filecheck %s --check-prefix=RES
+// RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse,tk-to-sched{inplace=false},sched-allocate,sched-to-tile,tile-resident{mode=force}' -t 'cuda{thread_rows=off}' | filecheck %s --check-prefix=RES
+// Rows of ten a row a thread (target.resident_thread_rows, the default): one
+// thread folds a whole row in index order and stores its results itself.
+// RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse,tk-to-sched{inplace=false},sched-allocate,sched-to-tile,tile-resident{mode=force}' -t cuda | filecheck %s --check-prefix=THREAD
+// RUN: not trainkernel-opt %s -t 'cuda{thread_rows=sometimes}' 2>&1 | filecheck %s --check-prefix=BAD
+// THREAD:      { // tile.reduce tk.argmax split -1 (thread): 10 elements into each of 8 outputs
+// THREAD-NEXT:   for (int o = threadIdx.x; o < 8; o += kThreads) {
+// THREAD:          float accum = -INFINITY; int arg = -1;
+// THREAD-NEXT:     for (int r = 0; r < 10; ++r) {
+// THREAD-NEXT:       const int ql0 = (r);
+// THREAD-NEXT:       tk::argmax_step(accum, arg, tk::to_float({{s[0-9]+}}[(ol0)*24 + (ql0)]), ql0);
+// THREAD-NEXT:     }
+// THREAD-NOT:      warp_argmax
+// THREAD:          b{{[0-9]+}}_out0[(ol0)] = (long long)(rv);
+// BAD: -t cuda: thread_rows must be target, on or off, got 'sometimes'
 
 // GRID-LABEL: __global__ void __launch_bounds__(128) tk_am_kernel(TkParams p)
 // GRID:       __shared__ float scratch[64];

@@ -17,7 +17,7 @@
 // CHECK-NEXT:          const long long i1 = ((e)) % 32768;
 // CHECK-NEXT:          tk_l0[u] = tk::to_float(b0_w[(long long)(i0)*32768 + (i1)]);
 // CHECK-NEXT:          tk_l1[u] = tk::to_float(b1_b[(i1)]);
-// CHECK:               const float v1 = tk_l0[u] + tk_l1[u];
+// CHECK:               const float v1 = __fadd_rn(tk_l0[u], tk_l1[u]);
 // CHECK-NEXT:          b2_y[(long long)(i0)*32768 + (i1)] = tk::from_float<float>(v1);
 tile.kernel @wide_map(%w: memref<65536x32768xf32>, %b: memref<32768xf32>, %y: memref<65536x32768xf32>) inputs 2 results [2] arena 0 config {grid = 528 : i64, threads = 128 : i64, smem = 0 : i64} {
   tile.map ins(%w, %b : memref<65536x32768xf32>, memref<32768xf32>) outs(%y : memref<65536x32768xf32>) config {items = 4194304 : i64, offset = 0 : i64, chunk = 512 : i64} {
@@ -101,7 +101,7 @@ tile.kernel @edge_wide(%x: memref<2147483520xbf16>, %y: memref<2147483520xbf16>)
 // CHECK-NEXT:        const long long rr = r;
 // CHECK-NEXT:        const long long q0 = (rr) / 50000;
 // CHECK-NEXT:        const long long q1 = ((rr)) % 50000;
-// CHECK-NEXT:        accum = accum + tk::to_float(t3_h[(long long)(q0)*50000 + (q1)]);
+// CHECK-NEXT:        accum = __fadd_rn(accum, tk::to_float(t3_h[(long long)(q0)*50000 + (q1)]));
 tile.kernel @wide_gemm(%x: memref<50000x64xbf16>, %w: memref<64x50000xbf16>, %s: memref<f32>) inputs 2 results [2] arena 10000000000 config {grid = 528 : i64, threads = 128 : i64, smem = 30720 : i64} {
   %h = sched.buffer offset 5000000000 : memref<50000x50000xbf16>
   tile.gemm ins(%x, %w : memref<50000x64xbf16>, memref<64x50000xbf16>) outs(%h : memref<50000x50000xbf16>) config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 611524 : i64, offset = 0 : i64} {

@@ -29,7 +29,7 @@
 // CHECK-NEXT:          },
 // CHECK-NEXT:          [&](int i, int j, float acc, const tk::EpilogueLoads<1>& tk_l) {
 // CHECK-NEXT:            const float mmv = acc;
-// CHECK-NEXT:            const float v1 = mmv + tk_l.v[0];
+// CHECK-NEXT:            const float v1 = __fadd_rn(mmv, tk_l.v[0]);
 // CHECK-NEXT:            const float v2 = ((v1) > 0.0f || (v1) != (v1) ? (v1) : 0.0f);
 // CHECK-NEXT:            t6_t[(i)*8 + (j)] = tk::from_float<float>(v2);
 // CHECK-NEXT:          })
@@ -73,7 +73,7 @@
 // CHECK-NEXT:          const int i0 = (e) / 8;
 // CHECK-NEXT:          const int i1 = ((e)) % 8;
 // CHECK-NEXT:          const float v1 = 0.5f;
-// CHECK-NEXT:          const float v2 = tk_l0[u] * v1;
+// CHECK-NEXT:          const float v2 = __fmul_rn(tk_l0[u], v1);
 // CHECK-NEXT:          b5_w2[(i0)*8 + (i1)] = tk::from_float<float>(v2);
 
 // A grid barrier, then a whole-tensor sum (one work item, block reduction)
@@ -81,7 +81,7 @@
 // CHECK:       tk::grid_sync();
 // CHECK-NEXT:  // ---- phase 1
 // CHECK-NEXT:  { // tile.reduce tk.sum over 32 elements into 1 outputs
-// CHECK:           accum = accum + tk::to_float(t6_t_v7[(q0)]);
+// CHECK:           accum = __fadd_rn(accum, tk::to_float(t6_t_v7[(q0)]));
 // CHECK:         accum = tk::block_reduce_sum(accum, scratch);
 // CHECK:           b4_loss[0] = tk::from_float<float>(rv);
 // CHECK:       tk::grid_sync();
@@ -143,7 +143,7 @@ tile.kernel @k(%x: memref<4x4xf32>, %w: memref<4x8xf32>, %h: memref<8x8xf16>, %b
 // CHECK-NEXT:          const int r0 = 0, r1 = 3;
 // CHECK-NEXT:          int r = r0;
 // CHECK-NEXT:          for (; r + 16 <= r1; r += 16) {
-// CHECK:                 for (int u = 0; u < 16; ++u) accum = accum + tk_v[u];
+// CHECK:                 for (int u = 0; u < 16; ++u) accum = __fadd_rn(accum, tk_v[u]);
 // CHECK:               for (; r < r1; ++r) {
 // CHECK-NOT:     tk_part
 // CHECK:           b1_s[(o0)] = tk::from_float<float>(

@@ -61,16 +61,19 @@ def _bad_accesses(kernel, threads=None):
     threads = kernel.threads
     bad = []
     for body in _map_blocks(src):
-        loop = re.search(r"for \(int base = threadIdx.x; base < (\d+); base \+= (\d+) \* kThreads\)", "\n".join(body))
-        n, unroll = int(loop.group(1)), int(loop.group(2))
+        # All the block's threads, or one warp's lanes (target.resident_warp_small_maps).
+        loop = re.search(r"for \(int base = (threadIdx.x|\(threadIdx.x & 31\)); base < (\d+); "
+                         r"base \+= (\d+) \* (kThreads|32)\)", "\n".join(body))
+        n, unroll = int(loop.group(2)), int(loop.group(3))
+        width = threads if loop.group(4) == "kThreads" else 32
         start = next(k for k, ln in enumerate(body) if "for (int base" in ln) + 1
-        guard = re.search(r"if \((\d+) \* rank < (\d+)\)", "\n".join(body[:start]))
+        guard = re.search(r"(\d+) \* rank < (\d+)\)", "\n".join(body[:start]))
         stmts = [ln.strip() for ln in body[start:]]
         for rank in range(kernel.cluster):
             if guard and not int(guard.group(1)) * rank < int(guard.group(2)):
                 continue  # the block holds an empty slice and skips the map
-            for t in range(threads):
-                for base in range(t, n, unroll * threads):
+            for t in range(width):
+                for base in range(t, n, unroll * width):
                     env = {"rank": rank, "kThreads": threads, "base": base, "min": min, "max": max}
                     active = True
                     for s in stmts:

@@ -14,6 +14,7 @@ space (a bias, a scalar) is read at its NumPy-broadcast index.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
 import struct
@@ -134,7 +135,8 @@ def broadcast_index(index: list[str], shape: tuple[int, ...]) -> list[str]:
 # and the result is a float expression that `emit_ops` rounds to the result's
 # element type. Formulas and constants are those of PyTorch's CUDA kernels
 # (ATen/native/cuda: opmath float, constants rounded to float), so a GPU result
-# differs from eager CUDA only where nvcc contracts differently (FMA) or the
+# differs from eager CUDA only where nvcc contracts within one op's formula
+# differently from ATen's build (FMA; never across ops: see tk.AddOp) or the
 # libdevice function differs; docs/ir/tk.md lists each formula.
 
 
@@ -249,9 +251,14 @@ _CMP_C = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 EXPR: dict[type[Operation], Callable[[Operation, Callable[[int], str]], str]] = {
     tk.FillOp: lambda op, a: _float_literal(op.fill_value),
-    tk.AddOp: lambda op, a: f"{a(0)} + {a(1)}",
-    tk.SubOp: lambda op, a: f"{a(0)} - {a(1)}",
-    tk.MulOp: lambda op, a: f"{a(0)} * {a(1)}",
+    # Each op rounds its own result, as eager does between kernels: the intrinsics
+    # are never contracted, so nvcc cannot fuse one op's product into the next
+    # op's sum as an FMA (it did so differently per kernel variant, even per rank
+    # where it unswitched a loop on `rank == 0`: online-adam's p on ranks 1-15
+    # differed from rank 0 in the last bit, perf-log step 54).
+    tk.AddOp: lambda op, a: f"__fadd_rn({a(0)}, {a(1)})",
+    tk.SubOp: lambda op, a: f"__fsub_rn({a(0)}, {a(1)})",
+    tk.MulOp: lambda op, a: f"__fmul_rn({a(0)}, {a(1)})",
     tk.DivOp: lambda op, a: f"tk::div_rn({a(0)}, {a(1)})" if TARGET.ieee_calls else f"{a(0)} / {a(1)}",
     tk.MaximumOp: lambda op, a: f"tk::max_nan({a(0)}, {a(1)})",
     tk.NegOp: lambda op, a: f"-({a(0)})",
@@ -426,7 +433,7 @@ class BodyPrinter:
 
 
 def _accumulate(is_sum: bool, value: str) -> str:
-    return f"accum + {value}" if is_sum else f"tk::max_nan(accum, {value})"
+    return f"__fadd_rn(accum, {value})" if is_sum else f"tk::max_nan(accum, {value})"
 
 
 # A reduction keeps `float accum` (and for tk.argmax `int arg`, the index of
@@ -2228,9 +2235,22 @@ def emit_cuda(module: builtin.ModuleOp) -> str:
 
 @dataclass(frozen=True)
 class CudaTarget(Target):
-    """`-t cuda`: print the tile.kernel as a .cu file with an extern "C" launcher."""
+    """`-t cuda`: print the tile.kernel as a .cu file with an extern "C" launcher.
+    `thread_rows` (target, on, off): short resident row reductions a row a thread
+    as target.resident_thread_rows says, or always where cheaper, or never (the
+    warp-a-row form, which lit tests of short rows check)."""
 
     name = "cuda"
+    thread_rows: str = "target"
 
     def emit(self, ctx: Context, module: builtin.ModuleOp, output: IO[str]) -> None:
-        output.write(emit_cuda(module))
+        global TARGET
+        saved = TARGET
+        if self.thread_rows not in ("target", "on", "off"):
+            raise DiagnosticException(f"-t cuda: thread_rows must be target, on or off, got {self.thread_rows!r}")
+        if self.thread_rows != "target":
+            TARGET = dataclasses.replace(TARGET, resident_thread_rows=self.thread_rows == "on")
+        try:
+            output.write(emit_cuda(module))
+        finally:
+            TARGET = saved

@@ -161,7 +161,7 @@ __host__ __device__ __forceinline__ float stage_epilogue_chunk(const Epi& epi, W
       if constexpr (std::is_void<decltype(epi.store(i, j, value(e), loads[e]))>::value)
         epi.store(i, j, value(e), loads[e]);
       else
-        sum += epi.store(i, j, value(e), loads[e]);
+        sum = __fadd_rn(sum, epi.store(i, j, value(e), loads[e]));  // no FMA with the epilogue's product
     }
   }
   return sum;

@@ -3,8 +3,9 @@
 //
 //   stage_rows(dst, src, rows, row_elems, src_stride, dst_stride)
 //       start copying `rows` rows of `row_elems` elements from global memory
-//       into shared memory (cp.async: 16-byte copies when every address and
-//       stride allows, else 4-byte, else plain loads); stage_wait() waits for
+//       into shared memory (cp.async.cg: 16-byte copies when every address
+//       and stride allows, else 4-byte or element loads through L2 only: see
+//       load_l2 on why nothing staged goes through L1); stage_wait() waits for
 //       all of them and publishes them to the block. Every copy of the
 //       kernel's prologue is in flight together.
 //   smem_gemm<NT, NV, T>(M, N, K, A, sam, sak, B, sbk, sbn, compute, store)
@@ -16,7 +17,7 @@
 //       (compute may also be called for clamped in-range indices whose
 //       store is skipped: it must only read); an optional store_pair(i, j,
 //       vals, vals_next) stores columns j and j + 1 of row i at once.
-//   CastRows<S, N>: rows staged cast to another element type (plain loads,
+//   CastRows<S, N>: rows staged cast to another element type (L2 loads,
 //       every cast home's in flight together, then from_float); stage_wait()
 //       publishes them with the copies.
 //   launch_dependents(), wait_prior_grid()
@@ -56,14 +57,28 @@ __device__ __forceinline__ void wait_prior_grid() { asm volatile("griddepcontrol
 // ---------------------------------------------------------------------------
 // Prologue copies
 // ---------------------------------------------------------------------------
-template <int BYTES>
-__device__ __forceinline__ void cp_async(void* dst, const void* src) {
+// Every staging load bypasses L1 (cp.async.cg, ld.global.cg). L1 is not coherent
+// across SMs: a 4-byte cp.async.ca or a default ld of state that another block
+// stored (rank 0's store of a replicated scalar, read again by the next step of
+// the step loop, or by the next launch's blocks co-resident with the previous
+// one's under programmatic launch) can return the line this SM cached before
+// that store. Staged data is read once per block, so L1 would hold nothing
+// worth keeping anyway.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
   const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-  if constexpr (BYTES == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
-  } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(src), "n"(BYTES) : "memory");
-  }
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src) : "memory");
+}
+
+// One element of T (2, 4, 8 or 16 bytes) from global memory through L2 only.
+template <typename T>
+__device__ __forceinline__ T load_l2(const T* p) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16, "load_l2: element size");
+  using Bits = std::conditional_t<sizeof(T) == 2, unsigned short,
+               std::conditional_t<sizeof(T) == 4, unsigned, std::conditional_t<sizeof(T) == 8, uint2, uint4>>>;
+  const Bits b = __ldcg(reinterpret_cast<const Bits*>(p));
+  T x;
+  __builtin_memcpy(&x, &b, sizeof(T));
+  return x;
 }
 
 template <typename T>
@@ -83,13 +98,14 @@ __device__ __forceinline__ void stage_rows(T* dst, const T* src, int rows, int r
       const int r = c / per_row, u = c - r * per_row;
       char* d = (char*)(dst + (long long)r * dst_stride) + u * unit;
       const char* s = (const char*)(src + r * src_stride) + u * unit;
-      if (v16) cp_async<16>(d, s); else cp_async<4>(d, s);
+      if (v16) cp_async16(d, s);
+      else *reinterpret_cast<unsigned*>(d) = load_l2(reinterpret_cast<const unsigned*>(s));
     }
   } else {
     const int total = rows * row_elems;
     for (int c = threadIdx.x; c < total; c += blockDim.x) {
       const int r = c / row_elems, e = c - r * row_elems;
-      dst[(long long)r * dst_stride + e] = src[r * src_stride + e];
+      dst[(long long)r * dst_stride + e] = load_l2(src + r * src_stride + e);
     }
   }
 }
@@ -112,8 +128,8 @@ struct CastRows {
   __device__ __forceinline__ void load_one(int c, uint4& out) const {
     const int r = c / per_row, q = c - r * per_row;
     const S* at = src + r * src_stride + q * per_load;
-    if (per_load == V) out = *reinterpret_cast<const uint4*>(at);
-    else *reinterpret_cast<S*>(&out) = *at;
+    if (per_load == V) out = load_l2(reinterpret_cast<const uint4*>(at));
+    else *reinterpret_cast<S*>(&out) = load_l2(at);
   }
 
   template <typename D>
