@@ -265,7 +265,11 @@ class TargetOptions:
     # a warp a row (perf-log step 50): the cross-entropy's reductions over ten
     # classes took ~1.7 k cycles each a warp a row. Measured (run b366d17-a):
     # classification-adamw-ce 24.53 -> 22.47 us a step, the others within 0.1.
-    resident_thread_rows: bool = True
+    # Off: a thread folds its row in index order, not in the warp's (and eager's)
+    # tree order, so the twin's bits leave eager's: 1e-7 -> 8e-3 after ten AdamW
+    # steps once no contraction hides it (run 78f37fc-d). On again when the
+    # thread folds in the warp's order.
+    resident_thread_rows: bool = False
     # Where a resident phase has several maps of a few elements a block (casts of
     # biases and scalars, the optimizer's scalars), each runs on a warp of its own
     # instead of all threads running them in turn (perf-log step 51). Measured
