@@ -47,7 +47,7 @@ def test_batched_loads_keep_the_fold_order(monkeypatch, tmp_path, n):
     # n loads r, r + B, ..., r + (n-1) B, then folded u = 0 .. n-1: the order of one at a time;
     # the tail takes the rest one at a time.
     assert f"for (; r + {n - 1} * (int)blockDim.x < 16384; r += {n} * (int)blockDim.x)" in body
-    assert f"float tk_v[{n}];" in body and f"for (int u = 0; u < {n}; ++u) accum = accum + tk_v[u];" in body
+    assert f"float tk_v[{n}];" in body and f"for (int u = 0; u < {n}; ++u) accum = __fadd_rn(accum, tk_v[u]);" in body
     assert "for (; r < 16384; r += blockDim.x)" in body
     nvcc = shutil.which("nvcc")
     if nvcc is None:

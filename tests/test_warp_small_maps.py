@@ -34,9 +34,10 @@ def warps_on(target_fields):
     target_fields(resident_warp_small_maps=True)
 
 
-def test_off_by_default():
-    assert T.DEFAULT.resident_warp_small_maps is False
-    assert ", on warp" not in _source("online")
+def test_on_by_default():
+    """Measured faster (perf-log step 51, run b366d17-a), so on."""
+    assert T.DEFAULT.resident_warp_small_maps is True
+    assert ", on warp" in _source("online")
 
 
 def test_the_small_maps_of_a_phase_take_a_warp_each(warps_on):

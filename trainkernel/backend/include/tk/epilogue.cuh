@@ -27,6 +27,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "types.cuh"  // add_rn
+
 namespace tk {
 
 // The loads of one element: N floats.
@@ -161,7 +163,7 @@ __host__ __device__ __forceinline__ float stage_epilogue_chunk(const Epi& epi, W
       if constexpr (std::is_void<decltype(epi.store(i, j, value(e), loads[e]))>::value)
         epi.store(i, j, value(e), loads[e]);
       else
-        sum = __fadd_rn(sum, epi.store(i, j, value(e), loads[e]));  // no FMA with the epilogue's product
+        sum = add_rn(sum, epi.store(i, j, value(e), loads[e]));  // no FMA with the epilogue's product
     }
   }
   return sum;

@@ -769,7 +769,7 @@ constexpr bool has_column_partials = detail::has_column_partials<E>::value;
 template <class Epi>
 __host__ __device__ __forceinline__ void rows_plain_element(const Epi& epi, int i, int j, float v, float& sum) {
   if constexpr (has_column_partials<Epi>)
-    sum = __fadd_rn(sum, epi(i, j, v));  // no FMA with the epilogue's product
+    sum = add_rn(sum, epi(i, j, v));  // no FMA with the epilogue's product
   else
     epi(i, j, v);
 }
@@ -905,7 +905,7 @@ __host__ __device__ __forceinline__ void rows_store_preloaded(const Epi& epi, co
     int i, j;
     if (rows_element<kGuard>(t, pass * kRowsPerThread + k, row0, col0, M, N, i, j)) {
       if constexpr (has_column_partials<Epi>)
-        sum = __fadd_rn(sum, epi.store(i, j, scratch[rows_scratch_index(t, k)], pre[pass * kRowsPerThread + k]));
+        sum = add_rn(sum, epi.store(i, j, scratch[rows_scratch_index(t, k)], pre[pass * kRowsPerThread + k]));
       else
         epi.store(i, j, scratch[rows_scratch_index(t, k)], pre[pass * kRowsPerThread + k]);
     }

@@ -25,6 +25,18 @@ namespace tk {
 // Scalar conversions
 // ---------------------------------------------------------------------------
 __host__ __device__ __forceinline__ float to_float(float x) { return x; }
+
+// a + b rounded on its own: on the device never contracted with a product
+// feeding it into an FMA (the printer prints tk ops with __fadd_rn for the
+// same reason: each op rounds its result, as eager does); on the host (the
+// library's CPU unit tests) a plain sum.
+__host__ __device__ __forceinline__ float add_rn(float a, float b) {
+#ifdef __CUDA_ARCH__
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
 __host__ __device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
 __host__ __device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
 
