@@ -1,6 +1,9 @@
 """target.resident_thread_rows: a resident row reduction of short rows walks a row a
 thread (the column reductions' loop) where the printer's count says that is cheaper
-than a warp a row (perf-log step 50). Off by default until the H200 measures it."""
+than a warp a row (perf-log step 50), its sums folded in the warp's order. Off by
+default: the H200 measured -2 us on classification-adamw-ce but, with the serial
+fold it had then, eager's bits left (perf-log step 50); the warp-order fold awaits
+its GPU test below."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from trainkernel.backend import cuda_target
 from trainkernel.workloads import TWINS
 
 from _nvcc import needs_nvcc, nvcc_errors
+from _variants import stepped
 
 
 def _source(step, args) -> str:
@@ -100,6 +104,22 @@ def test_the_cost_rule():
     assert not printer._thread_rows_cheaper(8, 1000)  # 4000 against 72
 
 
+def test_sums_fold_in_the_warps_order(rows_on):
+    """A thread's sum of a row of ten: ten slots (lanes 0-9 of the warp form), then
+    the shuffle tree's pairs at offsets 16 .. 1 where both slots exist; the max keeps
+    the serial walk (max_nan's result does not depend on the order)."""
+    src = _ce_source()
+    sums = re.findall(r"// tile\.reduce tk\.sum split -?\d+ \(thread\).*?\n  }\n", src, re.S)
+    assert len(sums) == 2, _modes(src)
+    for body in sums:
+        assert "float tk_t[10];" in body
+        assert "for (int r = l; r < 10; r += 32) {" in body
+        assert "for (int l = 0; l < s; ++l) if (l + s < 10) tk_t[l] = __fadd_rn(tk_t[l], tk_t[l + s]);" in body
+        assert "float accum = tk_t[0];" in body
+    maxes = re.findall(r"// tile\.reduce tk\.max split -?\d+ \(thread\).*?\n  }\n", src, re.S)
+    assert maxes and all("tk_t" not in m and "for (int r = 0; r < 10; ++r) {" in m for m in maxes)
+
+
 @needs_nvcc
 def test_compiles_for_sm90(rows_on, tmp_path):
     src = _ce_source()
@@ -142,4 +162,18 @@ def test_thread_rows_match_pytorch_and_rerun_bit_identically_on_gpu(rows_on):
             kernel, allowed = max(e[0] for e in errs), max(4 * max(e[1] for e in errs), 1e-6)
             assert kernel <= allowed, (k, kernel, allowed)
         runs.append([t.clone() for t in pytree.tree_leaves(state)])
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
+
+
+@pytest.mark.cuda
+def test_thread_rows_give_the_warp_rows_bits_on_gpu(target_fields):
+    """Six steps of classification-adamw-ce from the same state on the same batches,
+    its cross-entropy rows a thread and a warp: the same bits (the thread folds a
+    sum in the warp's order)."""
+    runs = []
+    for on in (False, True):
+        target_fields(resident_thread_rows=on)
+        src, outputs = stepped("classification-adamw-ce", 6, seed=2)
+        assert ("(thread)" in src) == on
+        runs.append(outputs)
     assert all(torch.equal(a, b) for a, b in zip(*runs))

@@ -265,10 +265,10 @@ class TargetOptions:
     # a warp a row (perf-log step 50): the cross-entropy's reductions over ten
     # classes took ~1.7 k cycles each a warp a row. Measured (run b366d17-a):
     # classification-adamw-ce 24.53 -> 22.47 us a step, the others within 0.1.
-    # Off: a thread folds its row in index order, not in the warp's (and eager's)
-    # tree order, so the twin's bits leave eager's: 1e-7 -> 8e-3 after ten AdamW
-    # steps once no contraction hides it (run 78f37fc-d). On again when the
-    # thread folds in the warp's order.
+    # Off: that thread folded its row in index order, not in the warp's (and
+    # eager's) tree order, so the twin's bits left eager's: 1e-7 -> 8e-3 after ten
+    # AdamW steps once no contraction hid it (run 78f37fc-d). A sum now folds in
+    # the warp's order (perf-log step 55); on when the H200 confirms the bits.
     resident_thread_rows: bool = False
     # Where a resident phase has several maps of a few elements a block (casts of
     # biases and scalars, the optimizer's scalars), each runs on a warp of its own

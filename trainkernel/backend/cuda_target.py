@@ -2022,7 +2022,34 @@ class ResidentPrinter(CudaPrinter):
                 if who:
                     self.w(f"{ind}}}")
 
-        if mode in ("column", "thread"):
+        if mode == "thread" and isinstance(red, tk.SumOp):
+            # A row a thread, summed in the warp's order (and eager's, for short
+            # rows): slot l folds elements l, l + 32, ... as lane l would, then
+            # the slots pair up at offsets 16, 8, 4, 2, 1 as warp_allreduce's
+            # shuffles do. Slots past the row are the warp's idle lanes, +0.0
+            # (no slot is -0.0: each starts 0.0f + x), so skipping them is exact.
+            slots = min(32, n_red)
+            idx_o = outputs_loop("o", "threadIdx.x", "kThreads")
+            self.w(f"{ind}float tk_t[{slots}];")
+            self.w("#pragma unroll")
+            self.w(f"{ind}for (int l = 0; l < {slots}; ++l) {{")
+            self.w(f"{ind}  {_accum_decl(red)}")
+            self.w(f"{ind}  for (int r = l; r < {n_red}; r += 32) {{")
+            element_at = ind
+            ind += "  "
+            element(idx_o)
+            ind = element_at
+            self.w(f"{ind}  }}")
+            self.w(f"{ind}  tk_t[l] = accum;")
+            self.w(f"{ind}}}")
+            self.w("#pragma unroll")
+            self.w(f"{ind}for (int s = 16; s > 0; s >>= 1)")
+            self.w("#pragma unroll")
+            self.w(f"{ind}  for (int l = 0; l < s; ++l) if (l + s < {slots}) tk_t[l] = __fadd_rn(tk_t[l], tk_t[l + s]);")
+            self.w(f"{ind}float accum = tk_t[0];")
+            finish(idx_o, "")
+            self.w("    }")
+        elif mode in ("column", "thread"):
             idx_o = outputs_loop("o", "threadIdx.x", "kThreads")
             self.w(f"{ind}{_accum_decl(red)}")
             self.w(f"{ind}for (int r = 0; r < {n_red}; ++r) {{")
