@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -177,3 +178,54 @@ def test_thread_rows_give_the_warp_rows_bits_on_gpu(target_fields):
         assert ("(thread)" in src) == on
         runs.append(outputs)
     assert all(torch.equal(a, b) for a, b in zip(*runs))
+
+
+def _f32_add(a, b):
+    return np.float32(np.float32(a) + np.float32(b))
+
+
+def _warp_sum(row):
+    """tk::warp_allreduce's sum as lane 0 ends it: lane l folds l, l + 32, ... from
+    0.0f, then v[l] + v[l ^ offset] at offsets 16 .. 1 (every lane, all 32)."""
+    lanes = [0.0] * 32
+    for l in range(32):
+        acc = 0.0
+        for r in range(l, len(row), 32):
+            acc = _f32_add(acc, row[r])
+        lanes[l] = acc
+    offset = 16
+    while offset:
+        lanes = [_f32_add(lanes[l], lanes[l ^ offset]) for l in range(32)]
+        offset >>= 1
+    return lanes[0]
+
+
+def _slot_sum(row):
+    """The thread form as printed: min(32, n) slots, the tree's pairs where both exist."""
+    slots = min(32, len(row))
+    t = [0.0] * slots
+    for l in range(slots):
+        acc = 0.0
+        for r in range(l, len(row), 32):
+            acc = _f32_add(acc, row[r])
+        t[l] = acc
+    s = 16
+    while s:
+        for l in range(s):
+            if l + s < slots:
+                t[l] = _f32_add(t[l], t[l + s])
+        s >>= 1
+    return t[0]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 10, 17, 31, 32, 33, 64, 70])
+def test_the_slot_tree_is_the_warps_sum_bit_for_bit(n):
+    """The printed fold's claim, in float32 on the host: skipping the idle lanes'
+    +0.0 partners gives lane 0's bits, with signed zeros, huge and tiny values."""
+    rng = np.random.default_rng(n)
+    rows = [rng.standard_normal(n).astype(np.float32) * np.float32(10.0) ** rng.integers(-20, 20, n),
+            np.full(n, -0.0, dtype=np.float32),
+            np.where(rng.random(n) < 0.5, np.float32(-0.0), np.float32(1e-30)).astype(np.float32)]
+    for row in rows:
+        a, b = _warp_sum(row), _slot_sum(row)
+        assert np.float32(a).tobytes() == np.float32(b).tobytes(), (n, row, a, b)
