@@ -184,15 +184,21 @@ def _f32_add(a, b):
     return np.float32(np.float32(a) + np.float32(b))
 
 
-def _warp_sum(row):
-    """tk::warp_allreduce's sum as lane 0 ends it: lane l folds l, l + 32, ... from
-    0.0f, then v[l] + v[l ^ offset] at offsets 16 .. 1 (every lane, all 32)."""
-    lanes = [0.0] * 32
-    for l in range(32):
+def _lane_folds(row, lanes: int) -> list:
+    """Lane (or slot) l's fold of elements l, l + 32, ... from 0.0f, for l < lanes."""
+    folds = []
+    for l in range(lanes):
         acc = 0.0
         for r in range(l, len(row), 32):
             acc = _f32_add(acc, row[r])
-        lanes[l] = acc
+        folds.append(acc)
+    return folds
+
+
+def _warp_sum(row):
+    """tk::warp_allreduce's sum as lane 0 ends it: every lane's fold, then v[l] +
+    v[l ^ offset] at offsets 16 .. 1 (every lane, all 32)."""
+    lanes = _lane_folds(row, 32)
     offset = 16
     while offset:
         lanes = [_f32_add(lanes[l], lanes[l ^ offset]) for l in range(32)]
@@ -202,17 +208,11 @@ def _warp_sum(row):
 
 def _slot_sum(row):
     """The thread form as printed: min(32, n) slots, the tree's pairs where both exist."""
-    slots = min(32, len(row))
-    t = [0.0] * slots
-    for l in range(slots):
-        acc = 0.0
-        for r in range(l, len(row), 32):
-            acc = _f32_add(acc, row[r])
-        t[l] = acc
+    t = _lane_folds(row, min(32, len(row)))
     s = 16
     while s:
         for l in range(s):
-            if l + s < slots:
+            if l + s < len(t):
                 t[l] = _f32_add(t[l], t[l + s])
         s >>= 1
     return t[0]

@@ -1996,16 +1996,16 @@ class ResidentPrinter(CudaPrinter):
             self.exchange_start(op)
         ind = "      "
 
-        def element(idx_o: list[str]) -> None:
+        def element(idx_o: list[str], at: str = ind) -> None:
             # idx_o: global names of the kept axes; reduced axes decomposed from r here.
             ridx = self._decompose_split("r", [in_shape[k] for k in reduced],
-                                         [k == split for k in reduced], "q", ind + "  ")
+                                         [k == split for k in reduced], "q", at + "  ")
             full, ko, kr = [], iter(idx_o), iter(ridx)
             for k in range(len(in_shape)):
                 full.append(next(kr) if k in axes else next(ko))
-            bp = self.body_printer(op, ind + "  ")
+            bp = self.body_printer(op, at + "  ")
             # (a tk.argmax reduces one axis: ridx[0] is the global index along it)
-            self.w(f"{ind}  {_fold(red, bp.value_at(red.input, full, {}), ridx[0])}")
+            self.w(f"{at}  {_fold(red, bp.value_at(red.input, full, {}), ridx[0])}")
 
         def outputs_loop(var: str, start: str, step: str) -> list[str]:
             self.w(f"    for (int {var} = {start}; {var} < {n_out}; {var} += {step}) {{")
@@ -2035,10 +2035,7 @@ class ResidentPrinter(CudaPrinter):
             self.w(f"{ind}for (int l = 0; l < {slots}; ++l) {{")
             self.w(f"{ind}  {_accum_decl(red)}")
             self.w(f"{ind}  for (int r = l; r < {n_red}; r += 32) {{")
-            element_at = ind
-            ind += "  "
-            element(idx_o)
-            ind = element_at
+            element(idx_o, ind + "  ")
             self.w(f"{ind}  }}")
             self.w(f"{ind}  tk_t[l] = accum;")
             self.w(f"{ind}}}")
