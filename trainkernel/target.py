@@ -265,11 +265,11 @@ class TargetOptions:
     # a warp a row (perf-log step 50): the cross-entropy's reductions over ten
     # classes took ~1.7 k cycles each a warp a row. Measured (run b366d17-a):
     # classification-adamw-ce 24.53 -> 22.47 us a step, the others within 0.1.
-    # Off: that thread folded its row in index order, not in the warp's (and
-    # eager's) tree order, so the twin's bits left eager's: 1e-7 -> 8e-3 after ten
-    # AdamW steps once no contraction hid it (run 78f37fc-d). A sum now folds in
-    # the warp's order (perf-log step 55); on when the H200 confirms the bits.
-    resident_thread_rows: bool = False
+    # A thread's sum folds in the warp's (and eager's) tree order (perf-log step
+    # 55): with an index-order fold the twin's bits left eager's, 1e-7 -> 8e-3
+    # after ten AdamW steps (run 78f37fc-d); with the tree the bits are the warp
+    # form's (run b5812ef-a: 9.96e-8 both; classification-adamw-ce 24.65 -> 22.40).
+    resident_thread_rows: bool = True
     # Where a resident phase has several maps of a few elements a block (casts of
     # biases and scalars, the optimizer's scalars), each runs on a warp of its own
     # instead of all threads running them in turn (perf-log step 51). Measured
