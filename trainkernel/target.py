@@ -275,6 +275,13 @@ class TargetOptions:
     # instead of all threads running them in turn (perf-log step 51). Measured
     # (run b366d17-a): online-adam -0.57, classification-adamw-ce -0.64 us a step.
     resident_warp_small_maps: bool = True
+    # The ops of a resident phase start their work on different warps, chosen by
+    # the printer's count of each warp's share (perf-log step 56): every op handed
+    # out its units, rows or elements from warp 0, so the small ops of a phase
+    # queued on the first warps (online's phase 3: a column sum, two products of
+    # one and four units, a column sum, ~3.9 k cycles on warp 0 while warps 4-7
+    # idled). The same bits either way. Off: as before (byte-identical kernels).
+    resident_spread_ops: bool = True
     # The step loop carries the compute-dtype copies of the state from step to
     # step (perf-log step 52): tile-resident keeps the homes of casts of state
     # to the kernel's end where they fit, and the printer has each update write

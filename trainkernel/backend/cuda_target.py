@@ -456,6 +456,14 @@ thread's serial elements (a shared-memory load and an add issued, ~4 cycles)."""
 SMALL_MAP_ELEMENTS = 64
 """The most elements a block of a map that target.resident_warp_small_maps runs on
 one warp (two a lane: its time is one load latency, not its work)."""
+GEMM_UNIT_ELEMENTS = 250
+"""A resident gemm unit's (16 x 16 or 16 x 32 outputs on one warp) fixed cost in a
+thread's serial elements: its fragments, the mma chain's latency and the epilogue
+(phase timer, run 62d31ed-b: online's units took 1.0-1.5 k cycles at K = 16-128)."""
+GEMM_KSTEP_ELEMENTS = 8
+"""A resident gemm unit's cost a 16-deep k step a 16 columns (ldmatrix and mma)."""
+MAP_ITERATION_ELEMENTS = 40
+"""A resident map iteration's fixed cost (its loads' latency) in serial elements."""
 CAST_LOADS = 16
 """A thread's 16-byte loads of one cast home (tile.smem_cast, tk::CastRows) held at
 once; a home that needs more loads the rest in rounds."""
@@ -1521,6 +1529,7 @@ class ResidentPrinter(CudaPrinter):
             self.w("  tk_t[1] = clock64();")
         phase = 0
         small_maps = self.plan_small_maps()
+        offsets = self.plan_spread_ops(small_maps)
         self.w(f"  // ---- phase {phase}")
         for op in k.block.ops:
             if isinstance(op, tile.SyncOp):
@@ -1529,13 +1538,13 @@ class ResidentPrinter(CudaPrinter):
                 self.w(f"  // ---- phase {phase}")
             elif isinstance(op, tile.TileWorkOp):
                 if isinstance(op, tile.GemmOp):
-                    self.resident_gemm(op)
+                    self.resident_gemm(op, offsets.get(op, 0))
                 elif isinstance(op, tile.ReduceOp):
-                    self.resident_reduce(op)
+                    self.resident_reduce(op, offsets.get(op, 0))
                 else:
                     if op in self.first_step_only:
                         self.w("  if (tk_first)  // carried from the previous step (plan_carried_casts)")
-                    self.resident_map(op, small_maps.get(op))
+                    self.resident_map(op, small_maps.get(op), offsets.get(op, 0))
                 if timer:
                     labels.append(f"p{phase}:{op.name[5:]}/{op.split}")
                     self.w(f"  __syncthreads(); tk_t[{len(labels)}] = clock64();")
@@ -1814,8 +1823,109 @@ class ResidentPrinter(CudaPrinter):
         return {op: nwarps - 1 - k % nwarps for small in by_phase.values() if len(small) > 1
                 for k, op in enumerate(small)}
 
-    def resident_map(self, op: tile.MapOp, warp: int | None = None) -> None:
-        """A resident map on every thread of the block, or on one warp (`warp`)."""
+    def warp_costs(self, op: tile.TileWorkOp, warp: int | None) -> tuple[list[int], bool]:
+        """What each warp of the block does of `op` when its work starts at warp 0,
+        in a thread's serial elements (the constants above), and whether the op
+        ends with a barrier of every thread (an exchange, a block reduction)."""
+        nwarps, threads = self.kernel.threads // 32, self.kernel.threads
+        cost = [0] * nwarps
+
+        def by_thread(n: int, step: int, each: int) -> None:
+            # Items 0..n-1 a thread each from thread 0, `step` threads apart a round.
+            for w in range(nwarps):
+                rounds = max(0, ceil_div(n - 32 * w, step)) if n > 32 * w else 0
+                cost[w] += rounds * each
+
+        if isinstance(op, tile.MapOp):
+            n = self.map_elements(op, self.cluster)
+            if warp is not None:
+                u = self.map_unroll(n, 32)
+                cost[warp] = ceil_div(n, 32 * u) * (MAP_ITERATION_ELEMENTS + u)
+            else:
+                u = self.map_unroll(n, threads)
+                by_thread(n, u * threads, MAP_ITERATION_ELEMENTS + u)
+            return cost, False
+        if isinstance(op, tile.GemmOp):
+            mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+            m, n = tk.shape_of(mm.result)
+            sa = tk.shape_of(mm.lhs)
+            kdim = sa[0] if mm.transpose_a is not None else sa[1]
+            split = op.split if op.split is not None else -1
+            ml, nl, kl = (tile.shard_extent(d, self.cluster) if split == k and self.cluster > 1 else d
+                          for k, d in enumerate((m, n, kdim)))
+            if byte_size(tk.element_type_of(mm.lhs)) == 4:
+                by_thread(ml * nl, threads * (4 if ml * nl >= 4 * threads else 1), 2 * kl)
+            else:
+                # tk::smem_gemm's units: 16 rows by 16 or 32 columns, unit u on warp u % nwarps.
+                tiles_m = ceil_div(ml, 16)
+                width = 16 if tiles_m * ceil_div(nl, 32) < nwarps else 32
+                units = tiles_m * ceil_div(nl, width)
+                each = GEMM_UNIT_ELEMENTS + GEMM_KSTEP_ELEMENTS * ceil_div(kl, 16) * width // 16
+                for u in range(units):
+                    cost[u % nwarps] += each
+            return cost, self._partial(op)
+        assert isinstance(op, tile.ReduceOp)
+        mode, n_out, n_red = self.reduce_shape(op)
+        if mode == "warp":
+            for o in range(n_out):
+                cost[o % nwarps] += ceil_div(n_red, 32) + WARP_COMBINE_ELEMENTS
+        elif mode in ("thread", "column"):
+            by_thread(n_out, threads, n_red * (ROW_THREAD_CONFLICTS if mode == "thread" else 1))
+        else:
+            cost = [n_out * (ceil_div(n_red, threads) + WARP_COMBINE_ELEMENTS)] * nwarps
+        return cost, mode == "block" or self._partial(op)
+
+    def plan_spread_ops(self, small_maps: dict[tile.TileWorkOp, int]) -> dict[tile.TileWorkOp, int]:
+        """The warp each op of a phase starts its work on (target.resident_spread_ops):
+        every op's printer hands out its units, rows or elements from warp 0, so
+        the small ops of a phase (a bias gradient's column sum, a 64 x 16
+        product's four units) all queued on the first warps while the last ones
+        idled. Each op is rotated to the start that keeps the busiest warp least
+        busy (the costliest ops placed first; the warps of small maps fixed),
+        between the barriers that every thread meets (an exchange, a block
+        reduction). Which warp computes an element does not change its value."""
+        if not TARGET.resident_spread_ops:
+            return {}
+        nwarps = self.kernel.threads // 32
+        by_phase: dict[int, list[tile.TileWorkOp]] = {}
+        for op, phase in self.phase_of.items():
+            by_phase.setdefault(phase, []).append(op)
+        offsets: dict[tile.TileWorkOp, int] = {}
+        for ops in by_phase.values():
+            # Stretches of a phase between barriers of every thread balance apart.
+            stretch: list[tuple[tile.TileWorkOp, list[int]]] = []
+            load = [0] * nwarps
+
+            def place() -> None:
+                for w in range(nwarps):  # small maps sit on their warps
+                    load[w] += sum(c[w] for o, c in stretch if o in small_maps)
+                rest = sorted(((o, c) for o, c in stretch if o not in small_maps), key=lambda oc: -sum(oc[1]))
+                for o, c in rest:
+                    best = min(range(nwarps), key=lambda s: (max(load[w] + c[(w - s) % nwarps]
+                                                                 for w in range(nwarps)), s))
+                    for w in range(nwarps):
+                        load[w] += c[(w - best) % nwarps]
+                    if best:
+                        offsets[o] = best
+                top = max(load)
+                load[:] = [top] * nwarps
+                stretch.clear()
+
+            for op in ops:
+                cost, barrier = self.warp_costs(op, small_maps.get(op))
+                stretch.append((op, cost))
+                if barrier:
+                    place()
+            place()
+        return offsets
+
+    def _tid(self, offset: int) -> str:
+        """This thread's index in an op whose work starts on warp `offset`."""
+        return "threadIdx.x" if not offset else f"((threadIdx.x + {self.kernel.threads - 32 * offset}) % kThreads)"
+
+    def resident_map(self, op: tile.MapOp, warp: int | None = None, offset: int = 0) -> None:
+        """A resident map on every thread of the block (its first element on warp
+        `offset`), or on one warp (`warp`)."""
         term = op.body.block.last_op
         assert isinstance(term, tk.YieldOp)
         shape = tuple(tk.shape_of(term.values[0]))
@@ -1825,7 +1935,7 @@ class ResidentPrinter(CudaPrinter):
         if split_here:
             local[split] = tile.shard_extent(shape[split], self.cluster)
         n = numel(local)
-        tid, threads = ("threadIdx.x", "kThreads") if warp is None else ("(threadIdx.x & 31)", "32")
+        tid, threads = (self._tid(offset), "kThreads") if warp is None else ("(threadIdx.x & 31)", "32")
         u_count = self.map_unroll(n, self.kernel.threads if warp is None else 32)
         self.w(f"  {{ // tile.map split {split}: {n} elements per block" + ("" if warp is None else f", on warp {warp}"))
         guards = ([f"(threadIdx.x >> 5) == {warp}"] if warp is not None else []) + (
@@ -1906,7 +2016,7 @@ class ResidentPrinter(CudaPrinter):
         full = all(e % 16 == 0 for e in extents)
         return f", {mode(sam, sak, a_step)}, {mode(sbn, sbk, b_step)}, {'true' if full else 'false'}"
 
-    def resident_gemm(self, op: tile.GemmOp) -> None:
+    def resident_gemm(self, op: tile.GemmOp, offset: int = 0) -> None:
         mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
         if not (isinstance(mm.lhs, BlockArgument) and isinstance(mm.rhs, BlockArgument)):
             raise DiagnosticException("cuda: tile.gemm operands must be region arguments (loaded buffers)")
@@ -1922,6 +2032,8 @@ class ResidentPrinter(CudaPrinter):
         split = op.split if op.split is not None else -1
         esize = byte_size(tk.element_type_of(mm.lhs))
         modes = "" if esize == 4 else self._gemm_modes(esize, (sam, sak, a_step), (sbk, sbn, b_step), space, split)
+        if offset:  # the first unit's warp (plan_spread_ops), after the modes it needs spelled out
+            modes = (modes or ", tk::kLdsmAtRunTime, tk::kLdsmAtRunTime, false") + f", {offset}"
         (m0, ml), (n0, nl), (_, kl) = (self._range(d, split == k) for k, d in enumerate(space))
         t = c_type(mm.result.type)
         partial = self._partial(op)
@@ -1961,7 +2073,33 @@ class ResidentPrinter(CudaPrinter):
         self.w("    });")
         self.w("  }")
 
-    def resident_reduce(self, op: tile.ReduceOp) -> None:
+    def reduce_shape(self, op: tile.ReduceOp) -> tuple[str, int, int]:
+        """How a resident reduction runs in this block: its mode (column: a thread an
+        output walking leading axes; warp: a warp an output; thread: a thread a
+        short row; block: the whole block an output), its outputs and the elements
+        that each folds (this block's slice of them)."""
+        red = op.reduction()
+        in_shape = tuple(tk.shape_of(red.input))
+        axes = set(red.axes_list)
+        split = op.split if op.split is not None else -1
+        kept = [k for k in range(len(in_shape)) if k not in axes]
+        reduced = [k for k in range(len(in_shape)) if k in axes]
+
+        def local_extent(k: int) -> int:
+            d = in_shape[k]
+            return tile.shard_extent(d, self.cluster) if (k == split and self.cluster > 1) else d
+
+        n_out = numel([local_extent(k) for k in kept])
+        n_red = numel([local_extent(k) for k in reduced])
+        leading = bool(kept) and reduced == list(range(len(reduced)))
+        nwarps = self.kernel.threads // 32
+        mode = "column" if leading else ("warp" if n_out >= nwarps else "block")
+        if mode == "warp" and TARGET.resident_thread_rows and self._thread_rows_cheaper(n_out, n_red):
+            mode = "thread"  # short rows: the column walk, a thread an output, beats a warp an output
+        return mode, n_out, n_red
+
+    def resident_reduce(self, op: tile.ReduceOp, offset: int = 0) -> None:
+        """A resident reduction (reduce_shape's mode), its first output on warp `offset`."""
         red = op.reduction()
         in_shape = tuple(tk.shape_of(red.input))
         axes = set(red.axes_list)
@@ -1969,27 +2107,10 @@ class ResidentPrinter(CudaPrinter):
         partial = self._partial(op)
         kept = [k for k in range(len(in_shape)) if k not in axes]
         reduced = [k for k in range(len(in_shape)) if k in axes]
-        is_sum = isinstance(red, tk.SumOp)
-        combine = "tk::SumOp" if is_sum else "tk::MaxOp"
-
-        def local_extent(k: int) -> int:
-            d = in_shape[k]
-            return tile.shard_extent(d, self.cluster) if (k == split and self.cluster > 1) else d
-
-        n_out = 1
-        for k in kept:
-            n_out *= local_extent(k)
-        n_red = 1
-        for k in reduced:
-            n_red *= local_extent(k)
-        full_out = 1
-        for k in kept:
-            full_out *= in_shape[k]
-        leading = bool(kept) and reduced == list(range(len(reduced)))
+        combine = "tk::SumOp" if isinstance(red, tk.SumOp) else "tk::MaxOp"
+        full_out = numel([in_shape[k] for k in kept])
         nwarps = self.kernel.threads // 32
-        mode = "column" if leading else ("warp" if n_out >= nwarps else "block")
-        if mode == "warp" and TARGET.resident_thread_rows and self._thread_rows_cheaper(n_out, n_red):
-            mode = "thread"  # short rows: the column walk, a thread an output, beats a warp an output
+        mode, n_out, n_red = self.reduce_shape(op)
         self.w(f"  {{ // tile.reduce {red.name} split {split} ({mode}): {n_red} elements into each of {n_out} outputs")
         if partial:
             self.w(f"    float* part = (float*)(smem + {op.scratch});  // receive buffer of the exchange")
@@ -2029,7 +2150,7 @@ class ResidentPrinter(CudaPrinter):
             # shuffles do. Slots past the row are the warp's idle lanes, +0.0
             # (no slot is -0.0: each starts 0.0f + x), so skipping them is exact.
             slots = min(32, n_red)
-            idx_o = outputs_loop("o", "threadIdx.x", "kThreads")
+            idx_o = outputs_loop("o", self._tid(offset), "kThreads")
             self.w(f"{ind}float tk_t[{slots}];")
             self.w("#pragma unroll")
             self.w(f"{ind}for (int l = 0; l < {slots}; ++l) {{")
@@ -2047,7 +2168,7 @@ class ResidentPrinter(CudaPrinter):
             finish(idx_o, "")
             self.w("    }")
         elif mode in ("column", "thread"):
-            idx_o = outputs_loop("o", "threadIdx.x", "kThreads")
+            idx_o = outputs_loop("o", self._tid(offset), "kThreads")
             self.w(f"{ind}{_accum_decl(red)}")
             self.w(f"{ind}for (int r = 0; r < {n_red}; ++r) {{")
             element(idx_o)
@@ -2055,7 +2176,8 @@ class ResidentPrinter(CudaPrinter):
             finish(idx_o, "")
             self.w("    }")
         elif mode == "warp":
-            self.w("    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;")
+            first = f" + {nwarps - offset}) % {nwarps}" if offset else ""
+            self.w(f"    const int warp = {'(' if offset else ''}(threadIdx.x >> 5){first}, lane = threadIdx.x & 31;")
             idx_o = outputs_loop("o", "warp", str(nwarps))
             self.w(f"{ind}{_accum_decl(red)}")
             self.w(f"{ind}for (int r = lane; r < {n_red}; r += 32) {{")

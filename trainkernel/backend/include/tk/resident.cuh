@@ -255,10 +255,11 @@ __device__ __forceinline__ void ldsm_frags(const T* A, int sam, int sak, int amo
 
 // fp32 C = A @ B by FMA, U outputs per thread at a time (U independent chains;
 // a short last round clamps onto the last output and skips its store).
-template <int U, int NT, int NV, class Compute, class Store>
+// Output 0 on warp WARP0.
+template <int U, int NT, int NV, int WARP0, class Compute, class Store>
 __device__ __forceinline__ void simt_gemm(int M, int N, int K, const float* A, int sam, int sak, const float* B,
                                           int sbk, int sbn, Compute& compute, Store& store) {
-  for (int e0 = threadIdx.x; e0 < M * N; e0 += U * NT) {
+  for (int e0 = (threadIdx.x + NT - 32 * WARP0) % NT; e0 < M * N; e0 += U * NT) {
     float vals[U][NV > 0 ? NV : 1];
     int ii[U], jj[U];
 #pragma unroll
@@ -334,8 +335,11 @@ __device__ __forceinline__ void store_pair(T* p, T a, T b) {
   }
 }
 
+// WARP0: the warp that takes the first unit (the first output element of the fp32
+// path), so that the small ops of a phase start on different warps; the work
+// and every result are the same whichever warp does it.
 template <int NT, int NV, typename T, int AMODE = kLdsmAtRunTime, int BMODE = kLdsmAtRunTime, bool FULL = false,
-          class Compute, class Store, class StorePair = NoPairStore>
+          int WARP0 = 0, class Compute, class Store, class StorePair = NoPairStore>
 __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int sam, int sak, const T* B, int sbk,
                                           int sbn, Compute compute, Store store, StorePair store_pair = {}) {
   if (M <= 0 || N <= 0) return;
@@ -345,13 +349,13 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
     // every thread to own four; else one each (no chain repeated on clamped
     // duplicates).
     if (M * N >= 4 * NT)
-      resident_detail::simt_gemm<4, NT, NV>(M, N, K, A, sam, sak, B, sbk, sbn, compute, store);
+      resident_detail::simt_gemm<4, NT, NV, WARP0>(M, N, K, A, sam, sak, B, sbk, sbn, compute, store);
     else
-      resident_detail::simt_gemm<1, NT, NV>(M, N, K, A, sam, sak, B, sbk, sbn, compute, store);
+      resident_detail::simt_gemm<1, NT, NV, WARP0>(M, N, K, A, sam, sak, B, sbk, sbn, compute, store);
   } else {
     using namespace resident_detail;
     constexpr int kWarps = NT / 32;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int warp = ((threadIdx.x >> 5) + kWarps - WARP0) % kWarps, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
     // Units 16 columns wide when 32-wide ones would leave warps idle.
     const int tiles_m = (M + 15) / 16, width = tiles_m * ((N + 31) / 32) < kWarps ? 16 : 32;
