@@ -282,6 +282,13 @@ class TargetOptions:
     # one and four units, a column sum, ~3.9 k cycles on warp 0 while warps 4-7
     # idled). The same bits either way. Off: as before (byte-identical kernels).
     resident_spread_ops: bool = True
+    # A resident kernel leaves out the guards and clamps of a block's short or
+    # empty slice where the cluster divides the split dimension (every slice
+    # whole), and a map's clamp of elements past its end where its items divide
+    # it (perf-log step 58): ~12% of the instructions of classification-adamw-ce's
+    # W1 AdamW map (8-10 k cycles a step), and gemm extents known at compile time.
+    # The same arithmetic on the same elements. Off until the H200 measures it.
+    static_slices: bool = False
     # The step loop carries the compute-dtype copies of the state from step to
     # step (perf-log step 52): tile-resident keeps the homes of casts of state
     # to the kernel's end where they fit, and the printer has each update write

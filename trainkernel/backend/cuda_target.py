@@ -1707,10 +1707,10 @@ class ResidentPrinter(CudaPrinter):
                 return src, f"{rows}", f"{cols}", f"{cols}LL", f"{pitch}", rows, cols
             if split == 0:
                 c = tile.shard_extent(rows, self.cluster)
-                return (f"{src} + (long long){c * cols} * rank", f"max(0, min({c}, {rows} - {c} * rank))", f"{cols}",
+                return (f"{src} + (long long){c * cols} * rank", self._slice_extent(rows), f"{cols}",
                         f"{cols}LL", f"{pitch}", c, cols)
             c = tile.shard_extent(cols, self.cluster)
-            return (f"{src} + (long long){c} * rank", f"{rows}", f"max(0, min({c}, {cols} - {c} * rank))",
+            return (f"{src} + (long long){c} * rank", f"{rows}", self._slice_extent(cols),
                     f"{cols}LL", f"{pitch}", rows, c)
         if split < 0:
             n = numel(shape)
@@ -1722,7 +1722,7 @@ class ResidentPrinter(CudaPrinter):
             inner *= d
         full = shape[split]
         c = tile.shard_extent(full, self.cluster)
-        return (f"{src} + (long long){c * inner} * rank", f"{outer}", f"max(0, min({c}, {full} - {c} * rank)) * {inner}",
+        return (f"{src} + (long long){c * inner} * rank", f"{outer}", f"{self._slice_extent(full)} * {inner}",
                 f"{full * inner}LL", f"{c * inner}", outer, c * inner)
 
     def stage(self, home: tile.Home, name: str, indent: str = "") -> None:
@@ -1783,7 +1783,18 @@ class ResidentPrinter(CudaPrinter):
         if not split_here or self.cluster == 1:
             return "0", str(size)
         c = tile.shard_extent(size, self.cluster)
-        return f"{c} * rank", f"max(0, min({c}, {size} - {c} * rank))"
+        return f"{c} * rank", self._slice_extent(size)
+
+    def _whole_slices(self, size: int) -> bool:
+        """Whether every block's slice of a split dimension of `size` is whole (the
+        cluster divides it; target.static_slices): then no block's slice is short
+        or empty, and the guards and clamps for those are left out."""
+        return TARGET.static_slices and size % self.cluster == 0
+
+    def _slice_extent(self, size: int) -> str:
+        """This block's share of a split dimension of `size`, as a C expression."""
+        c = tile.shard_extent(size, self.cluster)
+        return str(c) if self._whole_slices(size) else f"max(0, min({c}, {size} - {c} * rank))"
 
     def map_unroll(self, n: int, threads: int) -> int:
         """Elements per thread per iteration of a resident map of n elements on
@@ -1938,17 +1949,24 @@ class ResidentPrinter(CudaPrinter):
         tid, threads = (self._tid(offset), "kThreads") if warp is None else ("(threadIdx.x & 31)", "32")
         u_count = self.map_unroll(n, self.kernel.threads if warp is None else 32)
         self.w(f"  {{ // tile.map split {split}: {n} elements per block" + ("" if warp is None else f", on warp {warp}"))
+        short = split_here and not self._whole_slices(shape[split])
         guards = ([f"(threadIdx.x >> 5) == {warp}"] if warp is not None else []) + (
             # Trailing blocks may hold an empty slice; the rest clamp into their own.
-            [f"{local[split]} * rank < {shape[split]}"] if split_here else [])
+            [f"{local[split]} * rank < {shape[split]}"] if short else [])
+        # Every item whole (target.static_slices): no element past the end to clamp.
+        whole_items = TARGET.static_slices and n % (u_count * (self.kernel.threads if warp is None else 32)) == 0
         if guards:
             self.w(f"    if ({' && '.join(guards)})")
         self.w(f"    for (int base = {tid}; base < {n}; base += {u_count} * {threads}) {{")
         bp = self.body_printer(op, "      ")
         indices, envs = [], []
         for u in range(u_count):
-            self.w(f"      const int e{u} = min(base + {u} * {threads}, {n - 1});")
-            self.w(f"      bool ok{u} = base + {u} * {threads} < {n};")
+            if whole_items:
+                self.w(f"      const int e{u} = base + {u} * {threads};")
+                self.w(f"      bool ok{u} = true;")
+            else:
+                self.w(f"      const int e{u} = min(base + {u} * {threads}, {n - 1});")
+                self.w(f"      bool ok{u} = base + {u} * {threads} < {n};")
             decls, names = _multi_index(f"e{u}", tuple(local), f"u{u}l")
             for d in decls:
                 self.w("      " + d)
@@ -1956,8 +1974,9 @@ class ResidentPrinter(CudaPrinter):
             if split_here:
                 g = f"u{u}g{split}"
                 self.w(f"      int {g} = {names[split]} + {local[split]} * rank;")
-                self.w(f"      ok{u} = ok{u} && {g} < {shape[split]};")
-                self.w(f"      {g} = min({g}, {shape[split] - 1});")
+                if short:
+                    self.w(f"      ok{u} = ok{u} && {g} < {shape[split]};")
+                    self.w(f"      {g} = min({g}, {shape[split] - 1});")
                 index[split] = g
             indices.append(index)
         for u in range(u_count):
@@ -2225,7 +2244,8 @@ class ResidentPrinter(CudaPrinter):
         for k, (nm, s) in enumerate(zip(names, split)):
             if s and self.cluster > 1:
                 self.w(f"{indent}const int {prefix}{k} = {nm} + {local[k]} * rank;")
-                self.w(f"{indent}if ({prefix}{k} >= {shape[k]}) continue;")
+                if not self._whole_slices(shape[k]):
+                    self.w(f"{indent}if ({prefix}{k} >= {shape[k]}) continue;")
                 out.append(f"{prefix}{k}")
             else:
                 out.append(nm)
