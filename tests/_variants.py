@@ -7,23 +7,30 @@ import torch
 from torch.utils import _pytree as pytree
 
 import trainkernel
-from trainkernel.workloads import TWINS, WORKLOADS
+from trainkernel.workloads import TWINS, WORKLOADS, Workload
 
 
-def suite_source(name: str, inplace: bool = True) -> str:
-    """The CUDA the compiler prints for the bf16 step of a workload or twin (not built)."""
-    w = {**WORKLOADS, **TWINS}[name]
-    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16),
+def _workload(name: str | Workload) -> Workload:
+    return name if isinstance(name, Workload) else {**WORKLOADS, **TWINS}[name]
+
+
+def suite_source(name: str | Workload, inplace: bool = True, dtype: torch.dtype = torch.bfloat16) -> str:
+    """The CUDA the compiler prints for the step of a workload or twin (or a Workload
+    of other sizes) in `dtype` (not built)."""
+    w = _workload(name)
+    return trainkernel.compile_training(w.make_step(dtype), w.example_args(dtype=dtype),
                                         inplace=inplace, build=False).cuda_source
 
 
-def stepped(name: str, steps: int, seed: int) -> tuple[str, list[torch.Tensor]]:
-    """Compile a workload's (or twin's) bf16 step as the target now is and run `steps`
-    launches on the GPU from its initial state over three batches drawn with `seed`:
-    (the kernel's source, the leaves of the last step's outputs, state included)."""
-    w = {**WORKLOADS, **TWINS}[name]
-    batches = w.make_batches(3, seed=seed, device="cuda", dtype=torch.bfloat16)
-    c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16))
+def stepped(name: str | Workload, steps: int, seed: int,
+            dtype: torch.dtype = torch.bfloat16) -> tuple[str, list[torch.Tensor]]:
+    """Compile a workload's (or twin's, or a Workload's) step in `dtype` as the target
+    now is and run `steps` launches on the GPU from its initial state over three
+    batches drawn with `seed`: (the kernel's source, the leaves of the last step's
+    outputs, state included)."""
+    w = _workload(name)
+    batches = w.make_batches(3, seed=seed, device="cuda", dtype=dtype)
+    c = trainkernel.compile_training(w.make_step(dtype), w.example_args(dtype=dtype))
     state = w.init_state(device="cuda")
     for t in range(steps):
         out = c(state, *batches[t % 3])

@@ -10,12 +10,9 @@ import re
 
 import pytest
 import torch
-from torch.utils import _pytree as pytree
 
-import trainkernel
 from trainkernel import target as T
 from trainkernel.backend import cuda_target
-from trainkernel.workloads import WORKLOADS
 
 from _nvcc import needs_nvcc, nvcc_errors
 from _variants import stepped
@@ -187,9 +184,7 @@ def test_nothing_moves_when_off(target_fields):
 
 
 def _fp32_source(name: str) -> str:
-    w = WORKLOADS[name]
-    return trainkernel.compile_training(w.make_step(torch.float32), w.example_args(dtype=torch.float32),
-                                        build=False).cuda_source
+    return _source(name, dtype=torch.float32)
 
 
 def test_fp32_products_spell_out_the_modes(spread_on):
@@ -206,18 +201,6 @@ def test_compiles_for_sm90(spread_on, tmp_path, name):
     assert nvcc_errors(src, tmp_path) == ""
 
 
-def _stepped_fp32(name: str, steps: int, seed: int) -> list[torch.Tensor]:
-    w = WORKLOADS[name]
-    batches = w.make_batches(3, seed=seed, device="cuda", dtype=torch.float32)
-    c = trainkernel.compile_training(w.make_step(torch.float32), w.example_args(dtype=torch.float32))
-    state = w.init_state(device="cuda")
-    for t in range(steps):
-        out = c(state, *batches[t % 3])
-        state = out[-1]
-    torch.cuda.synchronize()
-    return [x.clone() for x in pytree.tree_leaves(out)]
-
-
 @pytest.mark.cuda
 @pytest.mark.parametrize("name", ["online", "online-adam", "classification-adamw-ce", "tiny", "tiny-fp32"])
 def test_the_bits_do_not_change_on_gpu(target_fields, name):
@@ -227,8 +210,7 @@ def test_the_bits_do_not_change_on_gpu(target_fields, name):
     for on in (False, True):
         target_fields(resident_spread_ops=on)
         if name == "tiny-fp32":
-            runs.append(_stepped_fp32("tiny", 6, seed=2))
+            runs.append(stepped("tiny", 6, seed=2, dtype=torch.float32)[1])
         else:
-            src, outputs = stepped(name, 6, seed=2)
-            runs.append(outputs)
+            runs.append(stepped(name, 6, seed=2)[1])
     assert all(torch.equal(a, b) for a, b in zip(*runs))

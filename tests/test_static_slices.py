@@ -11,9 +11,7 @@ import re
 
 import pytest
 import torch
-from torch.utils import _pytree as pytree
 
-import trainkernel
 from trainkernel import target as T
 from trainkernel.workloads import WORKLOADS
 
@@ -25,11 +23,8 @@ SHORT_SLICE = re.compile(r"max\(0, min\(\d+, \d+ - \d+ \* rank\)\)|\d+ \* rank <
 ELEMENT_CLAMP = re.compile(r"const int e\d = min\(base")
 
 
-def _odd_source() -> str:
-    """online at (33, 100-300-7): a cluster of 16 does not divide 300."""
-    w = WORKLOADS["online"].with_sizes(33, (100, 300, 7))
-    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16),
-                                        build=False).cuda_source
+ODD = WORKLOADS["online"].with_sizes(33, (100, 300, 7))
+"""online at (33, 100-300-7): a cluster of 16 does not divide 300."""
 
 
 @pytest.fixture
@@ -74,7 +69,7 @@ def test_divided_maps_drop_the_element_clamp(static_on):
 def test_short_slices_keep_their_guards(static_on):
     """300 hidden units over 16 blocks: slices of 19, the last one short (300 - 285 =
     15): its guards and clamps stay."""
-    src = _odd_source()
+    src = _source(ODD)
     assert "kCluster = 16" in src
     assert "max(0, min(19, 300 - 19 * rank))" in src
     assert "19 * rank < 300" in src
@@ -89,20 +84,8 @@ def test_off_prints_the_guards(target_fields):
 @needs_nvcc
 @pytest.mark.parametrize("name", ["online", "classification-adamw-ce", "odd"])
 def test_compiles_for_sm90(static_on, tmp_path, name):
-    src = _odd_source() if name == "odd" else _source(name)
+    src = _source(ODD) if name == "odd" else _source(name)
     assert nvcc_errors(src, tmp_path) == ""
-
-
-def _stepped_odd(steps: int, seed: int) -> list[torch.Tensor]:
-    w = WORKLOADS["online"].with_sizes(33, (100, 300, 7))
-    batches = w.make_batches(3, seed=seed, device="cuda", dtype=torch.bfloat16)
-    c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16))
-    state = w.init_state(device="cuda")
-    for t in range(steps):
-        out = c(state, *batches[t % 3])
-        state = out[-1]
-    torch.cuda.synchronize()
-    return [x.clone() for x in pytree.tree_leaves(out)]
 
 
 @pytest.mark.cuda
@@ -113,5 +96,5 @@ def test_the_bits_do_not_change_on_gpu(target_fields, name):
     runs = []
     for on in (False, True):
         target_fields(static_slices=on)
-        runs.append(_stepped_odd(6, seed=2) if name == "odd" else stepped(name, 6, seed=2)[1])
+        runs.append(stepped(ODD if name == "odd" else name, 6, seed=2)[1])
     assert all(torch.equal(a, b) for a, b in zip(*runs))
