@@ -31,6 +31,8 @@
 #   bench         the harness on $WORKLOADS (default all; $BENCH_FLAGS as for bench-twins)
 #   bench-twins   the harness's twins ($BENCH_FLAGS: e.g. --fuse-merge maps, perf-log steps 17 and 26)
 #   tests-train   tests/test_train_cuda.py (new ops, compile_module trajectories)
+#   diag-update-map scripts/diag/update_map.py --run on $UPDATE_TWINS (default the two resident
+#                 twins): the optimizer-update map alone, cycles a run, per variant and operands
 #   probe         resident_probe --auto on the suite and unseen shapes
 #   racecheck-diag racecheck on $RACE_WORKLOAD (default small), one try per entry of $RACE_SPECS,
 #                 each a gemm engine with optional nvcc defines ("auto:-DTK_NO_ROWS_PRELOAD"; default
@@ -113,6 +115,9 @@ for item in "$@"; do
     bench-twins) mkdir -p "$W/h200"; timeout "$t" python3 -m benchmarks.train_loop ${BENCH_FLAGS:-} \
              --workloads "${TWIN_WORKLOADS:-online,classification,mlp4}" --twins \
              --out "$W/h200/train_loop_twins.json" > "$W/train_loop_twins.log" 2>&1 ;;
+    diag-update-map) for twin in ${UPDATE_TWINS:-classification-adamw-ce online-adam}; do
+             timeout "$t" python3 scripts/diag/update_map.py --run --twin "$twin" --out "$W/update_map/$twin"
+             done > "$W/update_map.log" 2>&1 ;;
     tests-train) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 \
              tests/test_train_cuda.py > "$W/gpu_tests_train.log" 2>&1 ;;
     probe) mkdir -p "$W/probe"; OUT=$W/probe timeout "$t" python3 -m benchmarks.resident_probe --auto \
