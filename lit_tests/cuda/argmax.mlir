@@ -6,10 +6,10 @@
 // The result is the index itself, stored as long long (never through a float);
 // an epilogue reads it through tk-legalize-masks' cast, as a float.
 // RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse,tk-to-sched{inplace=false},sched-allocate,sched-to-tile' -t cuda | filecheck %s --check-prefix=GRID
-// RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse,tk-to-sched{inplace=false},sched-allocate,sched-to-tile,tile-resident{mode=force}' -t 'cuda{thread_rows=off}' | filecheck %s --check-prefix=RES
+// RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse,tk-to-sched{inplace=false},sched-allocate,sched-to-tile,tile-resident{mode=force}' -t 'cuda{thread_rows=off spread_ops=off}' | filecheck %s --check-prefix=RES
 // Rows of ten a row a thread (target.resident_thread_rows): one
 // thread folds a whole row in index order and stores its results itself.
-// RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse,tk-to-sched{inplace=false},sched-allocate,sched-to-tile,tile-resident{mode=force}' -t 'cuda{thread_rows=on}' | filecheck %s --check-prefix=THREAD
+// RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse,tk-to-sched{inplace=false},sched-allocate,sched-to-tile,tile-resident{mode=force}' -t 'cuda{thread_rows=on spread_ops=off}' | filecheck %s --check-prefix=THREAD
 // RUN: not trainkernel-opt %s -t 'cuda{thread_rows=sometimes}' 2>&1 | filecheck %s --check-prefix=BAD
 // THREAD:      { // tile.reduce tk.argmax split -1 (thread): 10 elements into each of 8 outputs
 // THREAD-NEXT:   for (int o = threadIdx.x; o < 8; o += kThreads) {

@@ -2195,8 +2195,8 @@ class ResidentPrinter(CudaPrinter):
             finish(idx_o, "")
             self.w("    }")
         elif mode == "warp":
-            first = f" + {nwarps - offset}) % {nwarps}" if offset else ""
-            self.w(f"    const int warp = {'(' if offset else ''}(threadIdx.x >> 5){first}, lane = threadIdx.x & 31;")
+            warp = f"((threadIdx.x >> 5) + {nwarps - offset}) % {nwarps}" if offset else "threadIdx.x >> 5"
+            self.w(f"    const int warp = {warp}, lane = threadIdx.x & 31;")
             idx_o = outputs_loop("o", "warp", str(nwarps))
             self.w(f"{ind}{_accum_decl(red)}")
             self.w(f"{ind}for (int r = lane; r < {n_red}; r += 32) {{")
@@ -2402,20 +2402,30 @@ def emit_cuda(module: builtin.ModuleOp) -> str:
 @dataclass(frozen=True)
 class CudaTarget(Target):
     """`-t cuda`: print the tile.kernel as a .cu file with an extern "C" launcher.
-    `thread_rows` (target, on, off): short resident row reductions a row a thread
-    as target.resident_thread_rows says, or always where cheaper, or never (the
-    warp-a-row form, which lit tests of short rows check)."""
+    Options, each `target` (as the target says), `on` or `off`: `thread_rows`,
+    short resident row reductions a row a thread where cheaper
+    (target.resident_thread_rows; off: the warp-a-row form, which lit tests of
+    short rows check); `spread_ops`, a resident phase's ops started on different
+    warps (target.resident_spread_ops; off: every op from warp 0)."""
 
     name = "cuda"
     thread_rows: str = "target"
+    spread_ops: str = "target"
+
+    # option -> the target field it sets
+    FIELDS = {"thread_rows": "resident_thread_rows", "spread_ops": "resident_spread_ops"}
 
     def emit(self, ctx: Context, module: builtin.ModuleOp, output: IO[str]) -> None:
         global TARGET
         saved = TARGET
-        if self.thread_rows not in ("target", "on", "off"):
-            raise DiagnosticException(f"-t cuda: thread_rows must be target, on or off, got {self.thread_rows!r}")
-        if self.thread_rows != "target":
-            TARGET = dataclasses.replace(TARGET, resident_thread_rows=self.thread_rows == "on")
+        fields = {}
+        for option, field in self.FIELDS.items():
+            value = getattr(self, option)
+            if value not in ("target", "on", "off"):
+                raise DiagnosticException(f"-t cuda: {option} must be target, on or off, got {value!r}")
+            if value != "target":
+                fields[field] = value == "on"
+        TARGET = dataclasses.replace(TARGET, **fields)
         try:
             output.write(emit_cuda(module))
         finally:
