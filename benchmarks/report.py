@@ -3,6 +3,7 @@ README's table block) and a PNG chart.
 
     python -m benchmarks.report                                   # results/h200/{README.md,train_loop.png}
     python -m benchmarks.report --json results/h200/train_loop.json --embed README.md
+    python -m benchmarks.report --merge run-X-c=c.json:small,medium run-X-e=e.json:online,online-adam --note "..."
 
 ``render_readme_block(data)`` returns the block that the project README
 embeds between ``<!-- train_loop:begin -->`` and ``<!-- train_loop:end -->``;
@@ -379,6 +380,59 @@ def write_chart(data: Mapping, path: Path) -> bool:
     return True
 
 
+def merge(takes: Sequence[tuple], note: str = "") -> dict:
+    """One results document from several harness calls of one commit (a device
+    call is limited in time): `takes` is (run label, document, workloads taken
+    from it), in the order the merged table lists them. Every document must
+    have measured the same commit on the same device; a workload comes from one
+    call; a twin and its partner from the same call (a twin's kept share is a
+    ratio of two speedups, and the baseline moves between calls). The twins
+    table is derived again from the merged rows. ValueError says what is wrong."""
+    if not takes:
+        raise ValueError("nothing to merge")
+    first = takes[0][1]
+    key = lambda d: (d["environment"].get("git_commit"), d["environment"].get("device"))  # noqa: E731
+    for label, data, _ in takes:
+        if key(data) != key(first):
+            raise ValueError(f"{label}: commit/device {key(data)} differs from {takes[0][0]}'s {key(first)}")
+    workloads: dict = {}
+    source: dict = {}
+    for label, data, names in takes:
+        for name in names:
+            if name not in data.get("workloads", {}):
+                raise ValueError(f"{label} has no workload {name!r}")
+            if name in workloads:
+                raise ValueError(f"{name} is taken from both {source[name]} and {label}")
+            workloads[name], source[name] = data["workloads"][name], label
+    for name, w in workloads.items():
+        partner = (w.get("config") or {}).get("twin_of")
+        if partner is not None and partner in source and source[partner] != source[name]:
+            raise ValueError(f"twin {name} ({source[name]}) and its partner {partner} ({source[partner]}) "
+                             "come from different calls")
+    calls = {}  # label -> document, each call once however many takes name it
+    for label, data, _ in takes:
+        if calls.setdefault(label, data) is not data:
+            raise ValueError(f"the label {label} names two documents")
+    out = json.loads(json.dumps(first))
+    out["workloads"] = json.loads(json.dumps(workloads))
+    out["command"] = " ; ".join(d.get("command", "?") for d in calls.values())
+    out["created_utc"] = max(d.get("created_utc", "") for d in calls.values())
+    out["partial"] = any(d.get("partial") for d in calls.values())
+    out["total_seconds"] = sum(d.get("total_seconds") or 0.0 for d in calls.values())
+    twins = stats.twin_comparisons(out["workloads"])
+    if twins:
+        out["twins"] = twins
+    else:
+        out.pop("twins", None)
+    merged: dict = {}
+    for label, _, names in takes:
+        merged.setdefault(label, []).extend(names)
+    if note:
+        merged["note"] = note
+    out["merged_from"] = merged
+    return out
+
+
 def write_reports(json_path, out_dir: Optional[Path] = None) -> List[Path]:
     json_path = Path(json_path)
     out_dir = Path(out_dir) if out_dir else json_path.parent
@@ -402,7 +456,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--embed", type=Path, default=None, metavar="README",
                     help="rewrite the train_loop block of this README in place")
     ap.add_argument("--print-block", action="store_true", help="print the README block to stdout")
+    ap.add_argument("--merge", nargs="+", metavar="LABEL=PATH:W1,W2",
+                    help="merge harness calls of one commit into --json (then render it): each the call's "
+                         "label, its JSON and the workloads taken from it, in the table's order")
+    ap.add_argument("--note", default="", help="with --merge: why and how the calls were merged")
     args = ap.parse_args(argv)
+    if args.merge:
+        takes, docs = [], {}
+        for spec in args.merge:
+            label, _, rest = spec.partition("=")
+            path, _, names = rest.rpartition(":")
+            if not (label and path and names):
+                print(f"error: --merge {spec!r}: expected LABEL=PATH:W1,W2", file=sys.stderr)
+                return 2
+            takes.append((label, docs.setdefault(path, load(path)), names.split(",")))
+        try:
+            data = merge(takes, args.note)
+        except ValueError as exc:
+            print(f"error: --merge: {exc}", file=sys.stderr)
+            return 2
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"wrote {args.json} (merged from {', '.join(dict.fromkeys(t[0] for t in takes))})")
     if not args.json.exists():
         print(f"error: {args.json} does not exist; run `{REPRODUCE}` first", file=sys.stderr)
         return 2

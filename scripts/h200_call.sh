@@ -47,7 +47,10 @@
 #   bash scripts/h200_call.sh c bench-twins:400
 #   bash scripts/h200_call.sh k tests-train:270
 # On the device machine, install the carried wheels first (../shared/gpu-wheels.sh); copy what
-# comes back under results/h200/ and regenerate the README table:
+# comes back under results/h200/, merge the harness calls of one commit (a twin and its
+# partner from the same call) and regenerate the README table:
+#   python -m benchmarks.report --merge run-X-c=results/h200/run-X-c/h200/train_loop.json:small,medium \
+#       run-X-e=results/h200/run-X-e/h200/train_loop_twins.json:online,online-adam --note "..."
 #   python -m benchmarks.report --json results/h200/train_loop.json --embed README.md
 set -uo pipefail
 cd "$(dirname "$0")/.."

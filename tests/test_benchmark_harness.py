@@ -600,6 +600,47 @@ def test_twins_are_rendered_and_validated():
     assert "not compared" in report.render_readme_block(orphan)
 
 
+def test_merge_takes_each_workload_from_one_call_of_one_commit(tmp_path):
+    """report.merge / --merge: rows in the order taken, twins derived again from the
+    merged rows, each call's seconds and command once, the calls recorded."""
+    a = _with_twins(synthetic_results())
+    b = copy.deepcopy(a)
+    b["workloads"]["tiny"]["methods"]["trainkernel"] = _method("trainkernel", 6.0)
+    b["workloads"]["tiny"].update(stats.compare(b["workloads"]["tiny"]["methods"]))
+    b["command"], b["total_seconds"], b["created_utc"] = "call b", 100.0, "2026-11-30T00:00:00Z"
+    merged = report.merge([("a", a, ["small"]), ("b", b, ["tiny", "online", "online-adam"])], note="why")
+    assert list(merged["workloads"]) == ["small", "tiny", "online", "online-adam"]
+    assert merged["workloads"]["tiny"] == b["workloads"]["tiny"]
+    assert merged["twins"] == stats.twin_comparisons(merged["workloads"]) and "online-adam" in merged["twins"]
+    assert merged["merged_from"] == {"a": ["small"], "b": ["tiny", "online", "online-adam"], "note": "why"}
+    assert merged["total_seconds"] == 520.0 and merged["command"] == "python -m benchmarks.train_loop ; call b"
+    assert merged["created_utc"] == "2026-11-30T00:00:00Z"
+    assert report.validate(merged) == []
+    # the command line: the same, written to --json and rendered
+    pa, pb, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "m" / "train_loop.json"
+    pa.write_text(json.dumps(a))
+    pb.write_text(json.dumps(b))
+    assert report.main(["--json", str(out), "--merge", f"a={pa}:small", f"b={pb}:tiny,online,online-adam",
+                        "--note", "why"]) == 0
+    assert json.loads(out.read_text()) == json.loads(json.dumps(merged))
+    assert (out.parent / "README.md").exists()
+
+
+def test_merge_refuses_what_cannot_be_compared():
+    a = _with_twins(synthetic_results())
+    other = copy.deepcopy(a)
+    other["environment"]["git_commit"] = "fedcba9876543210"
+    with pytest.raises(ValueError, match="differs"):
+        report.merge([("a", a, ["tiny"]), ("x", other, ["small"])])
+    with pytest.raises(ValueError, match="taken from both"):
+        report.merge([("a", a, ["tiny"]), ("b", copy.deepcopy(a), ["tiny"])])
+    with pytest.raises(ValueError, match="no workload 'medium'"):
+        report.merge([("a", a, ["medium"])])
+    with pytest.raises(ValueError, match="different calls"):
+        report.merge([("a", a, ["online"]), ("b", copy.deepcopy(a), ["online-adam"])])
+    assert report.main(["--merge", "nonsense"]) == 2
+
+
 def test_synthetic_results_are_valid_json_and_pick_correct_baselines(tmp_path):
     data = synthetic_results()
     assert report.validate(data) == []
