@@ -289,6 +289,12 @@ class TargetOptions:
     # W1 AdamW map (8-10 k cycles a step), and gemm extents known at compile time.
     # The same arithmetic on the same elements. Off until the H200 measures it.
     static_slices: bool = False
+    # A resident map whose items divide its elements and whose rows divide into
+    # runs of four gives each thread runs of four consecutive elements instead
+    # of elements a block apart (perf-log step 59): nvcc loads and stores a run's
+    # operands as vectors (the W1 AdamW map of classification-adamw-ce, with
+    # static_slices: PTX 331 -> 207 instructions an iteration). Off until measured.
+    resident_map_groups: bool = False
     # The step loop carries the compute-dtype copies of the state from step to
     # step (perf-log step 52): tile-resident keeps the homes of casts of state
     # to the kernel's end where they fit, and the printer has each update write

@@ -464,6 +464,9 @@ GEMM_KSTEP_ELEMENTS = 8
 """A resident gemm unit's cost a 16-deep k step a 16 columns (ldmatrix and mma)."""
 MAP_ITERATION_ELEMENTS = 40
 """A resident map iteration's fixed cost (its loads' latency) in serial elements."""
+MAP_GROUP = 4
+"""Consecutive elements a thread of a resident map takes at once under
+target.resident_map_groups (a 16-byte vector of fp32, 8 bytes of bf16)."""
 CAST_LOADS = 16
 """A thread's 16-byte loads of one cast home (tile.smem_cast, tk::CastRows) held at
 once; a home that needs more loads the rest in rounds."""
@@ -1854,7 +1857,13 @@ class ResidentPrinter(CudaPrinter):
                 cost[warp] = ceil_div(n, 32 * u) * (MAP_ITERATION_ELEMENTS + u)
             else:
                 u = self.map_unroll(n, threads)
-                by_thread(n, u * threads, MAP_ITERATION_ELEMENTS + u)
+                shape = tk.shape_of(op.body.block.last_op.values[0])
+                split = op.split if op.split is not None and self.cluster > 1 else -1
+                local = [tile.shard_extent(d, self.cluster) if k == split else d for k, d in enumerate(shape)]
+                if self._runs(local, split >= 0 and not self._whole_slices(shape[split]), u):
+                    by_thread(n // MAP_GROUP, u // MAP_GROUP * threads, MAP_ITERATION_ELEMENTS + u)
+                else:
+                    by_thread(n, u * threads, MAP_ITERATION_ELEMENTS + u)
             return cost, False
         if isinstance(op, tile.GemmOp):
             mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
@@ -1930,6 +1939,14 @@ class ResidentPrinter(CudaPrinter):
             place()
         return offsets
 
+    @staticmethod
+    def _runs(local: list[int], short: bool, unroll: int) -> bool:
+        """Whether a resident map takes runs of MAP_GROUP consecutive elements a thread
+        (target.resident_map_groups): its slice needs no guard, its rows divide into
+        runs, and a thread takes whole runs an iteration."""
+        return (TARGET.resident_map_groups and not short and unroll % MAP_GROUP == 0
+                and bool(local) and local[-1] % MAP_GROUP == 0)
+
     def _tid(self, offset: int) -> str:
         """This thread's index in an op whose work starts on warp `offset`."""
         return "threadIdx.x" if not offset else f"((threadIdx.x + {self.kernel.threads - 32 * offset}) % kThreads)"
@@ -1953,15 +1970,37 @@ class ResidentPrinter(CudaPrinter):
         guards = ([f"(threadIdx.x >> 5) == {warp}"] if warp is not None else []) + (
             # Trailing blocks may hold an empty slice; the rest clamp into their own.
             [f"{local[split]} * rank < {shape[split]}"] if short else [])
+        divides = n % (u_count * (self.kernel.threads if warp is None else 32)) == 0
         # Every item whole (target.static_slices): no element past the end to clamp.
-        whole_items = TARGET.static_slices and n % (u_count * (self.kernel.threads if warp is None else 32)) == 0
+        whole_items = TARGET.static_slices and divides
+        # Runs of MAP_GROUP consecutive elements a thread (target.resident_map_groups),
+        # where a run never crosses a row and no element needs a guard: nvcc then
+        # loads and stores a run's operands as one vector where their homes allow.
+        grouped = self._runs(local, short, u_count)
         if guards:
             self.w(f"    if ({' && '.join(guards)})")
-        self.w(f"    for (int base = {tid}; base < {n}; base += {u_count} * {threads}) {{")
+        if grouped:
+            self.w(f"    for (int base = {tid}; base < {n // MAP_GROUP}; base += {u_count // MAP_GROUP} * {threads}) {{")
+        else:
+            self.w(f"    for (int base = {tid}; base < {n}; base += {u_count} * {threads}) {{")
         bp = self.body_printer(op, "      ")
         indices, envs = [], []
         for u in range(u_count):
-            if whole_items:
+            run, j = divmod(u, MAP_GROUP)
+            if grouped and j:
+                # The run's first element's index, the innermost one j further; a run
+                # is whole or past the end (n is a multiple of the run).
+                self.w(f"      const bool ok{u} = ok{u - j};")
+                first = indices[u - j]
+                indices.append(first[:-1] + [f"({first[-1]} + {j})"])
+                continue
+            if grouped and divides:
+                self.w(f"      const int e{u} = {MAP_GROUP} * (base + {run} * {threads});")
+                self.w(f"      bool ok{u} = true;")
+            elif grouped:
+                self.w(f"      const int e{u} = min({MAP_GROUP} * (base + {run} * {threads}), {n - MAP_GROUP});")
+                self.w(f"      bool ok{u} = {MAP_GROUP} * (base + {run} * {threads}) < {n};")
+            elif whole_items:
                 self.w(f"      const int e{u} = base + {u} * {threads};")
                 self.w(f"      bool ok{u} = true;")
             else:
