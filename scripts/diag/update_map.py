@@ -26,7 +26,8 @@ from trainkernel.backend import cuda_target
 from trainkernel.workloads import TWINS, WORKLOADS
 
 INCLUDE = Path(trainkernel.__file__).parent / "backend" / "include"
-VARIANTS = {"default": {}, "static_slices": dict(static_slices=True)}
+VARIANTS = {"default": {}, "static_slices": dict(static_slices=True),
+            "static_slices+groups": dict(static_slices=True, resident_map_groups=True)}
 RUNS = 64
 
 
