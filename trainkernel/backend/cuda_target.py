@@ -1847,8 +1847,7 @@ class ResidentPrinter(CudaPrinter):
         def by_thread(n: int, step: int, each: int) -> None:
             # Items 0..n-1 a thread each from thread 0, `step` threads apart a round.
             for w in range(nwarps):
-                rounds = max(0, ceil_div(n - 32 * w, step)) if n > 32 * w else 0
-                cost[w] += rounds * each
+                cost[w] += ceil_div(n - 32 * w, step) * each if n > 32 * w else 0
 
         if isinstance(op, tile.MapOp):
             n = self.map_elements(op, self.cluster)
