@@ -516,6 +516,25 @@ def _output_index(red: tk.ReductionOp, rank: int, axes, kept: list[str]) -> list
     return out
 
 
+def _reduce_axes(op: tile.ReduceOp) -> tuple[tk.ReductionOp, tuple[int, ...], int, list[int], list[int]]:
+    """A reduction's op, its input's shape, its split axis (-1: none), and the
+    input's kept and reduced axes."""
+    red = op.reduction()
+    in_shape = tuple(tk.shape_of(red.input))
+    axes = set(red.axes_list)
+    kept = [k for k in range(len(in_shape)) if k not in axes]
+    reduced = [k for k in range(len(in_shape)) if k in axes]
+    return red, in_shape, op.split if op.split is not None else -1, kept, reduced
+
+
+def _gemm_space(op: tile.GemmOp) -> tuple[tk.MatmulOp, tuple[int, int, int]]:
+    """A gemm's matmul and its iteration space (M, N, K)."""
+    mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+    m, n = tk.shape_of(mm.result)
+    sa = tk.shape_of(mm.lhs)
+    return mm, (m, n, sa[0] if mm.transpose_a is not None else sa[1])
+
+
 def _multi_index(linear: str, shape: tuple[int, ...], prefix: str, index_type: str = "int") -> tuple[list[str], list[str]]:
     """Declarations splitting a linear index over `shape`, and the index names."""
     decls, names = [], []
@@ -1810,15 +1829,18 @@ class ResidentPrinter(CudaPrinter):
             u *= 2
         return u
 
-    @staticmethod
-    def map_elements(op: tile.MapOp, cluster: int) -> int:
-        """Elements of a resident map in one block (its slice, when split)."""
+    def map_slice(self, op: tile.MapOp) -> tuple[tuple[int, ...], int, list[int], bool]:
+        """A resident map's shape, its split axis in this kernel (-1: every block
+        does all of it), this block's slice of the shape, and whether that slice
+        can be short (a guarded last slice)."""
         term = op.body.block.last_op
         assert isinstance(term, tk.YieldOp)
-        local = list(tk.shape_of(term.values[0]))
-        if op.split is not None and op.split >= 0 and cluster > 1:
-            local[op.split] = tile.shard_extent(local[op.split], cluster)
-        return numel(local)
+        shape = tuple(tk.shape_of(term.values[0]))
+        split = op.split if op.split is not None and op.split >= 0 and self.cluster > 1 else -1
+        local = list(shape)
+        if split >= 0:
+            local[split] = tile.shard_extent(shape[split], self.cluster)
+        return shape, split, local, split >= 0 and not self._whole_slices(shape[split])
 
     def plan_small_maps(self) -> dict[tile.TileWorkOp, int]:
         """The warp each small map runs on (target.resident_warp_small_maps): where a
@@ -1832,7 +1854,7 @@ class ResidentPrinter(CudaPrinter):
         nwarps = self.kernel.threads // 32
         by_phase: dict[int, list[tile.MapOp]] = {}
         for op, phase in self.phase_of.items():
-            if isinstance(op, tile.MapOp) and self.map_elements(op, self.cluster) <= SMALL_MAP_ELEMENTS:
+            if isinstance(op, tile.MapOp) and numel(self.map_slice(op)[2]) <= SMALL_MAP_ELEMENTS:
                 by_phase.setdefault(phase, []).append(op)
         return {op: nwarps - 1 - k % nwarps for small in by_phase.values() if len(small) > 1
                 for k, op in enumerate(small)}
@@ -1850,28 +1872,23 @@ class ResidentPrinter(CudaPrinter):
                 cost[w] += ceil_div(n - 32 * w, step) * each if n > 32 * w else 0
 
         if isinstance(op, tile.MapOp):
-            n = self.map_elements(op, self.cluster)
+            _, _, local, short = self.map_slice(op)
+            n = numel(local)
             if warp is not None:
                 u = self.map_unroll(n, 32)
                 cost[warp] = ceil_div(n, 32 * u) * (MAP_ITERATION_ELEMENTS + u)
             else:
                 u = self.map_unroll(n, threads)
-                shape = tk.shape_of(op.body.block.last_op.values[0])
-                split = op.split if op.split is not None and self.cluster > 1 else -1
-                local = [tile.shard_extent(d, self.cluster) if k == split else d for k, d in enumerate(shape)]
-                if self._runs(local, split >= 0 and not self._whole_slices(shape[split]), u):
+                if self._runs(local, short, u):
                     by_thread(n // MAP_GROUP, u // MAP_GROUP * threads, MAP_ITERATION_ELEMENTS + u)
                 else:
                     by_thread(n, u * threads, MAP_ITERATION_ELEMENTS + u)
             return cost, False
         if isinstance(op, tile.GemmOp):
-            mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
-            m, n = tk.shape_of(mm.result)
-            sa = tk.shape_of(mm.lhs)
-            kdim = sa[0] if mm.transpose_a is not None else sa[1]
+            mm, space = _gemm_space(op)
             split = op.split if op.split is not None else -1
             ml, nl, kl = (tile.shard_extent(d, self.cluster) if split == k and self.cluster > 1 else d
-                          for k, d in enumerate((m, n, kdim)))
+                          for k, d in enumerate(space))
             if byte_size(tk.element_type_of(mm.lhs)) == 4:
                 by_thread(ml * nl, threads * (4 if ml * nl >= 4 * threads else 1), 2 * kl)
             else:
@@ -1954,28 +1971,21 @@ class ResidentPrinter(CudaPrinter):
         """A resident map on every thread of the block (its first element on warp
         `offset`), or on one warp (`warp`)."""
         term = op.body.block.last_op
-        assert isinstance(term, tk.YieldOp)
-        shape = tuple(tk.shape_of(term.values[0]))
-        split = op.split if op.split is not None else -1
-        split_here = split >= 0 and self.cluster > 1
-        local = list(shape)
-        if split_here:
-            local[split] = tile.shard_extent(shape[split], self.cluster)
+        shape, split, local, short = self.map_slice(op)
         n = numel(local)
         tid, threads = (self._tid(offset), "kThreads") if warp is None else ("(threadIdx.x & 31)", "32")
         u_count = self.map_unroll(n, self.kernel.threads if warp is None else 32)
-        self.w(f"  {{ // tile.map split {split}: {n} elements per block" + ("" if warp is None else f", on warp {warp}"))
-        short = split_here and not self._whole_slices(shape[split])
+        self.w(f"  {{ // tile.map split {-1 if op.split is None else op.split}: {n} elements per block"
+               + ("" if warp is None else f", on warp {warp}"))
         guards = ([f"(threadIdx.x >> 5) == {warp}"] if warp is not None else []) + (
             # Trailing blocks may hold an empty slice; the rest clamp into their own.
             [f"{local[split]} * rank < {shape[split]}"] if short else [])
-        divides = n % (u_count * (self.kernel.threads if warp is None else 32)) == 0
-        # Every item whole (target.static_slices): no element past the end to clamp.
-        whole_items = TARGET.static_slices and divides
         # Runs of MAP_GROUP consecutive elements a thread (target.resident_map_groups),
         # where a run never crosses a row and no element needs a guard: nvcc then
         # loads and stores a run's operands as one vector where their homes allow.
         grouped = self._runs(local, short, u_count)
+        # Every item whole (with static_slices or runs): no element past the end to clamp.
+        whole_items = (TARGET.static_slices or grouped) and n % (u_count * (self.kernel.threads if warp is None else 32)) == 0
         if guards:
             self.w(f"    if ({' && '.join(guards)})")
         if grouped:
@@ -1993,23 +2003,21 @@ class ResidentPrinter(CudaPrinter):
                 first = indices[u - j]
                 indices.append(first[:-1] + [f"({first[-1]} + {j})"])
                 continue
-            if grouped and divides:
-                self.w(f"      const int e{u} = {MAP_GROUP} * (base + {run} * {threads});")
-                self.w(f"      bool ok{u} = true;")
-            elif grouped:
-                self.w(f"      const int e{u} = min({MAP_GROUP} * (base + {run} * {threads}), {n - MAP_GROUP});")
-                self.w(f"      bool ok{u} = {MAP_GROUP} * (base + {run} * {threads}) < {n};")
-            elif whole_items:
-                self.w(f"      const int e{u} = base + {u} * {threads};")
+            # This element's (or run's first element's) linear index; a run past the
+            # end clamps to the last whole run, an element to the last element.
+            e, last = (f"{MAP_GROUP} * (base + {run} * {threads})", n - MAP_GROUP) if grouped else \
+                (f"base + {u} * {threads}", n - 1)
+            if whole_items:
+                self.w(f"      const int e{u} = {e};")
                 self.w(f"      bool ok{u} = true;")
             else:
-                self.w(f"      const int e{u} = min(base + {u} * {threads}, {n - 1});")
-                self.w(f"      bool ok{u} = base + {u} * {threads} < {n};")
+                self.w(f"      const int e{u} = min({e}, {last});")
+                self.w(f"      bool ok{u} = {e} < {n};")
             decls, names = _multi_index(f"e{u}", tuple(local), f"u{u}l")
             for d in decls:
                 self.w("      " + d)
             index = list(names)
-            if split_here:
+            if split >= 0:
                 g = f"u{u}g{split}"
                 self.w(f"      int {g} = {names[split]} + {local[split]} * rank;")
                 if short:
@@ -2074,14 +2082,11 @@ class ResidentPrinter(CudaPrinter):
         return f", {mode(sam, sak, a_step)}, {mode(sbn, sbk, b_step)}, {'true' if full else 'false'}"
 
     def resident_gemm(self, op: tile.GemmOp, offset: int = 0) -> None:
-        mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+        mm, space = _gemm_space(op)
         if not (isinstance(mm.lhs, BlockArgument) and isinstance(mm.rhs, BlockArgument)):
             raise DiagnosticException("cuda: tile.gemm operands must be region arguments (loaded buffers)")
         ta, tb = mm.transpose_a is not None, mm.transpose_b is not None
-        m, n = tk.shape_of(mm.result)
-        sa = tk.shape_of(mm.lhs)
-        kdim = sa[0] if ta else sa[1]
-        space = (m, n, kdim)
+        m, n, kdim = space
         a_ptr, a0, a1, a_step = self._operand(op, op.ins[mm.lhs.index], (2, 0) if ta else (0, 2), space)
         b_ptr, b0, b1, b_step = self._operand(op, op.ins[mm.rhs.index], (1, 2) if tb else (2, 1), space)
         sam, sak = (a1, a0) if ta else (a0, a1)
@@ -2135,12 +2140,7 @@ class ResidentPrinter(CudaPrinter):
         output walking leading axes; warp: a warp an output; thread: a thread a
         short row; block: the whole block an output), its outputs and the elements
         that each folds (this block's slice of them)."""
-        red = op.reduction()
-        in_shape = tuple(tk.shape_of(red.input))
-        axes = set(red.axes_list)
-        split = op.split if op.split is not None else -1
-        kept = [k for k in range(len(in_shape)) if k not in axes]
-        reduced = [k for k in range(len(in_shape)) if k in axes]
+        _, in_shape, split, kept, reduced = _reduce_axes(op)
 
         def local_extent(k: int) -> int:
             d = in_shape[k]
@@ -2157,13 +2157,9 @@ class ResidentPrinter(CudaPrinter):
 
     def resident_reduce(self, op: tile.ReduceOp, offset: int = 0) -> None:
         """A resident reduction (reduce_shape's mode), its first output on warp `offset`."""
-        red = op.reduction()
-        in_shape = tuple(tk.shape_of(red.input))
-        axes = set(red.axes_list)
-        split = op.split if op.split is not None else -1
+        red, in_shape, split, kept, reduced = _reduce_axes(op)
+        axes = set(reduced)
         partial = self._partial(op)
-        kept = [k for k in range(len(in_shape)) if k not in axes]
-        reduced = [k for k in range(len(in_shape)) if k in axes]
         combine = "tk::SumOp" if isinstance(red, tk.SumOp) else "tk::MaxOp"
         full_out = numel([in_shape[k] for k in kept])
         nwarps = self.kernel.threads // 32
