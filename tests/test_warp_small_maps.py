@@ -40,16 +40,19 @@ def test_on_by_default():
     assert ", on warp" in _source("online")
 
 
-def test_the_small_maps_of_a_phase_take_a_warp_each(warps_on):
+def test_the_small_maps_of_a_phase_take_a_warp_each(warps_on, target_fields):
     """online (256 threads, a cluster of 16): phase 0 casts W1's slice (2048 elements a
     block), W2's (256), y (1024) on every thread, and b1's slice and b2 (16 each) on
-    warps 7 and 6; the guard keeps the split map's empty-slice test."""
+    warps 7 and 6; the guard keeps a split map's empty-slice test where a slice can
+    be empty (static_slices off; 16 divides 256: none is)."""
     src = _source("online")
     maps = [m for m in _maps(src) if m[0] == 0]
     assert sorted(m[1] for m in maps if m[2] is not None) == [16, 16]
     assert {m[2] for m in maps if m[2] is not None} == {"7", "6"}
     assert all(m[2] is None for m in maps if m[1] > cuda_target.SMALL_MAP_ELEMENTS)
-    assert "    if ((threadIdx.x >> 5) == 7 && 16 * rank < 256)\n    for (int base = (threadIdx.x & 31); " in src
+    assert "    if ((threadIdx.x >> 5) == 7)\n    for (int base = (threadIdx.x & 31); " in src
+    target_fields(static_slices=False)
+    assert "    if ((threadIdx.x >> 5) == 7 && 16 * rank < 256)\n    for (int base = (threadIdx.x & 31); " in _source("online")
 
 
 def test_a_lone_small_map_keeps_every_thread(warps_on):

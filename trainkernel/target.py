@@ -287,14 +287,21 @@ class TargetOptions:
     # whole), and a map's clamp of elements past its end where its items divide
     # it (perf-log step 58): ~12% of the instructions of classification-adamw-ce's
     # W1 AdamW map (8-10 k cycles a step), and gemm extents known at compile time.
-    # The same arithmetic on the same elements. Off until the H200 measures it.
-    static_slices: bool = False
+    # The same arithmetic on the same elements, the same bits on the H200;
+    # measured -2.4 µs on online, -4.7 on classification-adamw-ce (run 90c86f4-a).
+    static_slices: bool = True
     # A resident map whose items divide its elements and whose rows divide into
     # runs of four gives each thread runs of four consecutive elements instead
     # of elements a block apart (perf-log step 59): nvcc loads and stores a run's
     # operands as vectors (the W1 AdamW map of classification-adamw-ce, with
-    # static_slices: PTX 331 -> 207 instructions an iteration). Off until measured.
+    # static_slices: PTX 331 -> 207 instructions an iteration). Measured slower
+    # on every resident step (+0.1 to +1.1 µs, run 90c86f4-a): off.
     resident_map_groups: bool = False
+    # Where a cluster does not divide a gemm's split dimension (short slices:
+    # online at 33 x 100-300-7, 300 over 16), each rank runs the product at its
+    # own extent as a compile-time constant (tk::with_slice_extent: c, the tail,
+    # or 0), as static_slices gives the whole ones (perf-log step 60).
+    constant_extents: bool = True
     # The step loop carries the compute-dtype copies of the state from step to
     # step (perf-log step 52): tile-resident keeps the homes of casts of state
     # to the kernel's end where they fit, and the printer has each update write

@@ -1,8 +1,14 @@
 // -t cuda: tk.argmax in a resident cluster (the companion of argmax.mlir).
 // A resident cluster of 2 may split an argmax over a kept axis: block `rank`
 // does rows 4*rank.. of its slice of the staged input (split 0), folding the
-// global index of the reduced axis.
-// RUN: trainkernel-opt %s -t 'cuda{thread_rows=off}' | filecheck %s --check-prefix=SPLIT
+// global index of the reduced axis. Two blocks divide 8 rows: no block's slice
+// is short, so no guard (target.static_slices); with static_slices=off, the guard.
+// RUN: trainkernel-opt %s -t 'cuda{thread_rows=off static_slices=off}' | filecheck %s --check-prefix=SPLIT
+// RUN: trainkernel-opt %s -t 'cuda{thread_rows=off}' | filecheck %s --check-prefix=WHOLE
+// WHOLE:       { // tile.reduce tk.argmax split 0 (warp): 10 elements into each of 4 outputs
+// WHOLE:         const int o0 = ol0 + 4 * rank;
+// WHOLE-NOT:     continue;
+// WHOLE:         tk::warp_argmax(accum, arg);
 // SPLIT-LABEL: static __device__ __noinline__ void tk_step(
 // SPLIT:       { // tile.reduce tk.argmax split 0 (warp): 10 elements into each of 4 outputs
 // SPLIT:         for (int o = warp; o < 4; o += 4) {

@@ -2054,12 +2054,15 @@ class ResidentPrinter(CudaPrinter):
         ptr = place.ptr + (" + " + " + ".join(base) if base else "")
         return ptr, strides[0], strides[1], step
 
-    def _gemm_modes(self, esize: int, a: tuple[int, int, int], b: tuple[int, int, int], space, split: int) -> str:
+    def _gemm_modes(self, esize: int, a: tuple[int, int, int], b: tuple[int, int, int], space, split: int,
+                    constant: bool = False) -> str:
         """`, AMODE, BMODE, FULL` template arguments of tk::smem_gemm, decided here
         rather than in every block at run time: the ldmatrix form of each
         operand (tk::ldsm_mode on strides; homes start 16-byte aligned, so only
         the per-rank offset can misalign), and whether every block's output is
-        whole 16 x 16 units with K a multiple of 16 (then no scalar path)."""
+        whole 16 x 16 units with K a multiple of 16 (then no scalar path); with
+        `constant`, the split extent is with_slice_extent's `kExt`, and FULL
+        tests it in each instance."""
 
         def mode(sr: int, sc: int, step: int) -> int:
             if (step * esize) % 16:
@@ -2074,12 +2077,14 @@ class ResidentPrinter(CudaPrinter):
         extents = []
         for k, size in enumerate(space):
             if split == k and self.cluster > 1:
+                if constant:  # the split extent is with_slice_extent's kExt, tested below
+                    continue
                 c = tile.shard_extent(size, self.cluster)
                 extents += [max(0, min(c, size - c * r)) for r in range(self.cluster)]
             else:
                 extents.append(size)
-        full = all(e % 16 == 0 for e in extents)
-        return f", {mode(sam, sak, a_step)}, {mode(sbn, sbk, b_step)}, {'true' if full else 'false'}"
+        full = "false" if not all(e % 16 == 0 for e in extents) else "kExt % 16 == 0" if constant else "true"
+        return f", {mode(sam, sak, a_step)}, {mode(sbn, sbk, b_step)}, {full}"
 
     def resident_gemm(self, op: tile.GemmOp, offset: int = 0) -> None:
         mm, space = _gemm_space(op)
@@ -2093,19 +2098,38 @@ class ResidentPrinter(CudaPrinter):
         sbk, sbn = (b1, b0) if tb else (b0, b1)
         split = op.split if op.split is not None else -1
         esize = byte_size(tk.element_type_of(mm.lhs))
-        modes = "" if esize == 4 else self._gemm_modes(esize, (sam, sak, a_step), (sbk, sbn, b_step), space, split)
+        # A slice a cluster does not divide: each rank runs the product at its
+        # extent as a constant (tk::with_slice_extent, target.constant_extents).
+        constant = (TARGET.constant_extents and split >= 0 and self.cluster > 1
+                    and not self._whole_slices(space[split]))
+        modes = "" if esize == 4 else self._gemm_modes(esize, (sam, sak, a_step), (sbk, sbn, b_step), space, split,
+                                                       constant)
         if offset:  # the first unit's warp (plan_spread_ops), after the modes it needs spelled out
             modes = (modes or ", tk::kLdsmAtRunTime, tk::kLdsmAtRunTime, false") + f", {offset}"
         (m0, ml), (n0, nl), (_, kl) = (self._range(d, split == k) for k, d in enumerate(space))
+        if constant:
+            ml, nl, kl = ("kExt" if k == split else e for k, e in enumerate((ml, nl, kl)))
         t = c_type(mm.result.type)
         partial = self._partial(op)
         self.w(f"  {{ // tile.gemm {m}x{n}x{kdim} {op.mma} {'T' if ta else 'N'}{'T' if tb else 'N'}, split {split}")
+
+        def open_constant() -> None:
+            if constant:
+                size = space[split]
+                c = tile.shard_extent(size, self.cluster)
+                self.w(f"    tk::with_slice_extent<kCluster, {c}, {size // c}, {size % c}>(rank, [&](auto extent) {{")
+                self.w("    constexpr int kExt = decltype(extent)::value;")
+
+        close = "    });" if constant else None
         if partial:
             self.w(f"    float* part = (float*)(smem + {op.scratch});  // receive buffer of the exchange")
             self.exchange_start(op)
+            open_constant()
             self.w(f"    tk::smem_gemm<kThreads, 1, {t}{modes}>({m}, {n}, {kl}, {a_ptr}, {sam}, {sak}, {b_ptr}, {sbk}, {sbn},")
             self.w("      [&](int i, int j, float acc, float* vals) { vals[0] = acc; },")
             self.w(f"      [&](int i, int j, const float* vals) {{ tk::push_partial<kCluster>(part, {m * n}, i * {n} + j, vals[0], rank); }});")
+            if close:
+                self.w(close)
             self.w(f"    tk::exchange<kCluster, tk::SumOp>(part, {m * n}, rank, [&](int e, float acc) {{")
             index = f"const int i = e / {n}, j = e % {n};"
             self.w(f"      {index}")
@@ -2115,6 +2139,7 @@ class ResidentPrinter(CudaPrinter):
             self.w("  }")
             return
         nv = len(op.outs)
+        open_constant()
         self.w(f"    tk::smem_gemm<kThreads, {nv}, {t}{modes}>({ml}, {nl}, {kl}, {a_ptr}, {sam}, {sak}, {b_ptr}, {sbk}, {sbn},")
         self.w("      [&](int il, int jl, float acc, float* vals) {")
         self.w(f"      const int i = il + {m0}, j = jl + {n0};")
@@ -2133,6 +2158,8 @@ class ResidentPrinter(CudaPrinter):
             self.w(f"      const int i = il + {m0}, j = jl + {n0};")
             bp.store_values(["i", "j"], [f"va[{k}]" for k in range(nv)], [f"vb[{k}]" for k in range(nv)])
         self.w("    });")
+        if close:
+            self.w(close)
         self.w("  }")
 
     def reduce_shape(self, op: tile.ReduceOp) -> tuple[str, int, int]:
@@ -2440,14 +2467,18 @@ class CudaTarget(Target):
     short resident row reductions a row a thread where cheaper
     (target.resident_thread_rows; off: the warp-a-row form, which lit tests of
     short rows check); `spread_ops`, a resident phase's ops started on different
-    warps (target.resident_spread_ops; off: every op from warp 0)."""
+    warps (target.resident_spread_ops; off: every op from warp 0); `static_slices`,
+    no guards for short slices where the cluster divides a split dimension
+    (target.static_slices; off: every slice guarded)."""
 
     name = "cuda"
     thread_rows: str = "target"
     spread_ops: str = "target"
+    static_slices: str = "target"
 
     # option -> the target field it sets
-    FIELDS = {"thread_rows": "resident_thread_rows", "spread_ops": "resident_spread_ops"}
+    FIELDS = {"thread_rows": "resident_thread_rows", "spread_ops": "resident_spread_ops",
+              "static_slices": "static_slices"}
 
     def emit(self, ctx: Context, module: builtin.ModuleOp, output: IO[str]) -> None:
         global TARGET
