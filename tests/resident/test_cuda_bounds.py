@@ -74,7 +74,8 @@ def _bad_accesses(kernel, threads=None):
                 continue  # the block holds an empty slice and skips the map
             for t in range(width):
                 for base in range(t, n, unroll * width):
-                    env = {"rank": rank, "kThreads": threads, "base": base, "min": min, "max": max}
+                    env = {"rank": rank, "kThreads": threads, "base": base, "min": min, "max": max,
+                           "true": True, "false": False}
                     active = True
                     for s in stmts:
                         g = re.match(r"if \((ok\d+)\) \{$", s)
