@@ -37,3 +37,15 @@ def stepped(name: str | Workload, steps: int, seed: int,
         state = out[-1]
     torch.cuda.synchronize()
     return c.cuda_source, [x.clone() for x in pytree.tree_leaves(out)]
+
+
+def same_bits_off_and_on(target_fields, field: str, name: str | Workload, steps: int = 6, seed: int = 2,
+                         dtype: torch.dtype = torch.bfloat16, **fixed) -> tuple[bool, list[str]]:
+    """`stepped` with the target field `field` off, then on (the other fields `fixed`):
+    whether every leaf of the two runs' outputs is bit-equal, and the two sources."""
+    runs = []
+    for on in (False, True):
+        target_fields(**fixed, **{field: on})
+        runs.append(stepped(name, steps, seed, dtype))
+    (src_off, off), (src_on, on_) = runs
+    return len(off) == len(on_) and all(torch.equal(a, b) for a, b in zip(off, on_)), [src_off, src_on]

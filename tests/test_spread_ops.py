@@ -15,7 +15,7 @@ from trainkernel import target as T
 from trainkernel.backend import cuda_target
 
 from _nvcc import needs_nvcc, nvcc_errors
-from _variants import stepped
+from _variants import same_bits_off_and_on
 from _variants import suite_source as _source
 
 
@@ -206,11 +206,7 @@ def test_compiles_for_sm90(spread_on, tmp_path, name):
 def test_the_bits_do_not_change_on_gpu(target_fields, name):
     """Six steps from the same state on the same batches, ops spread and not: the same
     bits (state and outputs)."""
-    runs = []
-    for on in (False, True):
-        target_fields(resident_spread_ops=on)
-        if name == "tiny-fp32":
-            runs.append(stepped("tiny", 6, seed=2, dtype=torch.float32)[1])
-        else:
-            runs.append(stepped(name, 6, seed=2)[1])
-    assert all(torch.equal(a, b) for a, b in zip(*runs))
+    fp32 = name == "tiny-fp32"
+    same, _ = same_bits_off_and_on(target_fields, "resident_spread_ops", "tiny" if fp32 else name,
+                                   dtype=torch.float32 if fp32 else torch.bfloat16)
+    assert same

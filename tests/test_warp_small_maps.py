@@ -8,13 +8,12 @@ from __future__ import annotations
 import re
 
 import pytest
-import torch
 
 from trainkernel import target as T
 from trainkernel.backend import cuda_target
 
 from _nvcc import needs_nvcc, nvcc_errors
-from _variants import stepped
+from _variants import same_bits_off_and_on
 from _variants import suite_source as _source
 
 
@@ -81,10 +80,6 @@ def test_compiles_for_sm90(warps_on, tmp_path, name):
 def test_the_bits_do_not_change_on_gpu(target_fields, name):
     """Six steps from the same state on the same batches, with small maps on warps and
     without: the same bits (state and outputs)."""
-    runs = []
-    for on in (False, True):
-        target_fields(resident_warp_small_maps=on)
-        src, outputs = stepped(name, 6, seed=2)
-        assert (", on warp" in src) == on
-        runs.append(outputs)
-    assert all(torch.equal(a, b) for a, b in zip(*runs))
+    same, sources = same_bits_off_and_on(target_fields, "resident_warp_small_maps", name)
+    assert [", on warp" in s for s in sources] == [False, True]
+    assert same

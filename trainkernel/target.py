@@ -302,6 +302,13 @@ class TargetOptions:
     # own extent as a compile-time constant (tk::with_slice_extent: c, the tail,
     # or 0), as static_slices gives the whole ones (perf-log step 60).
     constant_extents: bool = True
+    # A resident map's divisions and square roots run their fast paths without
+    # the branch to the slow path (tk::div_fast, tk::sqrt_fast: ptxas's own
+    # instruction sequences), one test an iteration sending every element back
+    # through `/` and sqrtf where an operand is outside their range: the
+    # elements' chains interleave instead of running one after the other
+    # (perf-log step 61; the Adam updates are latency-bound). Off until measured.
+    fast_paths: bool = False
     # The step loop carries the compute-dtype copies of the state from step to
     # step (perf-log step 52): tile-resident keeps the homes of casts of state
     # to the kernel's end where they fit, and the printer has each update write

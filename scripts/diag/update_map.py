@@ -1,4 +1,4 @@
-"""Diagnostic (perf-log steps 57-58): the cost of a resident kernel's optimizer-update
+"""Diagnostic (perf-log steps 57-61): the cost of a resident kernel's optimizer-update
 map alone. Takes the largest map with a square root (the Adam/AdamW update) out of a
 suite step's kernel as the printer prints it under each target variant, runs it in a
 kernel of its own (the step's block size and shared-memory layout, one block, no
@@ -26,8 +26,7 @@ from trainkernel.backend import cuda_target
 from trainkernel.workloads import TWINS, WORKLOADS
 
 INCLUDE = Path(trainkernel.__file__).parent / "backend" / "include"
-VARIANTS = {"default": {}, "static_slices": dict(static_slices=True),
-            "static_slices+groups": dict(static_slices=True, resident_map_groups=True)}
+VARIANTS = {"default": {}, "guarded": dict(static_slices=False), "fast_paths": dict(fast_paths=True)}
 RUNS = 64
 
 

@@ -350,6 +350,10 @@ class BodyPrinter:
     # Where each hoisted load reads: load expression -> (pointer, shape of the
     # buffer, its index at the element), for a gemm epilogue's L2 prefetch.
     sources: dict[str, tuple[str, tuple[int, ...], list[str]]] = dataclass_field(default_factory=dict)
+    # Divisions and square roots as tk::div_fast / tk::sqrt_fast, which clear this
+    # flag where an operand is outside their range (target.fast_paths); None: `/`, sqrtf.
+    fast_flag: str | None = None
+    decl: str = "const float "  # how emit_ops introduces a value ("" assigns an earlier one)
 
     def fresh(self) -> str:
         self.counter += 1
@@ -406,7 +410,7 @@ class BodyPrinter:
                     self.value_at(v, index, env)
             expr = self.expr(op, index, env)
             name = self.fresh()
-            self.line(f"const float {name} = {_round(expr, op.results[0].type)};")
+            self.line(f"{self.decl}{name} = {_round(expr, op.results[0].type)};")
             env[op.results[0]] = name
 
     def expr(self, op: Operation, index: list[str], env: dict[SSAValue, str]) -> str:
@@ -414,6 +418,9 @@ class BodyPrinter:
         indexed = EXPR_AT.get(type(op))
         if indexed is not None:
             return indexed(op, lambda shape: broadcast_index(index, shape))
+        if self.fast_flag is not None and isinstance(op, tk.DivOp | tk.SqrtOp):
+            args = ", ".join(self.value_at(v, index, env) for v in op.operands)
+            return f"tk::{'div' if isinstance(op, tk.DivOp) else 'sqrt'}_fast({args}, {self.fast_flag})"
         render = EXPR.get(type(op))
         if render is None:
             raise DiagnosticException(f"cuda: {op.name} is not supported inside a {self.op.name} body")
@@ -2025,11 +2032,27 @@ class ResidentPrinter(CudaPrinter):
                     self.w(f"      {g} = min({g}, {shape[split] - 1});")
                 index[split] = g
             indices.append(index)
+        # Divisions and square roots without their slow paths' branches, which kept
+        # nvcc from interleaving the elements' chains (target.fast_paths); where an
+        # operand is outside their range, every element again with `/` and sqrtf.
+        fast = TARGET.fast_paths and not TARGET.ieee_calls and any(
+            isinstance(o, tk.DivOp | tk.SqrtOp) for o in op.body.walk())
+        first_value = bp.counter
+        if fast:
+            self.w("      bool tk_fast = true;")
+            bp.fast_flag, bp.decl = "tk_fast", "float "
         for u in range(u_count):
             env: dict[SSAValue, str] = {}
             bp.emit_ops(indices[u], env)
             term_vals = [bp.value_at(v, indices[u], env) for v in term.values]
             envs.append(term_vals)
+        if fast:
+            self.w("      if (!tk_fast) {  // an operand outside the fast paths' range: IEEE `/` and sqrtf")
+            bp.counter, bp.fast_flag, bp.decl, bp.indent = first_value, None, "", "        "
+            for u in range(u_count):
+                bp.emit_ops(indices[u], {})
+            bp.decl, bp.indent = "const float ", "      "
+            self.w("      }")
         for u in range(u_count):
             self.w(f"      if (ok{u}) {{")
             bp.indent = "        "
@@ -2469,16 +2492,19 @@ class CudaTarget(Target):
     short rows check); `spread_ops`, a resident phase's ops started on different
     warps (target.resident_spread_ops; off: every op from warp 0); `static_slices`,
     no guards for short slices where the cluster divides a split dimension
-    (target.static_slices; off: every slice guarded)."""
+    (target.static_slices; off: every slice guarded); `fast_paths`, a resident
+    map's divisions and square roots without their slow paths' branches
+    (target.fast_paths)."""
 
     name = "cuda"
     thread_rows: str = "target"
     spread_ops: str = "target"
     static_slices: str = "target"
+    fast_paths: str = "target"
 
     # option -> the target field it sets
     FIELDS = {"thread_rows": "resident_thread_rows", "spread_ops": "resident_spread_ops",
-              "static_slices": "static_slices"}
+              "static_slices": "static_slices", "fast_paths": "fast_paths"}
 
     def emit(self, ctx: Context, module: builtin.ModuleOp, output: IO[str]) -> None:
         global TARGET

@@ -131,4 +131,39 @@ __device__ __forceinline__ void store_from_float(T* p, const float (&in)[N]) {
 __device__ __noinline__ inline float div_rn(float a, float b) { return a / b; }
 __device__ __noinline__ inline float sqrt_rn(float a) { return sqrtf(a); }
 
+// The fast paths of IEEE division and square root, without their branch. For
+// sm_90, ptxas expands `a / b` (div.rn.f32) into MUFU.RCP, two FFMAs refining
+// the reciprocal, the quotient and one FFMA correction, guarded by FCHK and a
+// branch to a slow path; and sqrtf (sqrt.rn.f32) into MUFU.RSQ, two FMULs and
+// two FFMAs, guarded by a range test on the operand's bits. Each branch ends a
+// basic block, so the unrolled elements of a map ran their chains one after
+// the other (perf-log step 61). These compute the same instructions with no
+// branch and clear `ok` where an operand is outside the range in which that
+// sequence is the correctly rounded result; the caller then computes again
+// with `/` and sqrtf. The square root's range is ptxas's own test; the
+// division's is narrower than FCHK's (both operands of magnitude in
+// [2^-60, 2^60): the quotient, the reciprocal and the residual stay normal,
+// far from overflow), so wherever `ok` stays set the sequence is the one
+// ptxas's fast path runs (tests/test_fast_paths.py checks them against `/`
+// and sqrtf on the GPU).
+__device__ __forceinline__ bool fast_div_range(float a) {
+  const float m = fabsf(a);
+  return m >= 0x1p-60f && m < 0x1p60f;  // false for 0, subnormals, inf and NaN
+}
+__device__ __forceinline__ float div_fast(float a, float b, bool& ok) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(b));
+  r = __fmaf_rn(r, __fmaf_rn(-b, r, 1.0f), r);
+  const float q = __fmul_rn(r, a);
+  ok = ok && fast_div_range(a) && fast_div_range(b);
+  return __fmaf_rn(r, __fmaf_rn(-b, q, a), q);
+}
+__device__ __forceinline__ float sqrt_fast(float a, bool& ok) {
+  float r;
+  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(a));
+  const float s = __fmul_rn(a, r), h = __fmul_rn(r, 0.5f);
+  ok = ok && __float_as_uint(a) - 0x0d000000u <= 0x727fffffu;  // [2^-101, FLT_MAX]
+  return __fmaf_rn(__fmaf_rn(-s, s, a), h, s);
+}
+
 }  // namespace tk
