@@ -49,3 +49,19 @@ def same_bits_off_and_on(target_fields, field: str, name: str | Workload, steps:
         runs.append(stepped(name, steps, seed, dtype))
     (src_off, off), (src_on, on_) = runs
     return len(off) == len(on_) and all(torch.equal(a, b) for a, b in zip(off, on_)), [src_off, src_on]
+
+
+def looped(name: str | Workload, steps: int, seed: int,
+           dtype: torch.dtype = torch.bfloat16) -> tuple[str, list[torch.Tensor]]:
+    """Compile a workload's step as the target now is and run `steps` steps in ONE
+    launch (the step loop of `capture(steps=...)`) over three batches drawn with
+    `seed`: (the kernel's source, the state and the last step's other outputs)."""
+    w = _workload(name)
+    batches = w.make_batches(3, seed=seed, device="cuda", dtype=dtype)
+    c = trainkernel.compile_training(w.make_step(dtype), w.example_args(dtype=dtype))
+    state = w.init_state(device="cuda")
+    program = c.capture(state, *batches[0], steps=steps, batches=batches)
+    assert program.launches == 1
+    program.replay()
+    torch.cuda.synchronize()
+    return c.cuda_source, [t.clone() for t in pytree.tree_leaves((state, tuple(program.outputs)[:-1]))]

@@ -309,6 +309,13 @@ class TargetOptions:
     # elements' chains interleave instead of running one after the other
     # (perf-log step 61; the Adam updates are latency-bound). Off until measured.
     fast_paths: bool = False
+    # The step loop runs the ops whose results only the outputs that are not
+    # state read (the loss, returned gradients: stored by the last step alone)
+    # in its last step alone, and stores a temporary only those ops read in the
+    # last step alone (plan_last_step_ops, perf-log step 62): online's loss sum,
+    # a block reduction of 1024 squared errors, and their publication to the
+    # cluster. Off until measured.
+    last_step_outputs: bool = False
     # The step loop carries the compute-dtype copies of the state from step to
     # step (perf-log step 52): tile-resident keeps the homes of casts of state
     # to the kernel's end where they fit, and the printer has each update write

@@ -1301,6 +1301,9 @@ class ResidentBodyPrinter(BodyPrinter):
     through_next_step: frozenset[SSAValue] = frozenset()
     # Buffers (roots) stored to global memory by the last step of the loop alone (!tk_more).
     last_step_only: frozenset[SSAValue] = frozenset()
+    # Homes (pointers) of temporaries only the last step's ops read (plan_last_step_ops):
+    # stored by the last step alone, and published by it alone.
+    last_step_homes: frozenset[str] = frozenset()
     # State homes whose cast the step loop carries (plan_carried_casts): home pointer ->
     # the cast's home and its type, written with the state's home when another step follows.
     carried: dict[str, tuple[Place, Attribute]] = dataclass_field(default_factory=dict)
@@ -1311,8 +1314,8 @@ class ResidentBodyPrinter(BodyPrinter):
     # slice of a split home, and global memory.
     broadcast: bool = False
     # The replicated homes an exchange epilogue stored (pointer, address of its
-    # output index): close_exchange's copy lambda stores them into the other ranks' copies.
-    published: list[tuple[str, str]] = dataclass_field(default_factory=list)
+    # output index, guard): close_exchange's copy lambda stores them into the other ranks' copies.
+    published: list[tuple[str, str, str]] = dataclass_field(default_factory=list)
 
     def close_exchange(self, index_decls: list[str], var: str) -> None:
         """Close tk::exchange's epilogue lambda, with the copy lambda where homes are
@@ -1323,7 +1326,7 @@ class ResidentBodyPrinter(BodyPrinter):
             self.out.write(outer + "});\n")
             return
         self.out.write(outer + f"}}, [&](int r, int {var}) {{  // tk::publish: into the other ranks' copies\n")
-        for text in index_decls + [f"tk::at_rank({p}, r)[{a}] = {p}[{a}];" for p, a in self.published]:
+        for text in index_decls + [f"{g}tk::at_rank({p}, r)[{a}] = {p}[{a}];" for p, a, g in self.published]:
             self.line(text)
         self.out.write(outer + "});\n")
 
@@ -1364,7 +1367,7 @@ class ResidentBodyPrinter(BodyPrinter):
                         cast, cast_type = self.carried[home.ptr]
                         self.line("if (tk_more) " + _put(cast.ptr, cast.address(index), [_store(cast_type, v) for v in vals]))
             else:
-                self.store_home(place, index, stored)
+                self.store_home(place, index, stored, "if (!tk_more) " if place.ptr in self.last_step_homes else "")
 
     def pairs_ok(self) -> bool:
         """Whether every store of this op's outputs (and their written-through
@@ -1382,15 +1385,15 @@ class ResidentBodyPrinter(BodyPrinter):
             return
         (val,) = vals
         if (place.split is None or place.split < 0) and not TARGET.exchange_publish:
-            self.line(f"for (int tk_r = 0; tk_r < kCluster; ++tk_r) tk::at_rank({place.ptr}, tk_r)"
+            self.line(f"{guard}for (int tk_r = 0; tk_r < kCluster; ++tk_r) tk::at_rank({place.ptr}, tk_r)"
                       f"[{place.address(index)}] = {val};")
         elif place.split is None or place.split < 0:
             # This block's copy; tk::publish copies it into the other ranks' (close_exchange).
-            self.line(f"{place.ptr}[{place.address(index)}] = {val};")
-            if (place.ptr, place.address(index)) not in self.published:
-                self.published.append((place.ptr, place.address(index)))
+            self.line(f"{guard}{place.ptr}[{place.address(index)}] = {val};")
+            if (place.ptr, place.address(index), guard) not in self.published:
+                self.published.append((place.ptr, place.address(index), guard))
         else:
-            self.line(f"{{ const int tk_r = {place.owner(index)}; "
+            self.line(f"{guard}{{ const int tk_r = {place.owner(index)}; "
                       f"tk::at_rank({place.ptr}, tk_r)[{place.address(index, 'tk_r')}] = {val}; }}")
 
 
@@ -1566,6 +1569,8 @@ class ResidentPrinter(CudaPrinter):
                 self.w("  __syncthreads();")
                 self.w(f"  // ---- phase {phase}")
             elif isinstance(op, tile.TileWorkOp):
+                if op in self.last_step_ops:
+                    self.w("  if (!tk_more)  // only the last step's outputs read it (plan_last_step_ops)")
                 if isinstance(op, tile.GemmOp):
                     self.resident_gemm(op, offsets.get(op, 0))
                 elif isinstance(op, tile.ReduceOp):
@@ -1670,6 +1675,42 @@ class ResidentPrinter(CudaPrinter):
                             and self.names[h.result] not in self.kept_homes}
         self.last_step_only = frozenset(b for b in self.written if isinstance(b, BlockArgument)
                                         and b not in restaged_sources and TARGET.step_loop_on_chip)
+        self.plan_last_step_ops(work)
+
+    def _buffer_key(self, v: SSAValue) -> SSAValue:
+        """The buffer a tile op's operand stands for: a staged home's argument, else its root."""
+        r = sched.root_buffer(v)
+        return r.owner.source if isinstance(r.owner, tile.Home) and r.owner.source is not None else r
+
+    def plan_last_step_ops(self, work: list[tile.TileWorkOp]) -> None:
+        """The ops and the homes whose values only the last step of the loop needs
+        (target.last_step_outputs): the step loop stores the outputs that are not
+        state (the loss, returned gradients) from its last step alone, so an op
+        whose every result is such an output or a temporary that only such ops
+        read runs in the last step alone (`if (!tk_more)`), and a temporary that
+        only they read is stored in the last step alone. An op that writes state,
+        an output a later step reads, or a temporary a step-every op reads, runs
+        every step; so does every exchange (its cluster barriers order the
+        receive buffers of the exchanges after it)."""
+        self.last_step_ops: set[tile.TileWorkOp] = set()
+        self.last_step_homes: frozenset[SSAValue] = frozenset()
+        if not (TARGET.last_step_outputs and TARGET.step_loop_on_chip):
+            return
+        args = set(self.kernel.block.args)
+        needed: set[SSAValue] = set()  # buffers that an op running every step reads
+        for op in reversed(work):
+            outs = [(v, self._buffer_key(v)) for v in op.outs]
+            every = self._partial(op) or op in self.first_step_only or any(
+                key in needed or (key in args and (key not in self.last_step_only or key in self.written_inputs
+                                                   or v in self.through))
+                for v, key in outs)
+            if every:
+                needed |= {self._buffer_key(v) for v in op.ins}
+            else:
+                self.last_step_ops.add(op)
+        self.last_step_homes = frozenset(
+            key for op in work if op not in self.last_step_ops for v in op.outs
+            if (key := self._buffer_key(v)) not in args and key not in needed)
 
     def plan_carried_casts(self, work: list[tile.TileWorkOp]) -> None:
         """The casts of state the step loop carries (target.carry_casts): a map
@@ -1794,6 +1835,8 @@ class ResidentPrinter(CudaPrinter):
             self.out, self.names, op, indent, places=self.places,
             through={b: h for b, h in self.through.items() if b in later | kept},
             through_next_step=frozenset(kept - later), last_step_only=self.last_step_only, carried=self.carried,
+            last_step_homes=frozenset(self.places[b].ptr for b in op.outs
+                                      if self._buffer_key(b) in self.last_step_homes),
             replicated_store_guard=self.cluster > 1 and op.split == -1, broadcast=broadcast,
         )
 
@@ -2494,17 +2537,20 @@ class CudaTarget(Target):
     no guards for short slices where the cluster divides a split dimension
     (target.static_slices; off: every slice guarded); `fast_paths`, a resident
     map's divisions and square roots without their slow paths' branches
-    (target.fast_paths)."""
+    (target.fast_paths); `last_step_outputs`, the step loop's ops that only the
+    last step's outputs need run in the last step alone (target.last_step_outputs)."""
 
     name = "cuda"
     thread_rows: str = "target"
     spread_ops: str = "target"
     static_slices: str = "target"
     fast_paths: str = "target"
+    last_step_outputs: str = "target"
 
     # option -> the target field it sets
     FIELDS = {"thread_rows": "resident_thread_rows", "spread_ops": "resident_spread_ops",
-              "static_slices": "static_slices", "fast_paths": "fast_paths"}
+              "static_slices": "static_slices", "fast_paths": "fast_paths",
+              "last_step_outputs": "last_step_outputs"}
 
     def emit(self, ctx: Context, module: builtin.ModuleOp, output: IO[str]) -> None:
         global TARGET
