@@ -316,6 +316,20 @@ class TargetOptions:
     # a block reduction of 1024 squared errors, and their publication to the
     # cluster. Off until measured.
     last_step_outputs: bool = False
+    # A step of a cluster's step loop ends with a block barrier instead of a
+    # cluster barrier where no step but the last stores what a later step
+    # stages: each step's first DSMEM push already waits for every block to
+    # have started that step (the split arrive/wait at its start), the others
+    # for that exchange's barriers (ResidentPrinter._steps_need_no_cluster_barrier,
+    # perf-log step 63). One cluster barrier a step fewer. Off until measured.
+    step_block_barrier: bool = False
+    # tile-resident keeps every state home (an input the kernel writes) to the
+    # kernel's end where it fits, so that the step loop keeps it on chip instead
+    # of staging it again from global memory: Adam's powers of the betas, which
+    # a first-phase map updates, are staged anew every step today, with the
+    # cluster barriers that their store by rank 0 needs (perf-log step 63).
+    # Off until measured.
+    keep_state_homes: bool = False
     # The step loop carries the compute-dtype copies of the state from step to
     # step (perf-log step 52): tile-resident keeps the homes of casts of state
     # to the kernel's end where they fit, and the printer has each update write

@@ -1548,15 +1548,24 @@ class ResidentPrinter(CudaPrinter):
             self.w("  tk_t[0] = clock64();")
         # DSMEM needs every block of the cluster running: without a full cluster
         # barrier in the prologue, arrive now and wait before the first push.
-        prologue_sync = self._prologue_needs_cluster_barrier()
+        prologue_sync = self._prologue_barrier()
         exchanges = [op for op in k.block.ops if isinstance(op, tile.TileWorkOp) and self._partial(op)]
-        self.first_push = exchanges[0] if exchanges and not prologue_sync else None
+        self.first_push = exchanges[0] if exchanges and prologue_sync != "always" else None
+        # A launch of one step waits right after staging; the others before the first push.
+        self.single_step_wait = prologue_sync == "single" and self.first_push is not None
+        self.step_block_barrier = self._steps_need_no_cluster_barrier()
         if self.first_push is not None:
-            self.w("  tk::cluster_arrive();")
+            # (released where no cluster barrier ends the previous step: this block's
+            # accesses of that step come before anything another block pushes in this one)
+            self.w("  tk::cluster_arrive_release();" if self.step_block_barrier else "  tk::cluster_arrive();")
         self.w("  tk::stage_wait();")
-        if prologue_sync:
+        if prologue_sync == "always":
             # Rank 0 stores an argument other blocks stage before any exchange orders them.
             self.w("  tk::cluster_sync();")
+        elif self.single_step_wait:
+            self.w("  if (tk_first && !tk_more) tk::cluster_wait();  // one step: rank 0 stores what the others stage")
+        elif prologue_sync == "single":
+            self.w("  if (tk_first && !tk_more) tk::cluster_sync();  // one step: rank 0 stores what the others stage")
         if timer:
             self.w("  tk_t[1] = clock64();")
         phase = 0
@@ -1599,8 +1608,9 @@ class ResidentPrinter(CudaPrinter):
             # touches global memory, and everything below comes after the wait.
             self.w("  tk::launch_dependents();")
         # Before the next step restages homes: every read of this step done, and
-        # (a cluster) every block's stores to global memory and DSMEM visible.
-        end = "tk::cluster_sync();" if self.cluster > 1 else "__syncthreads();"
+        # (a cluster) every block's stores to global memory and DSMEM visible;
+        # a block barrier where _steps_need_no_cluster_barrier says so.
+        end = "tk::cluster_sync();" if self.cluster > 1 and not self.step_block_barrier else "__syncthreads();"
         row = f"tk_s > 0 ? p.step_inputs + (size_t)tk_s * {len(self.step_inputs)} : nullptr" \
             if self.step_inputs else "nullptr"
         if table:
@@ -1671,8 +1681,9 @@ class ResidentPrinter(CudaPrinter):
             kept = []  # as before perf-log step 48: one block keeps all its state homes or none
         self.kept_homes = {self.names[h.result] for h in kept}
         self.plan_carried_casts(work)
-        restaged_sources = {h.source for h in homes if h.source is not None and h.source.index < k.num_inputs.data
-                            and self.names[h.result] not in self.kept_homes}
+        self.restaged_sources = restaged_sources = {
+            h.source for h in homes if h.source is not None and h.source.index < k.num_inputs.data
+            and self.names[h.result] not in self.kept_homes}
         self.last_step_only = frozenset(b for b in self.written if isinstance(b, BlockArgument)
                                         and b not in restaged_sources and TARGET.step_loop_on_chip)
         self.plan_last_step_ops(work)
@@ -1746,22 +1757,43 @@ class ResidentPrinter(CudaPrinter):
             self.carried[state.ptr] = (cast, dst.type)
             self.first_step_only.add(op)
 
-    def _prologue_needs_cluster_barrier(self) -> bool:
-        """True when an op that only rank 0 stores (split -1, or a split contraction)
-        writes an argument with a staged home before the first cluster exchange:
-        nothing else orders that store after the other blocks' prologue loads."""
+    def _steps_need_no_cluster_barrier(self) -> bool:
+        """Whether a block barrier may end a step of the loop in a cluster
+        (target.step_block_barrier). A cluster barrier there ordered two things:
+        the global stores a later step stages again, and DSMEM. Here no step but
+        the last stores anything a later step stages (every restaged home's
+        source is an input the kernel never writes), and every push into another
+        block's memory comes after a cluster-wide barrier of its own step: the
+        first exchange's pushes wait (cluster_wait) until every block has
+        arrived at this step's start (cluster_arrive_release, after all of its
+        previous step), the rest follow that exchange's barriers."""
+        return (TARGET.step_block_barrier and self.cluster > 1 and self.first_push is not None
+                and not (self.restaged_sources & self.written))
+
+    def _prologue_barrier(self) -> str:
+        """The cluster barrier the prologue needs: "always" when an op that only
+        rank 0 stores (split -1, or a split contraction) writes an argument with a
+        staged home before the first cluster exchange: nothing else orders that
+        store after the other blocks' prologue loads. "single" where every such
+        argument is staged by the first step alone and stored by the last alone
+        (its home kept, target.step_block_barrier): then only a launch of one
+        step, first and last, has both. "" when there is none."""
         if self.cluster == 1:
-            return False
+            return ""
         staged = {op.source for op in self.kernel.block.ops if isinstance(op, tile.Home) and op.source is not None}
+        racing: set[SSAValue] = set()
         for op in self.kernel.block.ops:
             if not isinstance(op, tile.TileWorkOp):
                 continue
-            guarded = op.split == -1 or self._partial(op)
-            if guarded and any(sched.root_buffer(v) in staged for v in op.outs):
-                return True
+            if op.split == -1 or self._partial(op):
+                racing |= {r for v in op.outs if (r := sched.root_buffer(v)) in staged}
             if self._partial(op):
-                return False
-        return False
+                break
+        if not racing:
+            return ""
+        once = TARGET.step_block_barrier and all(
+            a in self.last_step_only and a not in self.restaged_sources for a in racing)
+        return "single" if once else "always"
 
     def stage_args(self, home: tile.Home) -> tuple[str, str, str, str, str, int, int]:
         """How this block stages `home`: (source pointer, rows, elements a row,
@@ -1843,7 +1875,8 @@ class ResidentPrinter(CudaPrinter):
     def exchange_start(self, op: tile.TileWorkOp) -> None:
         """Before the first push: every block of the cluster has started."""
         if op is self.first_push:
-            self.w("    tk::cluster_wait();  // every block started (arrived at kernel start)")
+            cond = "if (!(tk_first && !tk_more)) " if self.single_step_wait else ""
+            self.w(f"    {cond}tk::cluster_wait();  // every block started (arrived at kernel start)")
 
     def _partial(self, op: tile.TileWorkOp) -> bool:
         from trainkernel.passes.tile_resident import is_partial
@@ -2538,7 +2571,9 @@ class CudaTarget(Target):
     (target.static_slices; off: every slice guarded); `fast_paths`, a resident
     map's divisions and square roots without their slow paths' branches
     (target.fast_paths); `last_step_outputs`, the step loop's ops that only the
-    last step's outputs need run in the last step alone (target.last_step_outputs)."""
+    last step's outputs need run in the last step alone (target.last_step_outputs);
+    `step_block_barrier`, a block barrier between a cluster's steps where that
+    is enough (target.step_block_barrier)."""
 
     name = "cuda"
     thread_rows: str = "target"
@@ -2546,11 +2581,12 @@ class CudaTarget(Target):
     static_slices: str = "target"
     fast_paths: str = "target"
     last_step_outputs: str = "target"
+    step_block_barrier: str = "target"
 
     # option -> the target field it sets
     FIELDS = {"thread_rows": "resident_thread_rows", "spread_ops": "resident_spread_ops",
               "static_slices": "static_slices", "fast_paths": "fast_paths",
-              "last_step_outputs": "last_step_outputs"}
+              "last_step_outputs": "last_step_outputs", "step_block_barrier": "step_block_barrier"}
 
     def emit(self, ctx: Context, module: builtin.ModuleOp, output: IO[str]) -> None:
         global TARGET

@@ -427,7 +427,7 @@ def state_casts(kernel: tile.KernelOp) -> list[tile.MapOp]:
 
 
 def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts,
-          carry_casts: bool = False) -> Placement | None:
+          carry_casts: bool = False, keep_state: bool = False) -> Placement | None:
     """Give every read argument and every temporary a shared-memory home, by
     liveness over phases (first-fit, largest first), and price the result.
     Every 2-D home padded first; where that does not fit the budget, only the
@@ -440,19 +440,25 @@ def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts,
     With `carry_casts` (target.carry_casts), the casts of state (state_casts) keep
     their homes to the kernel's end, so that the step loop can carry them to the
     next step, where that fits with the same padding (padding first: it is what
-    the gemms' speed depends on)."""
+    the gemms' speed depends on).
+
+    With `keep_state` (target.keep_state_homes), every state home (an input the
+    kernel writes) lives to the kernel's end too where that fits, so that the
+    step loop keeps it on chip instead of staging it again from global memory
+    (a scalar the step updates early: Adam's powers of the betas)."""
     for pad in ("all", "gemm", "none"):
         for carry in (True, False) if carry_casts else (False,):
-            found = _place(kernel, plan, cluster, costs, pad, carry)
-            if found is not None:
-                return found
+            for keep in (True, False) if keep_state else (False,):
+                found = _place(kernel, plan, cluster, costs, pad, carry, keep)
+                if found is not None:
+                    return found
     return None
 
 
 def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts, pad: str,
-           carry: bool = False) -> Placement | None:
+           carry: bool = False, keep: bool = False) -> Placement | None:
     """pad: which 2-D homes get padded rows: "all", "gemm" (those a tile.gemm reads) or "none";
-    carry: the casts of state live to the last phase."""
+    carry: the casts of state live to the last phase; keep: the state's homes do."""
     n_in = kernel.num_inputs.data
     ops = tile_ops(kernel)
     last = ops[-1][0] if ops else 0
@@ -479,6 +485,12 @@ def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts
             r = sched.root_buffer(v)
             if r in args and r in live:
                 touch(r, phase, phase)
+    if keep:
+        for phase, op in ops:
+            for v in op.outs:
+                r = sched.root_buffer(v)
+                if r in args and r in live and r.index < n_in:
+                    touch(r, phase, last)
     if carry:
         casts = state_casts(kernel)
         for phase, op in ops:
@@ -591,7 +603,7 @@ def grid_estimate_us(kernel: tile.KernelOp, target: TargetOptions) -> float:
 
 
 def choose(kernel: tile.KernelOp, target: TargetOptions, max_cluster: int = 0,
-           carry_casts: bool = False) -> tuple[Plan, Placement] | None:
+           carry_casts: bool = False, keep_state: bool = False) -> tuple[Plan, Placement] | None:
     an = analyse(kernel)
     found: list[tuple[Plan, Placement]] = []
     costs, max_cluster = target.resident_costs, max_cluster or target.max_cluster
@@ -600,7 +612,7 @@ def choose(kernel: tile.KernelOp, target: TargetOptions, max_cluster: int = 0,
             # One block: splitting changes nothing, so only the plan that splits nothing.
             if cluster > max_cluster or (cluster > 1) != bool(plan.split):
                 continue
-            p = place(kernel, plan, cluster, costs, carry_casts)
+            p = place(kernel, plan, cluster, costs, carry_casts, keep_state)
             if p is not None:
                 found.append((plan, p))
     if not found:
@@ -708,7 +720,8 @@ class TileResidentPass(ModulePass):
     whenever it fits; `mode=off` leaves it a grid kernel. `carry_casts`
     (target, on, off: as target.carry_casts says, or not) keeps the homes of
     casts of state (state_casts) to the kernel's end where they fit with the
-    same padding, for the step loop to carry them from step to step.
+    same padding, for the step loop to carry them from step to step;
+    `keep_state` (likewise target.keep_state_homes) the homes of state.
     """
 
     name = "tile-resident"
@@ -718,6 +731,7 @@ class TileResidentPass(ModulePass):
     target: str = DEFAULT.name  # a name of trainkernel.target.TARGETS
     threads: int = 0  # threads per block of a resident kernel; 0: the pass decides (resident_threads_for)
     carry_casts: str = "target"  # target (as target.carry_casts says), on, off
+    keep_state: str = "target"  # target (as target.keep_state_homes says), on, off
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         from xdsl.utils.exceptions import DiagnosticException
@@ -730,6 +744,7 @@ class TileResidentPass(ModulePass):
                 f"tile-resident: threads must be 0 (the pass decides) or a multiple of 32 in "
                 f"[32, {target.resident_max_threads}], got {self.threads}")
         carry = pass_switched_on(self.name, self.target, self.carry_casts, "carry_casts")
+        keep = pass_switched_on(self.name, self.target, self.keep_state, "keep_state_homes")
         if self.mode == "off":
             return
         for kernel in list(op.ops):
@@ -737,7 +752,7 @@ class TileResidentPass(ModulePass):
                 continue
             if tile.largest_extent(kernel) > tile.RESIDENT_MAX_ELEMENTS:
                 continue  # resident kernels index in 32 bits (and such a step never fits on chip)
-            best = choose(kernel, target, self.max_cluster, carry)
+            best = choose(kernel, target, self.max_cluster, carry, keep)
             if best is None:
                 continue
             plan, placement = best

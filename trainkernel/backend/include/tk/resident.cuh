@@ -499,6 +499,12 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
 // and every block must have started (cluster_arrive at kernel start,
 // cluster_wait before the first push).
 __device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory"); }
+// With release semantics: this thread's earlier memory accesses are performed before
+// any thread that waits on this barrier phase goes on (a step of the loop that no
+// cluster barrier ended: the previous step's reads before the next pushes).
+__device__ __forceinline__ void cluster_arrive_release() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory"); }
 
 // The whole cluster's barrier with release/acquire at cluster scope (what
