@@ -330,6 +330,12 @@ class TargetOptions:
     # cluster barriers that their store by rank 0 needs (perf-log step 63).
     # Off until measured.
     keep_state_homes: bool = False
+    # A resident gemm whose N is not a whole number of 16-column pairs (10
+    # classes) reads its last pair whole where B's home rows are padded that far
+    # (tk::smem_gemm's NREAD) and stores only the columns before N: ldmatrix and
+    # mma instead of the scalar path's element loads (perf-log step 64; the same
+    # mma on the same k order: the same bits). Off until measured.
+    gemm_padded_columns: bool = False
     # The step loop carries the compute-dtype copies of the state from step to
     # step (perf-log step 52): tile-resident keeps the homes of casts of state
     # to the kernel's end where they fit, and the printer has each update write

@@ -2154,14 +2154,15 @@ class ResidentPrinter(CudaPrinter):
         return ptr, strides[0], strides[1], step
 
     def _gemm_modes(self, esize: int, a: tuple[int, int, int], b: tuple[int, int, int], space, split: int,
-                    constant: bool = False) -> str:
+                    constant: bool = False) -> tuple[str, int]:
         """`, AMODE, BMODE, FULL` template arguments of tk::smem_gemm, decided here
         rather than in every block at run time: the ldmatrix form of each
         operand (tk::ldsm_mode on strides; homes start 16-byte aligned, so only
         the per-rank offset can misalign), and whether every block's output is
         whole 16 x 16 units with K a multiple of 16 (then no scalar path); with
         `constant`, the split extent is with_slice_extent's `kExt`, and FULL
-        tests it in each instance."""
+        tests it in each instance. And NREAD (_gemm_nread; 0: none), with which
+        N's last pair counts as whole."""
 
         def mode(sr: int, sc: int, step: int) -> int:
             if (step * esize) % 16:
@@ -2173,8 +2174,11 @@ class ResidentPrinter(CudaPrinter):
             return -1
 
         (sam, sak, a_step), (sbk, sbn, b_step) = a, b
+        nread = self._gemm_nread(space, split, sbk, sbn, b_step, mode(sbn, sbk, b_step))
         extents = []
         for k, size in enumerate(space):
+            if k == 1 and nread:
+                continue  # N's last pair reads past N (tk::smem_gemm's NREAD): as if whole
             if split == k and self.cluster > 1:
                 if constant:  # the split extent is with_slice_extent's kExt, tested below
                     continue
@@ -2182,8 +2186,25 @@ class ResidentPrinter(CudaPrinter):
                 extents += [max(0, min(c, size - c * r)) for r in range(self.cluster)]
             else:
                 extents.append(size)
-        full = "false" if not all(e % 16 == 0 for e in extents) else "kExt % 16 == 0" if constant else "true"
-        return f", {mode(sam, sak, a_step)}, {mode(sbn, sbk, b_step)}, {full}"
+        const_whole = constant and not (split == 1 and nread)
+        full = "false" if not all(e % 16 == 0 for e in extents) else "kExt % 16 == 0" if const_whole else "true"
+        return f", {mode(sam, sak, a_step)}, {mode(sbn, sbk, b_step)}, {full}", nread
+
+    def _gemm_nread(self, space, split: int, sbk: int, sbn: int, b_step: int, bmode: int) -> int:
+        """How far along n a gemm may read its B operand (tk::smem_gemm's NREAD; 0:
+        not past N): where target.gemm_padded_columns, B is stored k-major with unit
+        stride along n (ldmatrix's transposed form) and N is not a whole number of
+        16-column pairs, its home's row pitch less this block's column offset (the
+        last rank's, the largest) if that reaches N's next multiple of 16."""
+        n = space[1]
+        if not TARGET.gemm_padded_columns or bmode != 1 or sbn != 1:
+            return 0
+        local = tile.shard_extent(n, self.cluster) if split == 1 and self.cluster > 1 else n
+        if local % 16 == 0:
+            return 0
+        offset = b_step * (self.cluster - 1) if split == 1 and self.cluster > 1 else 0
+        readable = sbk - offset
+        return readable if readable >= -(-local // 16) * 16 else 0
 
     def resident_gemm(self, op: tile.GemmOp, offset: int = 0) -> None:
         mm, space = _gemm_space(op)
@@ -2201,10 +2222,12 @@ class ResidentPrinter(CudaPrinter):
         # extent as a constant (tk::with_slice_extent, target.constant_extents).
         constant = (TARGET.constant_extents and split >= 0 and self.cluster > 1
                     and not self._whole_slices(space[split]))
-        modes = "" if esize == 4 else self._gemm_modes(esize, (sam, sak, a_step), (sbk, sbn, b_step), space, split,
-                                                       constant)
-        if offset:  # the first unit's warp (plan_spread_ops), after the modes it needs spelled out
+        modes, nread = ("", 0) if esize == 4 else self._gemm_modes(
+            esize, (sam, sak, a_step), (sbk, sbn, b_step), space, split, constant)
+        if offset or nread:  # the first unit's warp (plan_spread_ops), after the modes it needs spelled out
             modes = (modes or ", tk::kLdsmAtRunTime, tk::kLdsmAtRunTime, false") + f", {offset}"
+        if nread:
+            modes += f", {nread}"
         (m0, ml), (n0, nl), (_, kl) = (self._range(d, split == k) for k, d in enumerate(space))
         if constant:
             ml, nl, kl = ("kExt" if k == split else e for k, e in enumerate((ml, nl, kl)))

@@ -370,8 +370,12 @@ __device__ __forceinline__ void with_slice_extent(int rank, F f) {
 // WARP0: the warp that takes the first unit (the first output element of the fp32
 // path), so that the small ops of a phase start on different warps; the work
 // and every result are the same whichever warp does it.
+// NREAD: B's columns (its n index, B stored k-major with unit stride along n) are
+// readable up to NREAD (its home's padded rows): a unit whose last columns are
+// past N then reads whole 16-column pairs anyway (ldmatrix, mma) and stores only
+// the columns before N, instead of the scalar path (10 classes: perf-log step 64).
 template <int NT, int NV, typename T, int AMODE = kLdsmAtRunTime, int BMODE = kLdsmAtRunTime, bool FULL = false,
-          int WARP0 = 0, class Compute, class Store, class StorePair = NoPairStore>
+          int WARP0 = 0, int NREAD = 0, class Compute, class Store, class StorePair = NoPairStore>
 __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int sam, int sak, const T* B, int sbk,
                                           int sbn, Compute compute, Store store, StorePair store_pair = {}) {
   if (M <= 0 || N <= 0) return;
@@ -403,7 +407,8 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
     for (int unit = warp; unit < tiles_m * tiles_n; unit += kWarps) {
       const int m0 = (unit / tiles_n) * 16, n0 = (unit % tiles_n) * width;
       const int cols = min(width, N - n0);
-      const bool fast = kOnlyFast || (amode >= 0 && bmode >= 0 && m0 + 16 <= M && cols % 16 == 0);
+      const bool padded = NREAD > 0 && bmode == 1 && n0 + 16 * ((cols + 15) / 16) <= NREAD;
+      const bool fast = kOnlyFast || (amode >= 0 && bmode >= 0 && m0 + 16 <= M && (cols % 16 == 0 || padded));
       const int kfast = kOnlyFast ? K : fast ? K / 16 * 16 : 0;
       float acc[4][4];
 #pragma unroll
@@ -411,7 +416,7 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
 #pragma unroll
         for (int c = 0; c < 4; ++c) acc[q][c] = 0.0f;
       if (kfast > 0) {
-        const int pairs = cols / 16, steps = kfast / 16;
+        const int pairs = padded ? (cols + 15) / 16 : cols / 16, steps = kfast / 16;
         uint32_t a0[4], b0[2][4], a1[4], b1[2][4];
         ldsm_frags(A, sam, sak, amode, B, sbk, sbn, bmode, m0, n0, 0, pairs, lane, a0, b0);
         for (int s = 0; s < steps; s += 2) {
