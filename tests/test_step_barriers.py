@@ -9,9 +9,15 @@ instead of a cluster barrier where no step but the last stores what a later step
 stages; each step's first DSMEM push already waits for every block to have started
 that step (the split arrive, released, and its wait). Where rank 0 stores a state
 scalar that the others stage (kept: first step, stored: last step), only a launch
-of one step waits for the cluster right after staging."""
+of one step waits for the cluster right after staging.
+
+target.double_receive: the first exchange of a step gets two receive buffers, used
+by even and odd steps, past the placement's bytes, so that only the first step
+waits for every block to have started before its first push."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 import torch
@@ -30,6 +36,7 @@ END_CLUSTER = "    if (tk_more) tk::cluster_sync();\n  }"
 
 def test_off_until_measured():
     assert T.DEFAULT.keep_state_homes is False and T.DEFAULT.step_block_barrier is False
+    assert T.DEFAULT.double_receive is False
     assert END_CLUSTER in _source("online")
 
 
@@ -93,32 +100,65 @@ def test_kept_state_needs_the_cluster_only_in_a_launch_of_one_step(target_fields
     assert "tk::cluster_sync();\n  // ---- phase 0" not in src
 
 
+def test_online_alternates_two_receive_buffers(target_fields):
+    """56512 bytes placed, then two 4 KiB copies of the first exchange's receive
+    buffer (16 ranks x 64 partials); the step's parity picks one; only the first step
+    arrives and waits; with step_block_barrier a step has the exchange's two cluster
+    barriers alone. The kernel's launch facts say the bytes the kernel asks for."""
+    import trainkernel
+    from trainkernel.workloads import WORKLOADS
+    target_fields(double_receive=True, step_block_barrier=True)
+    w = WORKLOADS["online"]
+    c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16), build=False)
+    src = c.cuda_source
+    assert "static constexpr int kSmem = 64704;" in src and c.meta.smem_bytes == 64704
+    assert "bool tk_more, bool tk_odd) {" in src and "tk_s == 0, tk_more, (tk_s & 1) != 0);" in src
+    assert "float* part = (float*)(smem + (tk_odd ? 60608 : 56512));" in src
+    assert "  if (tk_first) tk::cluster_arrive();" in src and "    if (tk_first) tk::cluster_wait();" in src
+    assert END_BLOCK in src and src.count("tk::cluster_sync()") == 0
+
+
+def test_no_second_copy_where_it_does_not_fit(target_fields):
+    costs = dataclasses.replace(T.DEFAULT.resident_costs, smem_budget=60000)
+    target_fields(resident_costs=costs)
+    off = _source("online")
+    target_fields(resident_costs=costs, double_receive=True)
+    assert _source("online") == off
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_no_second_copy_where_rank_0_stores_what_others_stage(target_fields, name):
+    off = _source(name)
+    target_fields(double_receive=True)
+    assert _source(name) == off
+
+
 @needs_nvcc
 @pytest.mark.parametrize("name", ["online", "online-adam", "classification-adamw-ce"])
 def test_compiles_for_sm90(target_fields, tmp_path, name):
-    target_fields(step_block_barrier=True, keep_state_homes=True)
+    target_fields(step_block_barrier=True, keep_state_homes=True, double_receive=True)
     assert nvcc_errors(_source(name), tmp_path) == ""
 
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("name", ["tiny", "online", "classification", "online-adam", "classification-adamw-ce"])
 def test_one_launch_of_k_steps_gives_the_same_bits_on_gpu(target_fields, name):
-    """7 steps in one launch over 3 batches, both on and both off: the same state and
-    last outputs, bit for bit."""
+    """7 steps in one launch over 3 batches, all three on and all off: the same state
+    and last outputs, bit for bit."""
     runs = []
     for on in (False, True):
-        target_fields(step_block_barrier=on, keep_state_homes=on)
+        target_fields(step_block_barrier=on, keep_state_homes=on, double_receive=on)
         runs.append(looped(name, 7, seed=4)[1])
     assert all(torch.equal(a, b) for a, b in zip(*runs))
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("name", TWINS)
+@pytest.mark.parametrize("name", TWINS + ["online"])
 def test_launches_of_one_step_give_the_same_bits_on_gpu(target_fields, name):
     """Six launches of one step each (first and last: rank 0 stores what the others
     staged), both on and both off: the same bits."""
     runs = []
     for on in (False, True):
-        target_fields(step_block_barrier=on, keep_state_homes=on)
+        target_fields(step_block_barrier=on, keep_state_homes=on, double_receive=on)
         runs.append(stepped(name, 6, seed=2)[1])
     assert all(torch.equal(a, b) for a, b in zip(*runs))

@@ -168,7 +168,9 @@ def state_leaves(captured) -> int:
     return state_spec.num_leaves
 
 
-def _meta(kernel, captured, inplace: bool) -> KernelMeta:
+def _meta(kernel, captured, inplace: bool, smem_bytes: int | None = None) -> KernelMeta:
+    """The kernel's launch facts; `smem_bytes`: the printed kernel's, where the
+    printer adds to the placement's (ResidentPrinter.plan_receive_copies)."""
     from trainkernel.dialects import tile
     from trainkernel.elements import torch_dtype
 
@@ -189,7 +191,7 @@ def _meta(kernel, captured, inplace: bool) -> KernelMeta:
         arena_bytes=kernel.arena_bytes.data,
         grid=kernel.grid,
         block=kernel.threads,
-        smem_bytes=kernel.smem,
+        smem_bytes=kernel.smem if smem_bytes is None else smem_bytes,
         inplace=inplace,
         phases=len(syncs) + 1,
         grid_barriers=sum(1 for s in syncs if s.scope.data == "grid"),
@@ -223,7 +225,7 @@ def lower(captured, inplace: bool = True, grid: int = 0, resident: str = "auto",
         cuda_source=source,
         kernel_name=printer.kname,
         pass_seconds=time.perf_counter() - start,
-        meta=_meta(kernel, captured, inplace),
+        meta=_meta(kernel, captured, inplace, getattr(printer, "smem_bytes", None)),
         pipeline=pass_pipeline("tile", inplace, grid, resident, state, target, engine),
         stage_seconds=seconds,
     )

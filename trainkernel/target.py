@@ -336,6 +336,13 @@ class TargetOptions:
     # mma instead of the scalar path's element loads (perf-log step 64; the same
     # mma on the same k order: the same bits). Off until measured.
     gemm_padded_columns: bool = False
+    # The first exchange of a cluster's step gets two receive buffers, used by
+    # even and odd steps, past the placement's bytes where they fit: only the
+    # first step then waits for every block to have started before its first
+    # push (ResidentPrinter.plan_receive_copies, perf-log step 65). With
+    # step_block_barrier, two cluster barriers a step instead of four. Off until
+    # measured.
+    double_receive: bool = False
     # The step loop carries the compute-dtype copies of the state from step to
     # step (perf-log step 52): tile-resident keeps the homes of casts of state
     # to the kernel's end where they fit, and the printer has each update write
