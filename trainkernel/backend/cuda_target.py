@@ -2639,7 +2639,10 @@ class CudaTarget(Target):
     (target.fast_paths); `last_step_outputs`, the step loop's ops that only the
     last step's outputs need run in the last step alone (target.last_step_outputs);
     `step_block_barrier`, a block barrier between a cluster's steps where that
-    is enough (target.step_block_barrier)."""
+    is enough (target.step_block_barrier); `padded_columns`, a gemm's last
+    16-column pair read whole where B's padded rows allow
+    (target.gemm_padded_columns); `double_receive`, two receive buffers for a
+    step's first exchange (target.double_receive)."""
 
     name = "cuda"
     thread_rows: str = "target"
@@ -2648,11 +2651,14 @@ class CudaTarget(Target):
     fast_paths: str = "target"
     last_step_outputs: str = "target"
     step_block_barrier: str = "target"
+    padded_columns: str = "target"
+    double_receive: str = "target"
 
     # option -> the target field it sets
     FIELDS = {"thread_rows": "resident_thread_rows", "spread_ops": "resident_spread_ops",
               "static_slices": "static_slices", "fast_paths": "fast_paths",
-              "last_step_outputs": "last_step_outputs", "step_block_barrier": "step_block_barrier"}
+              "last_step_outputs": "last_step_outputs", "step_block_barrier": "step_block_barrier",
+              "padded_columns": "gemm_padded_columns", "double_receive": "double_receive"}
 
     def emit(self, ctx: Context, module: builtin.ModuleOp, output: IO[str]) -> None:
         global TARGET
