@@ -11,13 +11,11 @@ import re
 
 import pytest
 import torch
-from torch.utils import _pytree as pytree
 
-import trainkernel
 from trainkernel import target as T
-from trainkernel.workloads import TWINS, WORKLOADS
 
 from _nvcc import needs_nvcc, nvcc_errors
+from _variants import looped
 from _variants import suite_source as _source
 
 CARRIED = "  if (tk_first)  // carried from the previous step (plan_carried_casts)\n"
@@ -80,17 +78,10 @@ def test_compiles_for_sm90(carry_on, tmp_path):
 def test_one_launch_of_k_steps_gives_the_same_bits_with_carried_casts_on_gpu(target_fields, name):
     """7 steps in one launch over 3 batches, with carried casts and without: the same
     bits (state and last outputs): the carried copy is the cast the next step would make."""
-    w = {**WORKLOADS, **TWINS}[name]
-    batches = w.make_batches(3, seed=4, device="cuda", dtype=torch.bfloat16)
     runs = []
     for on in (False, True):
         target_fields(carry_casts=on)
-        c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16))
-        assert (CARRIED in c.cuda_source) == on
-        state = w.init_state(device="cuda")
-        program = c.capture(state, *batches[0], steps=7, batches=batches)
-        assert program.launches == 1
-        program.replay()
-        torch.cuda.synchronize()
-        runs.append([t.clone() for t in pytree.tree_leaves((state, tuple(program.outputs)[:-1]))])
+        src, outputs = looped(name, 7, seed=4)
+        assert (CARRIED in src) == on
+        runs.append(outputs)
     assert all(torch.equal(a, b) for a, b in zip(*runs))

@@ -536,10 +536,9 @@ def _reduce_axes(op: tile.ReduceOp) -> tuple[tk.ReductionOp, tuple[int, ...], in
 
 def _gemm_space(op: tile.GemmOp) -> tuple[tk.MatmulOp, tuple[int, int, int]]:
     """A gemm's matmul and its iteration space (M, N, K)."""
-    mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
-    m, n = tk.shape_of(mm.result)
-    sa = tk.shape_of(mm.lhs)
-    return mm, (m, n, sa[0] if mm.transpose_a is not None else sa[1])
+    from trainkernel.passes.tile_resident import iteration_space
+
+    return next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp)), iteration_space(op)
 
 
 def _multi_index(linear: str, shape: tuple[int, ...], prefix: str, index_type: str = "int") -> tuple[list[str], list[str]]:
@@ -1458,15 +1457,14 @@ class ResidentPrinter(CudaPrinter):
         push. Not where rank 0 stores, before the first exchange, what the
         others stage (that wait is the prologue's then). Sets `receive_copies`
         (offsets of the two copies, or None) and `smem_bytes` (the block's)."""
+        from trainkernel.passes.tile_resident import receive_bytes
+
         k = self.kernel
         self.receive_copies: tuple[int, int] | None = None
         self.smem_bytes = k.smem
-        exchanges = [op for op in k.block.ops if isinstance(op, tile.TileWorkOp) and self._partial(op)]
-        if not (TARGET.double_receive and exchanges) or self._racing_rank0_stores():
+        if not (TARGET.double_receive and self.exchanges) or self.racing:
             return
-        from trainkernel.passes.tile_resident import _result_elems
-        first = exchanges[0]
-        size = align_up(4 * self.cluster * ceil_div(_result_elems(first), self.cluster), tile.SMEM_ALIGNMENT)
+        size = receive_bytes(self.exchanges[0], self.cluster)
         base = align_up(k.smem, tile.SMEM_ALIGNMENT)
         if base + 2 * size <= TARGET.resident_costs.smem_budget:
             self.receive_copies = (base, base + size)
@@ -1475,6 +1473,8 @@ class ResidentPrinter(CudaPrinter):
     def print(self) -> str:
         k = self.kernel
         nbuf = len(k.block.args)
+        self.exchanges = [op for op in k.block.ops if isinstance(op, tile.TileWorkOp) and self._partial(op)]
+        self.racing = self._racing_rank0_stores()
         self.plan_receive_copies()
         self.w(header() + '#include "tk/resident.cuh"\n')
         self.w(f"// kernel {k.sym_name.data}: resident, cluster of {self.cluster}, {nbuf} buffers, "
@@ -1574,8 +1574,7 @@ class ResidentPrinter(CudaPrinter):
         # DSMEM needs every block of the cluster running: without a full cluster
         # barrier in the prologue, arrive now and wait before the first push.
         prologue_sync = self._prologue_barrier()
-        exchanges = [op for op in k.block.ops if isinstance(op, tile.TileWorkOp) and self._partial(op)]
-        self.first_push = exchanges[0] if exchanges and prologue_sync != "always" else None
+        self.first_push = self.exchanges[0] if self.exchanges and prologue_sync != "always" else None
         # A launch of one step waits right after staging; the others before the first push.
         self.single_step_wait = prologue_sync == "single" and self.first_push is not None
         self.step_block_barrier = self._steps_need_no_cluster_barrier()
@@ -1806,13 +1805,10 @@ class ResidentPrinter(CudaPrinter):
         argument is staged by the first step alone and stored by the last alone
         (its home kept, target.step_block_barrier): then only a launch of one
         step, first and last, has both. "" when there is none."""
-        if self.cluster == 1:
-            return ""
-        racing = self._racing_rank0_stores()
-        if not racing:
+        if self.cluster == 1 or not self.racing:
             return ""
         once = TARGET.step_block_barrier and all(
-            a in self.last_step_only and a not in self.restaged_sources for a in racing)
+            a in self.last_step_only and a not in self.restaged_sources for a in self.racing)
         return "single" if once else "always"
 
     def stage_args(self, home: tile.Home) -> tuple[str, str, str, str, str, int, int]:
@@ -2156,7 +2152,7 @@ class ResidentPrinter(CudaPrinter):
         # operand is outside their range, every element again with `/` and sqrtf.
         fast = TARGET.fast_paths and not TARGET.ieee_calls and any(
             isinstance(o, tk.DivOp | tk.SqrtOp) for o in op.body.walk())
-        first_value = bp.counter
+        first_value, decl, indent = bp.counter, bp.decl, bp.indent
         if fast:
             self.w("      bool tk_fast = true;")
             bp.fast_flag, bp.decl = "tk_fast", "float "
@@ -2170,7 +2166,7 @@ class ResidentPrinter(CudaPrinter):
             bp.counter, bp.fast_flag, bp.decl, bp.indent = first_value, None, "", "        "
             for u in range(u_count):
                 bp.emit_ops(indices[u], {})
-            bp.decl, bp.indent = "const float ", "      "
+            bp.decl, bp.indent = decl, indent
             self.w("      }")
         for u in range(u_count):
             self.w(f"      if (ok{u}) {{")

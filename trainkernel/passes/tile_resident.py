@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import builtin
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, StringAttr
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.dialects.builtin import IntegerAttr, StringAttr
+from xdsl.ir import BlockArgument, SSAValue
 from xdsl.passes import ModulePass
 
 from trainkernel.dialects import sched, tile, tk
@@ -395,6 +395,12 @@ def _align(n: int, a: int = tile.SMEM_ALIGNMENT) -> int:
     return align_up(n, a)
 
 
+def receive_bytes(op: tile.TileWorkOp, cluster: int) -> int:
+    """Bytes of the receive buffer of an exchange (tk::exchange): CLUSTER slots of
+    each owner's share of the op's fp32 partials."""
+    return _align(4 * cluster * ceil_div(_result_elems(op), cluster))
+
+
 def _result_elems(op: tile.TileWorkOp) -> int:
     if isinstance(op, tile.GemmOp):
         m, n, _ = iteration_space(op)
@@ -520,8 +526,7 @@ def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts
     since = 0
     for phase, op in ops:
         if cluster > 1 and is_partial(op, plan.op_split[op]):
-            n = _result_elems(op)
-            items.append((_align(4 * cluster * ceil_div(n, cluster)), since, phase, op))
+            items.append((receive_bytes(op, cluster), since, phase, op))
             since = phase
     # No placement needs less than the homes live in one phase together: where
     # that alone is over the budget, first-fit (quadratic in the homes) cannot
