@@ -32,8 +32,11 @@ def _maps(src: str) -> list[str]:
     return re.findall(r"  \{ // tile\.map split.*\n(?:    .*\n)+?  \}\n", src)
 
 
-def test_off_until_measured():
-    assert T.DEFAULT.fast_paths is False
+def test_on_by_default(target_fields):
+    """Measured faster with the same bits (perf-log step 61): on; off prints `/`."""
+    assert T.DEFAULT.fast_paths is True
+    assert "tk_fast" in _source("online-adam")
+    target_fields(fast_paths=False)
     assert "tk_fast" not in _source("online-adam")
 
 

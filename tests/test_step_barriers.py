@@ -34,9 +34,13 @@ END_BLOCK = "    if (tk_more) __syncthreads();\n  }"
 END_CLUSTER = "    if (tk_more) tk::cluster_sync();\n  }"
 
 
-def test_off_until_measured():
-    assert T.DEFAULT.keep_state_homes is False and T.DEFAULT.step_block_barrier is False
-    assert T.DEFAULT.double_receive is False
+def test_defaults(target_fields):
+    """Measured (perf-log steps 63 and 65): the block barrier and the two receive
+    buffers faster with the same bits, on; keeping the state homes no faster, off."""
+    assert T.DEFAULT.step_block_barrier is True and T.DEFAULT.double_receive is True
+    assert T.DEFAULT.keep_state_homes is False
+    assert END_BLOCK in _source("online")
+    target_fields(step_block_barrier=False)
     assert END_CLUSTER in _source("online")
 
 
@@ -64,15 +68,16 @@ def test_the_twins_keep_their_powers_of_the_betas(target_fields, name):
 
 @pytest.mark.parametrize("name", ["online", "classification"])
 def test_sgd_steps_end_with_a_block_barrier(target_fields, name):
-    target_fields(step_block_barrier=True)
+    target_fields(step_block_barrier=True, double_receive=False)
     src = _source(name)
     assert END_BLOCK in src and END_CLUSTER not in src
     assert src.count("tk::cluster_arrive_release();") == 1 and "tk::cluster_arrive();" not in src
 
 
 def test_one_block_needs_neither(target_fields):
+    target_fields(step_block_barrier=False, double_receive=False)
     off = _source("tiny")
-    target_fields(step_block_barrier=True, keep_state_homes=True)
+    target_fields(step_block_barrier=True, keep_state_homes=True, double_receive=True)
     assert _source("tiny") == off
 
 
@@ -80,6 +85,7 @@ def test_one_block_needs_neither(target_fields):
 def test_restaged_state_keeps_the_cluster_barriers(target_fields, name):
     """Without keep_state the twins stage their betas' powers again each step, which
     rank 0 stores each step: the prologue's cluster barrier and the loop's stay."""
+    target_fields(step_block_barrier=False)
     off = _source(name)
     target_fields(step_block_barrier=True)
     assert _source(name) == off
@@ -89,7 +95,7 @@ def test_restaged_state_keeps_the_cluster_barriers(target_fields, name):
 def test_kept_state_needs_the_cluster_only_in_a_launch_of_one_step(target_fields, name):
     """Both on: one wait for each arrive on every path: after staging in a launch of
     one step, before the first push in the others."""
-    target_fields(step_block_barrier=True, keep_state_homes=True)
+    target_fields(step_block_barrier=True, keep_state_homes=True, double_receive=False)
     src = _source(name)
     assert END_BLOCK in src
     prologue = src[src.index("tk::cluster_arrive_release();"):]
@@ -120,7 +126,7 @@ def test_online_alternates_two_receive_buffers(target_fields):
 
 def test_no_second_copy_where_it_does_not_fit(target_fields):
     costs = dataclasses.replace(T.DEFAULT.resident_costs, smem_budget=60000)
-    target_fields(resident_costs=costs)
+    target_fields(resident_costs=costs, double_receive=False)
     off = _source("online")
     target_fields(resident_costs=costs, double_receive=True)
     assert _source("online") == off
@@ -128,6 +134,7 @@ def test_no_second_copy_where_it_does_not_fit(target_fields):
 
 @pytest.mark.parametrize("name", TWINS)
 def test_no_second_copy_where_rank_0_stores_what_others_stage(target_fields, name):
+    target_fields(double_receive=False)
     off = _source(name)
     target_fields(double_receive=True)
     assert _source(name) == off

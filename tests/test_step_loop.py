@@ -126,15 +126,16 @@ def test_the_step_reads_its_pointers_as_the_target_says(monkeypatch):
 def test_a_cluster_keeps_its_state_homes_like_one_block(name):
     """online, classification (clusters of 16 blocks, each updating its slice of the
     weights, the last bias replicated and updated whole by every block): the batch is
-    staged again, every state home is kept, and the end-of-step cluster barrier
-    (release/acquire at cluster scope) orders the next step's reads."""
+    staged again, every state home is kept, and a block barrier ends each step
+    (target.step_block_barrier: nothing restaged is written, and each step's first
+    DSMEM push waits for the cluster; tests/test_step_barriers.py)."""
     src = _source(name)
     assert re.search(r"cluster of (\d+),", src).group(1) != "1"
     later, homes = _later_steps(src), _homes(src)
     assert set(homes.values()) == {0, 1, 2, 3, 4, 5}
     assert {int(b) for b in re.findall(r"tk::stage_rows\(s\d+\w*, b(\d+)", later)} == {4, 5}
     _assert_kept(src, {h: b for h, b in homes.items() if b < 4})
-    assert "    if (tk_more) tk::cluster_sync();" in src
+    assert "    if (tk_more) __syncthreads();" in src
 
 
 def test_homes_that_share_bytes_are_staged_again(target_fields):

@@ -307,42 +307,51 @@ class TargetOptions:
     # instruction sequences), one test an iteration sending every element back
     # through `/` and sqrtf where an operand is outside their range: the
     # elements' chains interleave instead of running one after the other
-    # (perf-log step 61; the Adam updates are latency-bound). Off until measured.
-    fast_paths: bool = False
+    # (perf-log step 61; the Adam updates are latency-bound). The same bits;
+    # measured (runs 719f12c-g, 1be1ae9-a): online-adam -0.43, classification-
+    # adamw-ce -0.21 us a step, the SGD steps (no division) unchanged.
+    fast_paths: bool = True
     # The step loop runs the ops whose results only the outputs that are not
     # state read (the loss, returned gradients: stored by the last step alone)
     # in its last step alone, and stores a temporary only those ops read in the
     # last step alone (plan_last_step_ops, perf-log step 62): online's loss sum,
     # a block reduction of 1024 squared errors, and their publication to the
-    # cluster. Off until measured.
-    last_step_outputs: bool = False
+    # cluster. The same bits; measured (run 1be1ae9-a): online -0.45,
+    # classification -0.87, online-adam -0.29, tiny -0.17 us a step.
+    last_step_outputs: bool = True
     # A step of a cluster's step loop ends with a block barrier instead of a
     # cluster barrier where no step but the last stores what a later step
     # stages: each step's first DSMEM push already waits for every block to
     # have started that step (the split arrive/wait at its start), the others
     # for that exchange's barriers (ResidentPrinter._steps_need_no_cluster_barrier,
-    # perf-log step 63). One cluster barrier a step fewer. Off until measured.
-    step_block_barrier: bool = False
+    # perf-log step 63). One cluster barrier a step fewer. The same bits;
+    # measured (run 1be1ae9-a): online-adam -0.38, classification-adamw-ce
+    # -0.41, classification -0.20, online -0.10 us a step.
+    step_block_barrier: bool = True
     # tile-resident keeps every state home (an input the kernel writes) to the
     # kernel's end where it fits, so that the step loop keeps it on chip instead
     # of staging it again from global memory: Adam's powers of the betas, which
-    # a first-phase map updates, are staged anew every step today, with the
-    # cluster barriers that their store by rank 0 needs (perf-log step 63).
-    # Off until measured.
+    # a first-phase map updates, are staged anew every step, with the cluster
+    # barriers that their store by rank 0 needs (perf-log step 63). Measured
+    # with step_block_barrier (runs 1be1ae9-a/c): within +-0.1 us on every step
+    # (the twins' two scalars are not where their time goes): off.
     keep_state_homes: bool = False
     # A resident gemm whose N is not a whole number of 16-column pairs (10
     # classes) reads its last pair whole where B's home rows are padded that far
     # (tk::smem_gemm's NREAD) and stores only the columns before N: ldmatrix and
     # mma instead of the scalar path's element loads (perf-log step 64; the same
-    # mma on the same k order: the same bits). Off until measured.
+    # mma on the same k order: the same bits). Measured (runs 1be1ae9-a/c):
+    # mixed, classification -0.39 and +0.02, classification-adamw-ce +0.02 and
+    # -0.38, classification at 50 x 100-300-10 +0.13 and +0.51 us a step: off.
     gemm_padded_columns: bool = False
     # The first exchange of a cluster's step gets two receive buffers, used by
     # even and odd steps, past the placement's bytes where they fit: only the
     # first step then waits for every block to have started before its first
     # push (ResidentPrinter.plan_receive_copies, perf-log step 65). With
-    # step_block_barrier, two cluster barriers a step instead of four. Off until
-    # measured.
-    double_receive: bool = False
+    # step_block_barrier, two cluster barriers a step instead of four. The same
+    # bits; measured on top of step_block_barrier (run 1be1ae9-a): online -0.12,
+    # classification -0.19, 33 x 100-300-7 -0.33, 50 x 100-300-10 -0.38 us a step.
+    double_receive: bool = True
     # The step loop carries the compute-dtype copies of the state from step to
     # step (perf-log step 52): tile-resident keeps the homes of casts of state
     # to the kernel's end where they fit, and the printer has each update write

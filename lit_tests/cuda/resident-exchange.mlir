@@ -3,7 +3,10 @@
 // its 64x16 partials by pushing them to their owners (DSMEM stores, never
 // remote loads); each owner sums its 64 elements over the 16 ranks and runs
 // the loss-gradient epilogue once, storing into every block's replicated home.
-// RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident' -t cuda | filecheck %s
+// The step loop's barriers as they were before perf-log steps 63 and 65 (one
+// receive buffer, a cluster barrier between steps); double-receive.mlir checks
+// the default's.
+// RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident' -t 'cuda{double_receive=off step_block_barrier=off}' | filecheck %s
 
 // Every block must be running before another stores into its shared memory:
 // arrive at kernel start (after the prologue copies are issued), wait before
