@@ -20,7 +20,8 @@
 #   probe-col-loads resident_probe --col-loads $COL_LOADS (default 16,32) on $COL_SPECS (column sums'
 #                 loads in flight a thread, perf-log step 29)
 #   unit-timer    resident_probe --unit-timer on $TIMER_SPECS (phases, and each wgmma unit of block 0)
-#   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles)
+#   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles; resident kernels
+#                 also in a loop of 4 steps in one launch, each step its line)
 #   op-timer      resident_probe --op-timer on $TIMER_SPECS (grid kernels: each op's slowest block)
 #   probe-full-loads resident_probe --full-loads on $ENGINE_SPECS (full reductions 1 against 16 loads in flight)
 #   probe-final   resident_probe --final on $ENGINE_SPECS (final grid barrier by rule / never / a fence / always)
