@@ -22,6 +22,8 @@
 #   unit-timer    resident_probe --unit-timer on $TIMER_SPECS (phases, and each wgmma unit of block 0)
 #   timer         resident_probe --timer on $TIMER_SPECS (per-op / per-phase cycles; resident kernels
 #                 also in a loop of 4 steps in one launch, each step its line)
+#   ncu-loop      scripts/diag/loop_profile.py under ncu on $NCU_SPECS (default online classification):
+#                 warp-state samples of one launch of a 20-step loop, line by line (cuda and sass views)
 #   op-timer      resident_probe --op-timer on $TIMER_SPECS (grid kernels: each op's slowest block)
 #   probe-full-loads resident_probe --full-loads on $ENGINE_SPECS (full reductions 1 against 16 loads in flight)
 #   probe-final   resident_probe --final on $ENGINE_SPECS (final grid barrier by rule / never / a fence / always)
@@ -112,6 +114,16 @@ for item in "$@"; do
              ${TIMER_SPECS:-tiny online classification small mlp4 medium large} > "$W/timer.log" 2>&1 ;;
     tests) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 -n "${JOBS:-12}" \
              ${TESTS:-tests/ --ignore=tests/test_hopper_gemm.py --ignore=tests/test_runtime_cuda.py} > "$W/gpu_tests.log" 2>&1 ;;
+    ncu-loop) mkdir -p "$W/ncu"; for s in ${NCU_SPECS:-online classification}; do
+             NVCC_APPEND_FLAGS=-lineinfo timeout "$t" ncu --clock-control none -k 'regex:tk_.*_kernel' -c 1 \
+               --section SourceCounters --section WarpStateStats --import-source yes -f -o "$W/ncu/$s" \
+               python3 scripts/diag/loop_profile.py --run "$s" "$W/ncu" > "$W/ncu/$s.log" 2>&1
+             for view in cuda sass; do
+               timeout 60 ncu -i "$W/ncu/$s.ncu-rep" --page source --csv --print-source "$view" \
+                 --source-folders "$W/ncu" > "$W/ncu/$s.$view.csv" 2>> "$W/ncu/$s.log"
+             done
+             timeout 60 ncu -i "$W/ncu/$s.ncu-rep" --page details --csv > "$W/ncu/$s.details.csv" 2>> "$W/ncu/$s.log"
+           done ;;
     tests-runtime) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 \
              tests/test_runtime_cuda.py > "$W/gpu_tests_runtime.log" 2>&1 ;;
     bench) mkdir -p "$W/h200"; timeout "$t" python3 -m benchmarks.train_loop ${BENCH_FLAGS:-} ${WORKLOADS:+--workloads "$WORKLOADS"} \

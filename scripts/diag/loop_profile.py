@@ -1,0 +1,162 @@
+"""Where a resident kernel's step loop spends its time, op by op: ncu's warp-state
+sampling (SourceCounters) of ONE launch of a captured 20-step program, its samples
+summed over the lines of each tile op of the generated CUDA (the printer opens every
+op with a `{ // tile.<op>` comment).
+
+On the device (scripts/h200_call.sh, part ncu-loop), per spec:
+    NVCC_APPEND_FLAGS=-lineinfo ncu --clock-control none -k regex:tk_.*_kernel -c 1 \
+        --section SourceCounters --section WarpStateStats --import-source yes \
+        -o $OUT/ncu/SPEC python3 scripts/diag/loop_profile.py --run SPEC $OUT/ncu
+    ncu -i $OUT/ncu/SPEC.ncu-rep --page source --csv --print-source cuda > $OUT/ncu/SPEC.cuda.csv
+On any machine, from the CSV and the kernel source --run wrote beside it:
+    python scripts/diag/loop_profile.py --report results/.../ncu SPEC
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import shutil
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+STEPS = 20
+
+
+def run(spec: str, out: Path) -> None:
+    import torch
+
+    import trainkernel
+    from benchmarks.resident_probe import workload
+
+    w, dtype = workload(spec)
+    state = w.init_state(0, "cuda")
+    batches = w.make_batches(4, seed=1, device="cuda")
+    c = trainkernel.compile_training(w.make_step(dtype), (state, *batches[0]))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{spec}.cu").write_text(c.cuda_source)
+    shutil.copy(c.build(), out / f"{spec}.so")  # SASS with line info (nvdisasm -g), if ncu lacks the source
+    print(f"{spec}: built in {c.library_path().parent}", flush=True)
+    prog = c.capture(state, *batches[0], warmup=0, steps=STEPS, batches=batches)
+    assert prog.launches == 1, "not a resident kernel in place: no step loop to profile"
+    prog.replay()  # the one launch ncu profiles
+    torch.cuda.synchronize()
+
+
+def op_of_line(source: list[str]) -> list[str]:
+    """Each line's op: the last `{ // tile.<op> ...` opened at or above it within
+    tk_step (its first words), else the region's name."""
+    owner, current = [], "outside tk_step"
+    for line in source:
+        if "void tk_step(" in line:
+            current = "step: pointers and staging"
+        m = re.match(r"\s*(?:if \(.*\)\s*)?\{ // (tile\.\w+(?: \S+)*?)(?::|,|$)", line)
+        if m and current != "outside tk_step":
+            current = m.group(1)[:60]
+        elif line == "  __syncthreads();":
+            current = "block barrier between phases"
+        elif line.startswith('extern "C" __global__'):
+            current = "kernel: prologue and step loop"
+        owner.append(current)
+    return owner
+
+
+def sass_lines(folder: Path, spec: str, nvdisasm: str, cuobjdump: str) -> list[tuple[int, str, int | None]]:
+    """(offset, opcode, line of the kernel's .cu) of every instruction of the kernel's
+    cubin (nvdisasm -gi on the .so that --run kept). An instruction of an inlined header
+    function whose caller is a header too takes the .cu line of the nearest one before
+    it in the listing (the printer's ops follow each other in program order)."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run([cuobjdump, "-xelf", "all", str((folder / f"{spec}.so").resolve())], cwd=d, check=True,
+                       capture_output=True)
+        cubin = next(Path(d).glob("*.cubin"))
+        text = subprocess.run([nvdisasm, "-gi", str(cubin)], check=True, capture_output=True, text=True).stdout
+    out, line = [], None
+    in_code = False
+    for raw in text.splitlines():
+        if raw.startswith("//----") and ".text." in raw:
+            in_code = True
+            continue
+        if not in_code:
+            continue
+        m = re.match(r'\s*//## File "([^"]*)", line (\d+)(?: inlined at "([^"]*)", line (\d+))?', raw)
+        if m:
+            if m.group(1).endswith(".cu"):
+                line = int(m.group(2))
+            elif m.group(3) and m.group(3).endswith(".cu"):
+                line = int(m.group(4))
+            continue
+        m = re.match(r"\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", raw)
+        if m:
+            out.append((int(m.group(1), 16), m.group(2), line))
+    return out
+
+
+def report_sass(folder: Path, spec: str, nvdisasm: str, cuobjdump: str) -> None:
+    """From ncu's SASS view (spec.sass.csv: each instruction's address and samples)."""
+    source = (folder / f"{spec}.cu").read_text().splitlines()
+    owner = op_of_line(source)
+    rows = list(csv.reader((folder / f"{spec}.sass.csv").read_text().splitlines()))
+    head_at = next(i for i, r in enumerate(rows) if any("Warp Stall Sampling" in c for c in r))
+    head = rows[head_at]
+    addr_col = next(i for i, c in enumerate(head) if c.strip() == "Address")
+    src_col = next(i for i, c in enumerate(head) if c.strip() == "Source")
+    samp_col = next(i for i, c in enumerate(head) if c.startswith("Warp Stall Sampling (All"))
+    samples = []
+    for r in rows[head_at + 1:]:
+        try:
+            samples.append((int(r[addr_col], 16), r[src_col].strip(), float(r[samp_col] or 0)))
+        except (ValueError, IndexError):
+            continue
+    base = min(a for a, _, _ in samples)
+    by_offset = {off: (op, ln) for off, op, ln in sass_lines(folder, spec, nvdisasm, cuobjdump)}
+    per_op: dict[str, float] = defaultdict(float)
+    total = mismatched = 0.0
+    for addr, text, n in samples:
+        total += n
+        op, ln = by_offset.get(addr - base, ("", None))
+        if not text.split() or op not in text:
+            mismatched += n
+        per_op[owner[ln - 1] if ln and 0 < ln <= len(owner) else "?"] += n
+    print(f"{spec}: {total:.0f} warp stall samples (SASS view; {mismatched:.0f} on instructions that did not match)")
+    for op, n in sorted(per_op.items(), key=lambda kv: -kv[1]):
+        print(f"  {100 * n / max(total, 1):5.1f}%  {n:8.0f}  {op}")
+
+
+def report(folder: Path, spec: str) -> None:
+    source = (folder / f"{spec}.cu").read_text().splitlines()
+    owner = op_of_line(source)
+    rows = list(csv.reader((folder / f"{spec}.cuda.csv").read_text().splitlines()))
+    head_at = next(i for i, r in enumerate(rows) if any("Warp Stall Sampling" in c for c in r))
+    head = rows[head_at]
+    line_col = next(i for i, c in enumerate(head) if c.strip() in ("#", "Line", "Line #"))
+    samp_col = next(i for i, c in enumerate(head) if c.startswith("Warp Stall Sampling (All"))
+    per_op: dict[str, float] = defaultdict(float)
+    total = 0.0
+    for r in rows[head_at + 1:]:
+        try:
+            line, samples = int(r[line_col]), float(r[samp_col] or 0)
+        except (ValueError, IndexError):
+            continue
+        total += samples
+        per_op[owner[line - 1] if 0 < line <= len(owner) else "?"] += samples
+    print(f"{spec}: {total:.0f} warp stall samples")
+    for op, s in sorted(per_op.items(), key=lambda kv: -kv[1]):
+        print(f"  {100 * s / max(total, 1):5.1f}%  {s:8.0f}  {op}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--run"]:
+        run(sys.argv[2], Path(sys.argv[3]))
+    elif sys.argv[1:2] == ["--report"]:
+        for spec in sys.argv[3:]:
+            report(Path(sys.argv[2]), spec)
+    elif sys.argv[1:2] == ["--report-sass"]:  # --report-sass FOLDER NVDISASM CUOBJDUMP SPEC...
+        for spec in sys.argv[5:]:
+            report_sass(Path(sys.argv[2]), spec, sys.argv[3], sys.argv[4])
+    else:
+        sys.exit(__doc__)
