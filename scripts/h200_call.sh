@@ -115,12 +115,12 @@ for item in "$@"; do
     tests) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 -n "${JOBS:-12}" \
              ${TESTS:-tests/ --ignore=tests/test_hopper_gemm.py --ignore=tests/test_runtime_cuda.py} > "$W/gpu_tests.log" 2>&1 ;;
     ncu-loop) mkdir -p "$W/ncu"; for s in ${NCU_SPECS:-online classification}; do
-             NVCC_APPEND_FLAGS=-lineinfo timeout "$t" ncu --clock-control none -k 'regex:tk_.*_kernel' -c 1 \
+             PYTHONPATH=$PWD:${PYTHONPATH:-} NVCC_APPEND_FLAGS=-lineinfo timeout "$t" ncu --clock-control none -k 'regex:tk_.*_kernel' -c 1 \
                --section SourceCounters --section WarpStateStats --import-source yes -f -o "$W/ncu/$s" \
                python3 scripts/diag/loop_profile.py --run "$s" "$W/ncu" > "$W/ncu/$s.log" 2>&1
              for view in cuda sass; do
                timeout 60 ncu -i "$W/ncu/$s.ncu-rep" --page source --csv --print-source "$view" \
-                 --source-folders "$W/ncu" > "$W/ncu/$s.$view.csv" 2>> "$W/ncu/$s.log"
+                 > "$W/ncu/$s.$view.csv" 2>> "$W/ncu/$s.log"
              done
              timeout 60 ncu -i "$W/ncu/$s.ncu-rep" --page details --csv > "$W/ncu/$s.details.csv" 2>> "$W/ncu/$s.log"
            done ;;

@@ -352,6 +352,14 @@ class TargetOptions:
     # bits; measured on top of step_block_barrier (run 1be1ae9-a): online -0.12,
     # classification -0.19, 33 x 100-300-7 -0.33, 50 x 100-300-10 -0.38 us a step.
     double_receive: bool = True
+    # The step loop stages each step's batch during the step before: a second
+    # copy of each batch home (past the placement's bytes, where they fit and no
+    # other home shares the home's bytes), picked by the step's parity, into
+    # which a step starts copying the next step's batch once its own is staged
+    # (ResidentPrinter.plan_prefetched_inputs, perf-log step 66). ncu's samples
+    # of a 20-step loop (run 9279374-g) put 23-24% of online's and
+    # classification's stalls at the step's staging wait. Off until measured.
+    prefetch_step_inputs: bool = False
     # The step loop carries the compute-dtype copies of the state from step to
     # step (perf-log step 52): tile-resident keeps the homes of casts of state
     # to the kernel's end where they fit, and the printer has each update write

@@ -32,12 +32,12 @@ def run(spec: str, out: Path) -> None:
 
     w, dtype = workload(spec)
     state = w.init_state(0, "cuda")
-    batches = w.make_batches(4, seed=1, device="cuda")
+    batches = w.make_batches(4, seed=1, device="cuda", dtype=dtype)
     c = trainkernel.compile_training(w.make_step(dtype), (state, *batches[0]))
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{spec}.cu").write_text(c.cuda_source)
     shutil.copy(c.build(), out / f"{spec}.so")  # SASS with line info (nvdisasm -g), if ncu lacks the source
-    print(f"{spec}: built in {c.library_path().parent}", flush=True)
+    print(f"{spec}: built in {c.library_path.parent}", flush=True)
     prog = c.capture(state, *batches[0], warmup=0, steps=STEPS, batches=batches)
     assert prog.launches == 1, "not a resident kernel in place: no step loop to profile"
     prog.replay()  # the one launch ncu profiles
@@ -70,10 +70,20 @@ def sass_lines(folder: Path, spec: str, nvdisasm: str, cuobjdump: str) -> list[t
     import subprocess
     import tempfile
 
+    so = (folder / f"{spec}.so").resolve()
     with tempfile.TemporaryDirectory() as d:
-        subprocess.run([cuobjdump, "-xelf", "all", str((folder / f"{spec}.so").resolve())], cwd=d, check=True,
-                       capture_output=True)
-        cubin = next(Path(d).glob("*.cubin"))
+        cubin = Path(d) / "image.cubin"
+        # A separate image (build.separate_image) is the cubin linked in as data.
+        syms = subprocess.run(["readelf", "-sW", str(so)], check=True, capture_output=True, text=True).stdout
+        found = {kind: addr for addr, kind in
+                 re.findall(r"([0-9a-f]+)\s+\d+\s+NOTYPE.*_binary_image_cubin_(start|size)$", syms, re.M)}
+        if found:
+            data = so.read_bytes()
+            start = _file_offset(so, int(found["start"], 16))
+            cubin.write_bytes(data[start:start + int(found["size"], 16)])
+        else:
+            subprocess.run([cuobjdump, "-xelf", "all", str(so)], cwd=d, check=True, capture_output=True)
+            cubin = next(Path(d).glob("*.cubin"))
         text = subprocess.run([nvdisasm, "-gi", str(cubin)], check=True, capture_output=True, text=True).stdout
     out, line = [], None
     in_code = False
@@ -94,6 +104,18 @@ def sass_lines(folder: Path, spec: str, nvdisasm: str, cuobjdump: str) -> list[t
         if m:
             out.append((int(m.group(1), 16), m.group(2), line))
     return out
+
+
+def _file_offset(so: Path, address: int) -> int:
+    """The file offset of a virtual address of the library (its section's)."""
+    import subprocess
+
+    sections = subprocess.run(["readelf", "-SW", str(so)], check=True, capture_output=True, text=True).stdout
+    for m in re.finditer(r"\]\s+\S+\s+\S+\s+([0-9a-f]{8,})\s+([0-9a-f]{6,})\s+([0-9a-f]{6,})", sections):
+        addr, off, size = (int(g, 16) for g in m.groups())
+        if addr <= address < addr + size:
+            return address - addr + off
+    raise ValueError(f"{so}: no section holds {address:#x}")
 
 
 def report_sass(folder: Path, spec: str, nvdisasm: str, cuobjdump: str) -> None:

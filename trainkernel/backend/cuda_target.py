@@ -1470,12 +1470,68 @@ class ResidentPrinter(CudaPrinter):
             self.receive_copies = (base, base + size)
             self.smem_bytes = base + 2 * size
 
+    def plan_prefetched_inputs(self) -> None:
+        """Homes of the batch that the step loop stages one step ahead
+        (target.prefetch_step_inputs): each step, once its own homes are staged,
+        starts copying the next step's batch into a second copy of each such home,
+        which the step's parity picks (tk_odd), so that the copies are in flight
+        through the whole step and the next step's staging wait finds them done.
+        A home qualifies when its source is an input the kernel never writes (a
+        step input) and it is copied as it is (tile.smem, not a cast). No copy
+        may hold anything else while the next step's batch lands in it: a home
+        whose bytes no other home shares keeps them for even steps and gets one
+        copy for odd steps; one whose bytes a later temporary reuses gets two
+        copies of its own. The copies go past the placement's (and the receive
+        copies') bytes, all or none as the budget allows: the step's staging wait
+        is saved only where no step input is staged at the step's start. The
+        copy a step fills was last read in the step before, which ended with a
+        barrier. Sets `prefetched` (home -> the offsets of its even and odd
+        copies), `parity` (whether tk_step takes tk_odd) and `smem_bytes`."""
+        k = self.kernel
+        self.prefetched: dict[tile.Home, tuple[int, int]] = {}
+        if TARGET.prefetch_step_inputs:
+            homes = [op for op in k.block.ops if isinstance(op, tile.Home) and op.source is not None
+                     and op.source in self.step_inputs]
+            at = align_up(self.smem_bytes, tile.SMEM_ALIGNMENT)
+            copies = {}
+
+            def place(h: tile.Home) -> int:
+                nonlocal at
+                off, at = at, align_up(at + h.local_bytes(self.cluster), tile.SMEM_ALIGNMENT)
+                return off
+
+            for h in homes:
+                copies[h] = (place(h), place(h)) if h in self.shared_bytes else (h.offset_value, place(h))
+            if homes and all(isinstance(h, tile.SmemOp) for h in homes) \
+                    and at <= TARGET.resident_costs.smem_budget:
+                self.prefetched, self.smem_bytes = copies, at
+        self.parity = bool(self.receive_copies or self.prefetched)
+
+    def prefetch_next_inputs(self, column: dict) -> None:
+        """The copies of plan_prefetched_inputs: the next step's batch (its row of
+        tk_next) into the copy of the other parity, after this step's staging wait
+        (a later wait, the next step's, is the one that waits for them)."""
+        if not self.prefetched:
+            return
+        self.w("  if (tk_more) {  // the next step's batch, in flight through this step (plan_prefetched_inputs)")
+        for home, (even, odd) in self.prefetched.items():
+            ct = c_type(home.result.type)
+            name = self.names[home.source]
+            src, rows, row_elems, src_stride, dst_stride, _, _ = self.stage_args(home)
+            assert src.startswith(name)
+            nxt = f"(({c_type(home.source.type)}*)tk_next[{column[home.source]}])" + src[len(name):]
+            self.w(f"    tk::stage_rows(({ct}*)(smem + (tk_odd ? {even} : {odd})), {nxt}, {rows}, "
+                   f"{row_elems}, {src_stride}, {dst_stride});")
+        self.w("  }")
+
     def print(self) -> str:
         k = self.kernel
         nbuf = len(k.block.args)
         self.exchanges = [op for op in k.block.ops if isinstance(op, tile.TileWorkOp) and self._partial(op)]
         self.racing = self._racing_rank0_stores()
         self.plan_receive_copies()
+        self.plan_step_loop()
+        self.plan_prefetched_inputs()
         self.w(header() + '#include "tk/resident.cuh"\n')
         self.w(f"// kernel {k.sym_name.data}: resident, cluster of {self.cluster}, {nbuf} buffers, "
                f"{self.smem_bytes} bytes of shared memory per block, {k.threads} threads")
@@ -1487,7 +1543,6 @@ class ResidentPrinter(CudaPrinter):
         self.w(f"static constexpr int kCluster = {self.cluster};")
         self.w(f"static constexpr bool kProgrammatic = {'true' if TARGET.programmatic_launch else 'false'};")
         self.w()
-        self.plan_step_loop()
         # One training step, tk_step: the kernel's step loop calls it once a step
         # (tk_launch_steps); inlined or not and where it reads its buffers'
         # pointers from, as the target says (resident_step_inline/_pointers).
@@ -1506,7 +1561,8 @@ class ResidentPrinter(CudaPrinter):
             "// tk_in: the step's inputs that the kernel never writes (the batch; null: tk_buf's own);\n"
             "// tk_first: stage every home; tk_more: another step follows (keep the state homes current).\n"
             f"static __device__ {inline} void tk_step({'' if table else 'void* const* tk_buf, '}"
-            f"void* const* tk_in, bool tk_first, bool tk_more{', bool tk_odd' if self.receive_copies else ''}) {{",
+            f"void* const* tk_in, bool tk_first, bool tk_more{', bool tk_odd' if self.parity else ''}"
+            f"{', void* const* tk_next' if self.prefetched else ''}) {{",
             128, "const int rank = blockIdx.x;  // the grid is one cluster", ("rank", "tk_more"),
             lambda i, arg: f"(tk_in ? tk_in[{column[arg]}] : tk_buf[{i}])" if arg in column else f"tk_buf[{i}]")
         for arg in k.block.args:
@@ -1518,7 +1574,11 @@ class ResidentPrinter(CudaPrinter):
                 self.names[op.result] = name
                 self.places[op.result] = self._home_place(op, name)
                 ct = c_type(op.result.type)
-                self.w(f"  {ct}* {name} = ({ct}*)(smem + {op.offset_value});")
+                if op in self.prefetched:  # the step's parity picks the copy (plan_prefetched_inputs)
+                    even, odd = self.prefetched[op]
+                    self.w(f"  {ct}* {name} = ({ct}*)(smem + (tk_odd ? {odd} : {even}));")
+                else:
+                    self.w(f"  {ct}* {name} = ({ct}*)(smem + {op.offset_value});")
                 if isinstance(op, tile.SmemOp) and op.source is not None:
                     self.through[op.source] = self.places[op.result]
                 if op.source is not None and op.source.index < k.num_inputs.data:
@@ -1549,7 +1609,7 @@ class ResidentPrinter(CudaPrinter):
         # kept, every step stages every home, and one prologue serves them all).
         # Cast homes too: they hold the argument as the step starts, never written through.
         self.plan_kept_homes()
-        later = [(home, name) for home, name in stages if name not in self.kept_homes]
+        later = [(home, name) for home, name in stages if name not in self.kept_homes and home not in self.prefetched]
         branch = len(later) < len(stages)
         def emit(homes: list[tuple[tile.Home, str]], indent: str) -> None:
             for home, name in homes:
@@ -1557,10 +1617,12 @@ class ResidentPrinter(CudaPrinter):
                     self.stage(home, name, indent)
             self.stage_casts([(h, n) for h, n in homes if isinstance(h, tile.SmemCastOp)], indent)
 
-        if branch:
+        if branch and later:
             self.w("  if (!tk_first) {")
             emit(later, "  ")
             self.w("  } else {")
+        elif branch:
+            self.w("  if (tk_first) {")
         self.w("  // ---- prologue: every input home, all copies in flight together")
         emit(stages, "  " if branch else "")
         if branch:
@@ -1592,6 +1654,7 @@ class ResidentPrinter(CudaPrinter):
             self.w("  if (tk_first && !tk_more) tk::cluster_wait();  // one step: rank 0 stores what the others stage")
         elif prologue_sync == "single":
             self.w("  if (tk_first && !tk_more) tk::cluster_sync();  // one step: rank 0 stores what the others stage")
+        self.prefetch_next_inputs(column)
         if timer:
             self.w("  tk_t[1] = clock64();")
         phase = 0
@@ -1650,7 +1713,9 @@ class ResidentPrinter(CudaPrinter):
             self.w("  tk::wait_prior_grid();")
         self.w("  for (int tk_s = 0; tk_s < p.steps; ++tk_s) {")
         self.w("    const bool tk_more = tk_s + 1 < p.steps;")
-        odd = ", (tk_s & 1) != 0" if self.receive_copies else ""
+        odd = ", (tk_s & 1) != 0" if self.parity else ""
+        if self.prefetched:
+            odd += f", tk_more ? p.step_inputs + (size_t)(tk_s + 1) * {len(self.step_inputs)} : nullptr"
         self.w(f"    tk_step({'' if table else 'p.buf, '}{row}, tk_s == 0, tk_more{odd});")
         self.w(f"    if (tk_more) {end}")
         self.w("  }")
@@ -2638,7 +2703,8 @@ class CudaTarget(Target):
     is enough (target.step_block_barrier); `padded_columns`, a gemm's last
     16-column pair read whole where B's padded rows allow
     (target.gemm_padded_columns); `double_receive`, two receive buffers for a
-    step's first exchange (target.double_receive)."""
+    step's first exchange (target.double_receive); `prefetch_inputs`, the next
+    step's batch staged during the step (target.prefetch_step_inputs)."""
 
     name = "cuda"
     thread_rows: str = "target"
@@ -2649,12 +2715,14 @@ class CudaTarget(Target):
     step_block_barrier: str = "target"
     padded_columns: str = "target"
     double_receive: str = "target"
+    prefetch_inputs: str = "target"
 
     # option -> the target field it sets
     FIELDS = {"thread_rows": "resident_thread_rows", "spread_ops": "resident_spread_ops",
               "static_slices": "static_slices", "fast_paths": "fast_paths",
               "last_step_outputs": "last_step_outputs", "step_block_barrier": "step_block_barrier",
-              "padded_columns": "gemm_padded_columns", "double_receive": "double_receive"}
+              "padded_columns": "gemm_padded_columns", "double_receive": "double_receive",
+              "prefetch_inputs": "prefetch_step_inputs"}
 
     def emit(self, ctx: Context, module: builtin.ModuleOp, output: IO[str]) -> None:
         global TARGET

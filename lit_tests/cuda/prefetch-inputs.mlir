@@ -1,0 +1,35 @@
+// -t cuda, prefetch_inputs (target.prefetch_step_inputs) on the online schedule of
+// resident-exchange.mlir: each batch home gets an even and an odd copy, picked by the
+// step's parity (x keeps its own bytes for even steps; y, whose bytes the squared
+// errors reuse, gets two copies past the placement and the receive copies); no batch
+// is staged at a later step's start; once the step's own homes are staged it copies
+// the next step's batch (tk_next, the loop's next row) into the other parity's copy.
+// Off: the batch is staged at every step's start into its one home.
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on}' | filecheck %s --check-prefix=ON
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=off}' | filecheck %s --check-prefix=OFF
+
+// ON:       static constexpr int kSmem = 88256;
+// ON:       void tk_step(void* const* tk_in, bool tk_first, bool tk_more, bool tk_odd, void* const* tk_next) {
+// ON:       [[Y:s[0-9]+]] = (__nv_bfloat16*)(smem + (tk_odd ? 67776 : 64704));
+// ON-NEXT:  [[X:s[0-9]+]] = (__nv_bfloat16*)(smem + (tk_odd ? 70848 : 0));
+// ON-NOT:   if (!tk_first) {
+// ON:       if (tk_first) {
+// ON-NEXT:  // ---- prologue
+// ON:       tk::stage_rows([[Y]], b{{[0-9]+}}, 64, 16, 16LL, 24);
+// ON-NEXT:  tk::stage_rows([[X]], b{{[0-9]+}}, 64, 128, 128LL, 136);
+// ON-NEXT:  }
+// ON:       tk::stage_wait();
+// ON-NEXT:  if (tk_more) {  // the next step's batch, in flight through this step (plan_prefetched_inputs)
+// ON-NEXT:    tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? 64704 : 67776)), ((__nv_bfloat16*)tk_next[1]), 64, 16, 16LL, 24);
+// ON-NEXT:    tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? 0 : 70848)), ((__nv_bfloat16*)tk_next[0]), 64, 128, 128LL, 136);
+// ON-NEXT:  }
+// ON-NEXT:  // ---- phase 0
+// ON:       tk_step({{.*}}, tk_s == 0, tk_more, (tk_s & 1) != 0, tk_more ? p.step_inputs + (size_t)(tk_s + 1) * 2 : nullptr);
+
+// OFF:      static constexpr int kSmem = 64704;
+// OFF:      void tk_step(void* const* tk_in, bool tk_first, bool tk_more, bool tk_odd) {
+// OFF-NOT:  tk_odd ? {{[0-9]+}} : 0
+// OFF:      if (!tk_first) {
+// OFF-NEXT:   tk::stage_rows(s{{[0-9]+}}, b{{[0-9]+}}, 64, 16, 16LL, 24);
+// OFF-NEXT:   tk::stage_rows(s{{[0-9]+}}, b{{[0-9]+}}, 64, 128, 128LL, 136);
+// OFF-NOT:  tk_next

@@ -1,0 +1,158 @@
+"""target.prefetch_step_inputs: the step loop stages each step's batch during the step
+before (ResidentPrinter.plan_prefetched_inputs, perf-log step 66). Each batch home gets
+a copy for even and one for odd steps, picked by tk_odd; a step starts copying the next
+step's batch (its row of tk_next) into the other parity's copy once its own homes are
+staged, so that the next step's staging wait finds the copies done. A home whose bytes
+no other home shares keeps them for even steps; one whose bytes a later temporary
+reuses gets two copies past the placement. All batch homes or none."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+import torch
+
+from trainkernel import target as T
+from trainkernel.workloads import WORKLOADS
+
+from _nvcc import needs_nvcc, nvcc_errors
+from _variants import looped, stepped
+from _variants import suite_source as _source
+
+PREFETCH = "  if (tk_more) {  // the next step's batch, in flight through this step (plan_prefetched_inputs)"
+
+
+@pytest.fixture
+def prefetch_on(target_fields):
+    target_fields(prefetch_step_inputs=True)
+
+
+def _smem(src: str) -> int:
+    return int(re.search(r"static constexpr int kSmem = (\d+);", src).group(1))
+
+
+def test_off_until_measured():
+    assert T.DEFAULT.prefetch_step_inputs is False
+    assert "tk_next" not in _source("online")
+
+
+def test_online_stages_the_next_batch_into_the_other_copy(prefetch_on):
+    """online: x (its home's bytes its own) keeps them for even steps and gets one
+    copy for odd ones; y (whose bytes the squared errors reuse) gets two copies of its
+    own; no batch is staged at a later step's start; each copy the next step's row."""
+    src = _source("online")
+    homes = dict(re.findall(r"__nv_bfloat16\* (s\d+) = \(__nv_bfloat16\*\)\(smem \+ \(tk_odd \? (\d+ : \d+)\)\);",
+                            src))
+    assert len(homes) == 2
+    (y, y_at), (x, x_at) = sorted(homes.items())
+    odd_x, even_x = (int(v) for v in x_at.split(" : "))
+    odd_y, even_y = (int(v) for v in y_at.split(" : "))
+    assert even_x == 0 and min(odd_x, odd_y, even_y) >= 64704  # past the placement and the receive copies
+    assert _smem(src) == max(odd_x + 64 * 136 * 2, odd_y + 64 * 24 * 2, even_y + 64 * 24 * 2)
+    assert "  if (!tk_first) {" not in src and "  if (tk_first) {\n  // ---- prologue" in src
+    block = src[src.index(PREFETCH):].split("\n  }\n", 1)[0]
+    assert f"(smem + (tk_odd ? {even_y} : {odd_y})), ((__nv_bfloat16*)tk_next[1]), 64, 16, 16LL, 24);" in block
+    assert f"(smem + (tk_odd ? {even_x} : {odd_x})), ((__nv_bfloat16*)tk_next[0]), 64, 128, 128LL, 136);" in block
+    assert src.index("  tk::stage_wait();") < src.index(PREFETCH) < src.index("  // ---- phase 0")
+    assert "tk_more ? p.step_inputs + (size_t)(tk_s + 1) * 2 : nullptr);" in src
+
+
+def test_the_copies_do_not_overlap_each_other_or_the_placement(prefetch_on):
+    for name in ["online", "classification", "online-adam", "tiny"]:
+        src = _source(name)
+        off = re.search(r"resident, cluster of \d+, \d+ buffers, (\d+) bytes", src)
+        copies = [(int(a), int(b)) for a, b in re.findall(r"\(smem \+ \(tk_odd \? (\d+) : (\d+)\)\)", src)]
+        assert copies and off and int(off.group(1)) == _smem(src) <= T.DEFAULT.resident_costs.smem_budget
+
+
+def test_twins_restage_their_written_state_but_prefetch_the_batch(prefetch_on):
+    """online-adam: the betas' powers (written by rank 0) are staged at the step's
+    start as before; only the batch is staged a step ahead."""
+    src = _source("online-adam")
+    later = src[src.index("  if (!tk_first) {"):src.index("  } else {")]
+    assert later.count("tk::stage_rows(") == 2 and "tk_next" not in later
+    assert src[src.index(PREFETCH):].split("\n  }\n", 1)[0].count("tk::stage_rows(") == 2
+
+
+def test_none_where_the_copies_do_not_fit(target_fields):
+    """online's placement and receive copies take 64704 bytes, its batch's copies
+    23552 more: with a budget of 80000 none is prefetched."""
+    costs = dataclasses.replace(T.DEFAULT.resident_costs, smem_budget=80000)
+    target_fields(resident_costs=costs, prefetch_step_inputs=False)
+    off = _source("online")
+    assert _smem(off) == 64704
+    target_fields(resident_costs=costs, prefetch_step_inputs=True)
+    assert _source("online") == off
+
+
+def _fp32_batch_source() -> str:
+    import trainkernel
+    w = WORKLOADS["online"]
+    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.float32),
+                                        build=False).cuda_source
+
+
+def test_fp32_batches_are_prefetched_as_they_are_staged(prefetch_on):
+    """fp32 batches with bf16 compute: the homes hold the fp32 batch (a phase-0 map
+    casts it), and their copies are fp32."""
+    src = _fp32_batch_source()
+    assert "((float*)tk_next[0]), 64, 128, 128LL, 132);" in src
+
+
+def test_none_where_a_batch_home_is_a_cast(target_fields):
+    """With target.stage_casts, x's home casts on load (tile.smem_cast), which a
+    cp.async cannot do: nothing is prefetched (all or none)."""
+    target_fields(stage_casts=True, prefetch_step_inputs=True)
+    src = _fp32_batch_source()
+    assert "tk::CastRows" in src and "tk_next" not in src
+
+
+def test_grid_kernels_are_untouched(target_fields):
+    off = _source("mlp4")
+    target_fields(prefetch_step_inputs=True)
+    assert _source("mlp4") == off
+
+
+def test_the_launch_facts_take_the_printers_bytes(prefetch_on):
+    import trainkernel
+    w = WORKLOADS["online"]
+    c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16), build=False)
+    assert c.meta.smem_bytes == _smem(c.cuda_source) > 64704
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", ["online", "classification", "online-adam", "tiny", "odd"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_compiles_for_sm90(prefetch_on, tmp_path, name, dtype):
+    w = WORKLOADS["online"].with_sizes(33, (100, 300, 7)) if name == "odd" else name
+    src = _source(w, dtype=dtype)
+    assert "tk_next" in src
+    assert nvcc_errors(src, tmp_path) == ""
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["tiny", "online", "classification", "online-adam", "odd"])
+def test_one_launch_of_k_steps_gives_the_same_bits_on_gpu(target_fields, name):
+    """7 steps in one launch over 3 batches (the next step's batch differs from this
+    one's), prefetched or not: the same state and last outputs, bit for bit."""
+    w = WORKLOADS["online"].with_sizes(33, (100, 300, 7)) if name == "odd" else name
+    runs = []
+    for on in (False, True):
+        target_fields(prefetch_step_inputs=on)
+        src, outputs = looped(w, 7, seed=4)
+        assert ("tk_next" in src) == on
+        runs.append(outputs)
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["online", "online-adam"])
+def test_launches_of_one_step_give_the_same_bits_on_gpu(target_fields, name):
+    runs = []
+    for on in (False, True):
+        target_fields(prefetch_step_inputs=on)
+        runs.append(stepped(name, 4, seed=2)[1])
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
+
