@@ -128,25 +128,33 @@ def report_sass(folder: Path, spec: str, nvdisasm: str, cuobjdump: str) -> None:
     addr_col = next(i for i, c in enumerate(head) if c.strip() == "Address")
     src_col = next(i for i, c in enumerate(head) if c.strip() == "Source")
     samp_col = next(i for i, c in enumerate(head) if c.startswith("Warp Stall Sampling (All"))
-    samples = []
+    reasons = {i: c[6:] for i, c in enumerate(head) if c.startswith("stall_") and "(Not Issued)" not in c}
+    samples, why = [], []
     for r in rows[head_at + 1:]:
         try:
             samples.append((int(r[addr_col], 16), r[src_col].strip(), float(r[samp_col] or 0)))
+            why.append({name: float(r[i] or 0) for i, name in reasons.items()})
         except (ValueError, IndexError):
             continue
     base = min(a for a, _, _ in samples)
     by_offset = {off: (op, ln) for off, op, ln in sass_lines(folder, spec, nvdisasm, cuobjdump)}
     per_op: dict[str, float] = defaultdict(float)
+    per_reason: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     total = mismatched = 0.0
-    for addr, text, n in samples:
+    for (addr, text, n), stalls in zip(samples, why):
         total += n
         op, ln = by_offset.get(addr - base, ("", None))
         if not text.split() or op not in text:
             mismatched += n
-        per_op[owner[ln - 1] if ln and 0 < ln <= len(owner) else "?"] += n
+        key = owner[ln - 1] if ln and 0 < ln <= len(owner) else "?"
+        per_op[key] += n
+        for name, v in stalls.items():
+            per_reason[key][name] += v
     print(f"{spec}: {total:.0f} warp stall samples (SASS view; {mismatched:.0f} on instructions that did not match)")
     for op, n in sorted(per_op.items(), key=lambda kv: -kv[1]):
-        print(f"  {100 * n / max(total, 1):5.1f}%  {n:8.0f}  {op}")
+        top = sorted(per_reason[op].items(), key=lambda kv: -kv[1])[:3]
+        print(f"  {100 * n / max(total, 1):5.1f}%  {n:8.0f}  {op:62s} " +
+              ", ".join(f"{name} {v:.0f}" for name, v in top if v))
 
 
 def report(folder: Path, spec: str) -> None:
