@@ -113,3 +113,32 @@ def test_racecheck_on_named_barriers_of_part_of_the_block(named: int, tmp_path):
     out = proc.stdout + proc.stderr
     print(out[-4000:])
     assert proc.returncode == 0 and "(0 errors, 0 warnings)" in out, out[-4000:]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
+@pytest.mark.parametrize("workload", ["online", "online-adam"])
+@pytest.mark.parametrize("fields", ["exchange_async_pushes=1", "prefetch_step_inputs=1"])
+def test_compute_sanitizer_on_the_prepared_step_loop_switches(tool: str, workload: str, fields: str, tmp_path):
+    """The switches of perf-log steps 66 and 67 (off by default until measured), three
+    steps in one launch: the next step's batch copied during the step, and the
+    exchange's pushes as st.async to the owner's mbarrier."""
+    sanitizer = _sanitizer()
+    if sanitizer is None:
+        pytest.skip("compute-sanitizer is not installed")
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+               TK_TARGET_FIELDS=fields)
+    env.setdefault("TRAINKERNEL_CACHE_DIR", str(tmp_path / "cache"))
+    env.setdefault("NVCC_APPEND_FLAGS", "-lineinfo")
+    subprocess.run([sys.executable, str(SCRIPT), workload, "bfloat16", "1"], env=env, check=True,
+                   capture_output=True, timeout=300)
+    proc = subprocess.run(
+        [sanitizer, "--tool", tool, "--error-exitcode", "7", sys.executable, str(SCRIPT), workload, "bfloat16", "3",
+         "capture"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    out = proc.stdout + proc.stderr
+    print(out[-4000:])
+    assert proc.returncode == 0, out[-4000:]
+    assert "in 1 launches" in out, out[-4000:]
+    assert "ERROR SUMMARY: 0 errors" in out or "(0 errors, 0 warnings)" in out, out[-4000:]

@@ -360,6 +360,13 @@ class TargetOptions:
     # of a 20-step loop (run 9279374-g) put 23-24% of online's and
     # classification's stalls at the step's staging wait. Off until measured.
     prefetch_step_inputs: bool = False
+    # A cluster exchange's pushes are st.async stores that count their bytes on
+    # an mbarrier of the owner, which waits on it instead of the exchange's first
+    # cluster barrier (tk::exchange_async, perf-log step 67): ncu put half of the
+    # exchange's stall samples (20-34% of a step) on that barrier's release fence
+    # (membar), each thread waiting for its DSMEM stores to be acknowledged.
+    # Off until measured.
+    exchange_async_pushes: bool = False
     # The step loop carries the compute-dtype copies of the state from step to
     # step (perf-log step 52): tile-resident keeps the homes of casts of state
     # to the kernel's end where they fit, and the printer has each update write

@@ -7,8 +7,12 @@ replayed once (a resident kernel runs them in one launch: its step loop).
 
 ENGINE: the grid kernel's gemm engine (auto, mma, wgmma); MAX_KSPLIT: the
 target's split-K limit (1: no split-K), to tell a sanitizer report's cause.
+TK_TARGET_FIELDS (environment): fields of the target to switch, e.g.
+"exchange_async_pushes=1,prefetch_step_inputs=1" (booleans and integers).
 """
 
+import dataclasses
+import os
 import sys
 
 import torch
@@ -24,12 +28,17 @@ def main() -> None:
     mode = sys.argv[4] if len(sys.argv) > 4 else "inplace"
     inplace = mode in ("inplace", "capture")
     engine = sys.argv[5] if len(sys.argv) > 5 else "auto"
+    from trainkernel import target
+    from trainkernel.backend import cuda_target
+
+    fields = {}
+    for item in filter(None, os.environ.get("TK_TARGET_FIELDS", "").split(",")):
+        key, value = item.split("=")
+        fields[key] = bool(int(value)) if isinstance(getattr(target.H200, key), bool) else int(value)
     if len(sys.argv) > 6:
-        import dataclasses
-
-        from trainkernel import target
-
-        target.TARGETS[target.H200.name] = dataclasses.replace(target.H200, max_ksplit=int(sys.argv[6]))
+        fields["max_ksplit"] = int(sys.argv[6])
+    if fields:
+        target.TARGETS[target.H200.name] = cuda_target.TARGET = dataclasses.replace(target.H200, **fields)
     w = {**WORKLOADS, **TWINS}[name]
     params = w.init_state(0, "cuda")  # the parameters, or a twin's optimizer state
     batches = w.make_batches(2, seed=1, device="cuda")

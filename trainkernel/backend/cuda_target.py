@@ -1486,7 +1486,7 @@ class ResidentPrinter(CudaPrinter):
         is saved only where no step input is staged at the step's start. The
         copy a step fills was last read in the step before, which ended with a
         barrier. Sets `prefetched` (home -> the offsets of its even and odd
-        copies), `parity` (whether tk_step takes tk_odd) and `smem_bytes`."""
+        copies) and `smem_bytes`."""
         k = self.kernel
         self.prefetched: dict[tile.Home, tuple[int, int]] = {}
         if TARGET.prefetch_step_inputs:
@@ -1505,7 +1505,6 @@ class ResidentPrinter(CudaPrinter):
             if homes and all(isinstance(h, tile.SmemOp) for h in homes) \
                     and at <= TARGET.resident_costs.smem_budget:
                 self.prefetched, self.smem_bytes = copies, at
-        self.parity = bool(self.receive_copies or self.prefetched)
 
     def prefetch_next_inputs(self, column: dict) -> None:
         """The copies of plan_prefetched_inputs: the next step's batch (its row of
@@ -1532,6 +1531,10 @@ class ResidentPrinter(CudaPrinter):
         self.plan_receive_copies()
         self.plan_step_loop()
         self.plan_prefetched_inputs()
+        # The exchanges' pushes as st.async to the owner's mbarrier (target.exchange_async_pushes).
+        self.async_pushes = TARGET.exchange_async_pushes and bool(self.exchanges)
+        # tk_step takes the step's parity where something alternates or counts phases by step.
+        self.parity = bool(self.receive_copies or self.prefetched or self.async_pushes)
         self.w(header() + '#include "tk/resident.cuh"\n')
         self.w(f"// kernel {k.sym_name.data}: resident, cluster of {self.cluster}, {nbuf} buffers, "
                f"{self.smem_bytes} bytes of shared memory per block, {k.threads} threads")
@@ -1549,7 +1552,7 @@ class ResidentPrinter(CudaPrinter):
         column = {a: c for c, a in enumerate(self.step_inputs)}
         # The table shares the 1 KiB that ResidentCosts.smem_budget leaves for static
         # arrays with the 256-byte scratch: up to 96 buffers (more read the parameters).
-        table = TARGET.resident_step_pointers == "smem" and 8 * nbuf <= 1024 - 256
+        table = TARGET.resident_step_pointers == "smem" and 8 * nbuf <= 1024 - 256 - self._barrier_bytes()
         if table:
             self.w("#if !defined(TK_SEPARATE_IMAGE)")
             self.w("// The buffers' pointers, copied once from the kernel's parameters: a step reads")
@@ -1592,6 +1595,8 @@ class ResidentPrinter(CudaPrinter):
                 self.w(f"  {c_type(op.result.type)}* {name} = {self.names[op.source]};")
             elif isinstance(op, sched.BufferOp):
                 raise DiagnosticException("cuda: a resident kernel keeps its temporaries in tile.smem, not the arena")
+        if self.async_pushes:
+            self.w(f"  __shared__ uint64_t tk_xbar[{len(self.exchanges)}];  // the exchanges' mbarriers (push_async)")
         # Phase of every tile op, and the last phase that reads each home (by pointer).
         self.phase_of: dict[tile.TileWorkOp, int] = {}
         self.last_read: dict[str, int] = {}
@@ -1640,6 +1645,8 @@ class ResidentPrinter(CudaPrinter):
         # A launch of one step waits right after staging; the others before the first push.
         self.single_step_wait = prologue_sync == "single" and self.first_push is not None
         self.step_block_barrier = self._steps_need_no_cluster_barrier()
+        if self.async_pushes:  # before this block's first arrive: no push reaches an uninitialised one
+            self.w(f"  if (tk_first && threadIdx.x == 0) tk::init_exchange_barriers(tk_xbar, {len(self.exchanges)});")
         if self.first_push is not None and self.receive_copies:
             self.w("  if (tk_first) tk::cluster_arrive();  // later steps push into the other copy")
         elif self.first_push is not None:
@@ -1974,6 +1981,24 @@ class ResidentPrinter(CudaPrinter):
             if self._partial(op):
                 break
         return racing
+
+    def _barrier_bytes(self) -> int:
+        """Static shared memory of the exchanges' mbarriers (8 bytes each)."""
+        return 8 * len(self.exchanges) if self.async_pushes else 0
+
+    def _push(self, op: tile.TileWorkOp, args: str) -> str:
+        """A partial's push to its owner: a DSMEM store, or st.async to the owner's
+        mbarrier of this exchange (target.exchange_async_pushes)."""
+        if self.async_pushes:
+            return f"tk::push_async<kCluster>({args}, tk_xbar + {self.exchanges.index(op)})"
+        return f"tk::push_partial<kCluster>({args})"
+
+    def _exchange(self, op: tile.TileWorkOp, combine: str, args: str) -> str:
+        """The exchange call up to its epilogue lambda (which the caller opens)."""
+        if self.async_pushes:
+            return (f"tk::exchange_async<kCluster, {combine}>({args}, tk_xbar + {self.exchanges.index(op)}, "
+                    "tk_odd")
+        return f"tk::exchange<kCluster, {combine}>({args}"
 
     def exchange_start(self, op: tile.TileWorkOp) -> None:
         """Before the first push: every block of the cluster has started."""
@@ -2353,10 +2378,10 @@ class ResidentPrinter(CudaPrinter):
             open_constant()
             self.w(f"    tk::smem_gemm<kThreads, 1, {t}{modes}>({m}, {n}, {kl}, {a_ptr}, {sam}, {sak}, {b_ptr}, {sbk}, {sbn},")
             self.w("      [&](int i, int j, float acc, float* vals) { vals[0] = acc; },")
-            self.w(f"      [&](int i, int j, const float* vals) {{ tk::push_partial<kCluster>(part, {m * n}, i * {n} + j, vals[0], rank); }});")
+            self.w(f"      [&](int i, int j, const float* vals) {{ {self._push(op, f'part, {m * n}, i * {n} + j, vals[0], rank')}; }});")
             if close:
                 self.w(close)
-            self.w(f"    tk::exchange<kCluster, tk::SumOp>(part, {m * n}, rank, [&](int e, float acc) {{")
+            self.w(f"    {self._exchange(op, 'tk::SumOp', f'part, {m * n}, rank')}, [&](int e, float acc) {{")
             index = f"const int i = e / {n}, j = e % {n};"
             self.w(f"      {index}")
             bp = self.body_printer(op, "      ", broadcast=True)
@@ -2441,7 +2466,7 @@ class ResidentPrinter(CudaPrinter):
         def finish(idx_o: list[str], who: str) -> None:
             if partial:
                 e = _linear(idx_o, tuple(in_shape[k] for k in kept))
-                self.w(f"{ind}{who}tk::push_partial<kCluster>(part, {full_out}, {e}, accum, rank);")
+                self.w(f"{ind}{who}{self._push(op, f'part, {full_out}, {e}, accum, rank')};")
             else:
                 if who:
                     self.w(f"{ind}{who}{{")
@@ -2503,7 +2528,7 @@ class ResidentPrinter(CudaPrinter):
             self.w(f"{ind}__syncthreads();")
             self.w("    }")
         if partial:
-            self.w(f"    tk::exchange<kCluster, {combine}>(part, {full_out}, rank, [&](int o, float accum) {{")
+            self.w(f"    {self._exchange(op, combine, f'part, {full_out}, rank')}, [&](int o, float accum) {{")
             decls, names = _multi_index("o", tuple(in_shape[k] for k in kept), "p")
             for d in decls:
                 self.w("      " + d)
@@ -2704,7 +2729,9 @@ class CudaTarget(Target):
     16-column pair read whole where B's padded rows allow
     (target.gemm_padded_columns); `double_receive`, two receive buffers for a
     step's first exchange (target.double_receive); `prefetch_inputs`, the next
-    step's batch staged during the step (target.prefetch_step_inputs)."""
+    step's batch staged during the step (target.prefetch_step_inputs);
+    `async_pushes`, an exchange's pushes as st.async to the owner's mbarrier
+    (target.exchange_async_pushes)."""
 
     name = "cuda"
     thread_rows: str = "target"
@@ -2716,13 +2743,14 @@ class CudaTarget(Target):
     padded_columns: str = "target"
     double_receive: str = "target"
     prefetch_inputs: str = "target"
+    async_pushes: str = "target"
 
     # option -> the target field it sets
     FIELDS = {"thread_rows": "resident_thread_rows", "spread_ops": "resident_spread_ops",
               "static_slices": "static_slices", "fast_paths": "fast_paths",
               "last_step_outputs": "last_step_outputs", "step_block_barrier": "step_block_barrier",
               "padded_columns": "gemm_padded_columns", "double_receive": "double_receive",
-              "prefetch_inputs": "prefetch_step_inputs"}
+              "prefetch_inputs": "prefetch_step_inputs", "async_pushes": "exchange_async_pushes"}
 
     def emit(self, ctx: Context, module: builtin.ModuleOp, output: IO[str]) -> None:
         global TARGET

@@ -31,6 +31,9 @@
 //       a split contraction's partials pushed to their owners (DSMEM stores),
 //       summed by the owner in rank order (deterministic), epi(e, total)
 //       called once per element of the cluster, by its owner.
+//   push_async<CLUSTER>(..., bar), exchange_async<CLUSTER, Op>(..., bar, parity, epi[, copy])
+//       the same with the pushes as st.async to the owner's mbarrier, waited
+//       on by the owner instead of a first cluster barrier.
 //
 // All functions are called by every thread of the block (they may contain
 // barriers); 1-D blocks of NT threads.
@@ -559,6 +562,88 @@ template <int CLUSTER, class Op, class Epi, class Copy = NoPublish>
 __device__ __forceinline__ void exchange(float* recv, int n, int rank, Epi epi, Copy copy = {}) {
   cluster_sync();  // every push landed (release/acquire at cluster scope)
   const int chunk = exchange_chunk<CLUSTER>(n), lo = rank * chunk, count = min(chunk, n - lo);
+  Op op;
+  for (int el = threadIdx.x; el < count; el += blockDim.x) {
+    float acc = recv[el];
+#pragma unroll
+    for (int r = 1; r < CLUSTER; ++r) acc = op(acc, recv[r * chunk + el]);
+    epi(lo + el, acc);
+  }
+  if constexpr (!std::is_same<Copy, NoPublish>::value) {
+    __syncthreads();  // the owner's results in its own copies
+    publish<CLUSTER>(lo, count, rank, copy);
+  }
+  cluster_sync();  // the epilogue's remote stores landed; no block leaves while others store into it
+}
+
+// ---------------------------------------------------------------------------
+// The exchange's pushes as asynchronous stores (target.exchange_async_pushes)
+// ---------------------------------------------------------------------------
+// exchange's first cluster barrier makes every push visible to its owner, and
+// its release half makes each thread wait until its remote stores are
+// acknowledged (ncu: half the exchange's stall samples are membar, perf-log
+// step 67). st.async instead carries each remote push with its byte count to
+// an mbarrier of the owner (complete_tx); the owner expects the bytes of its
+// chunk from the other ranks and waits on the mbarrier's phase, the step's
+// parity. A block's pushes to itself are plain stores, which a block barrier
+// publishes. The exchange's second cluster barrier stays: the publish lands,
+// no block leaves while others store into it, and no rank pushes the next
+// step's partials before every owner has read this step's.
+__device__ __forceinline__ uint32_t cta_u32(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ uint32_t map_rank(uint32_t addr, int rank) {
+  uint32_t out;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(addr), "r"(rank));
+  return out;
+}
+
+// Thread 0 of each block, at the first step, before its first cluster arrive: the
+// fence makes the initialised mbarriers visible to the cluster (CUTLASS's order).
+__device__ __forceinline__ void init_exchange_barriers(uint64_t* bars, int n) {
+  for (int i = 0; i < n; ++i)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(cta_u32(bars + i)) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+template <int CLUSTER>
+__device__ __forceinline__ void push_async(float* recv, int n, int e, float v, int rank, uint64_t* bar) {
+  const int chunk = exchange_chunk<CLUSTER>(n), owner = e / chunk;
+  float* slot = recv + rank * chunk + (e - owner * chunk);
+  if (owner == rank) {
+    *slot = v;
+    return;
+  }
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n"
+               ::"r"(map_rank(cta_u32(slot), owner)), "r"(__float_as_uint(v)), "r"(map_rank(cta_u32(bar), owner))
+               : "memory");
+}
+
+// Every thread waits for the phase of `parity` to complete. A phase that never
+// completes (a push missing: a bug) traps instead of hanging the device.
+__device__ __forceinline__ void wait_exchange_barrier(uint64_t* bar, bool parity) {
+  const uint32_t addr = cta_u32(bar), phase = parity ? 1u : 0u;
+  for (uint32_t tries = 0;; ++tries) {
+    uint32_t done;
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done) : "r"(addr), "r"(phase) : "memory");
+    if (done) return;
+    if (tries > (1u << 26)) __trap();
+  }
+}
+
+template <int CLUSTER, class Op, class Epi, class Copy = NoPublish>
+__device__ __forceinline__ void exchange_async(float* recv, int n, int rank, uint64_t* bar, bool parity, Epi epi,
+                                               Copy copy = {}) {
+  const int chunk = exchange_chunk<CLUSTER>(n), lo = rank * chunk, count = min(chunk, n - lo);
+  __syncthreads();  // this block's pushes to itself
+  if (threadIdx.x == 0) {
+    const uint32_t bytes = (uint32_t)((CLUSTER - 1) * max(count, 0) * (int)sizeof(float));
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(cta_u32(bar)), "r"(bytes)
+                 : "memory");
+  }
+  wait_exchange_barrier(bar, parity);  // every other rank's pushes landed
   Op op;
   for (int el = threadIdx.x; el < count; el += blockDim.x) {
     float acc = recv[el];
