@@ -39,24 +39,32 @@ def run(spec: str, out: Path) -> None:
     shutil.copy(c.build(), out / f"{spec}.so")  # SASS with line info (nvdisasm -g), if ncu lacks the source
     print(f"{spec}: built in {c.library_path.parent}", flush=True)
     prog = c.capture(state, *batches[0], warmup=0, steps=STEPS, batches=batches)
-    assert prog.launches == 1, "not a resident kernel in place: no step loop to profile"
-    prog.replay()  # the one launch ncu profiles
+    # A resident kernel runs the steps in one launch (its loop); a grid kernel one launch
+    # a step, of which ncu (-c 1) profiles the first.
+    print(f"{spec}: {STEPS} steps in {prog.launches} launches", flush=True)
+    prog.replay()
     torch.cuda.synchronize()
 
 
 def op_of_line(source: list[str]) -> list[str]:
-    """Each line's op: the last `{ // tile.<op> ...` opened at or above it within
-    tk_step (its first words), else the region's name."""
-    owner, current = [], "outside tk_step"
+    """Each line's op, `p<phase> <its comment's first words>`: the last
+    `{ // tile.<op> ...` opened at or above it (in tk_step for a resident kernel),
+    else the region's name (the step's staging, a barrier, the kernel's loop)."""
+    owner, current, phase, started = [], "before the kernel", 0, False
     for line in source:
-        if "void tk_step(" in line:
-            current = "step: pointers and staging"
-        m = re.match(r"\s*(?:if \(.*\)\s*)?\{ // (tile\.\w+(?: \S+)*?)(?::|,|$)", line)
-        if m and current != "outside tk_step":
-            current = m.group(1)[:60]
+        if "void tk_step(" in line or ("__global__" in line and "tk_step" not in "".join(source)):
+            current, started = "step: pointers and staging", True
+        m = re.match(r"\s*(?:if \(.*\)\s*)?\{ // (tile\.\w+[^,]*)", line)
+        p = re.match(r"\s*// ---- phase (\d+)", line)
+        if p:
+            phase = int(p.group(1))
+        if m and started:
+            current = f"p{phase} {m.group(1)[:56]}"
         elif line == "  __syncthreads();":
             current = "block barrier between phases"
-        elif line.startswith('extern "C" __global__'):
+        elif line.strip() == "tk::grid_sync();":
+            current = "grid barrier"
+        elif line.startswith('extern "C" __global__') and "tk_step" in "".join(source):
             current = "kernel: prologue and step loop"
         owner.append(current)
     return owner
