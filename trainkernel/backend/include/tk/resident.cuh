@@ -558,9 +558,11 @@ struct NoPublish {
   __device__ void operator()(int, int) const {}
 };
 
-template <int CLUSTER, class Op, class Epi, class Copy = NoPublish>
-__device__ __forceinline__ void exchange(float* recv, int n, int rank, Epi epi, Copy copy = {}) {
-  cluster_sync();  // every push landed (release/acquire at cluster scope)
+// The owner's part of an exchange once every push has landed: its chunk summed
+// over the ranks in rank order, the epilogue, the publish, and the cluster barrier
+// after which the publish has landed and no block leaves while others store into it.
+template <int CLUSTER, class Op, class Epi, class Copy>
+__device__ __forceinline__ void exchange_owner(const float* recv, int n, int rank, Epi& epi, Copy& copy) {
   const int chunk = exchange_chunk<CLUSTER>(n), lo = rank * chunk, count = min(chunk, n - lo);
   Op op;
   for (int el = threadIdx.x; el < count; el += blockDim.x) {
@@ -573,7 +575,13 @@ __device__ __forceinline__ void exchange(float* recv, int n, int rank, Epi epi, 
     __syncthreads();  // the owner's results in its own copies
     publish<CLUSTER>(lo, count, rank, copy);
   }
-  cluster_sync();  // the epilogue's remote stores landed; no block leaves while others store into it
+  cluster_sync();
+}
+
+template <int CLUSTER, class Op, class Epi, class Copy = NoPublish>
+__device__ __forceinline__ void exchange(float* recv, int n, int rank, Epi epi, Copy copy = {}) {
+  cluster_sync();  // every push landed (release/acquire at cluster scope)
+  exchange_owner<CLUSTER, Op>(recv, n, rank, epi, copy);
 }
 
 // ---------------------------------------------------------------------------
@@ -636,7 +644,7 @@ __device__ __forceinline__ void wait_exchange_barrier(uint64_t* bar, bool parity
 template <int CLUSTER, class Op, class Epi, class Copy = NoPublish>
 __device__ __forceinline__ void exchange_async(float* recv, int n, int rank, uint64_t* bar, bool parity, Epi epi,
                                                Copy copy = {}) {
-  const int chunk = exchange_chunk<CLUSTER>(n), lo = rank * chunk, count = min(chunk, n - lo);
+  const int chunk = exchange_chunk<CLUSTER>(n), count = min(chunk, n - rank * chunk);
   __syncthreads();  // this block's pushes to itself
   if (threadIdx.x == 0) {
     const uint32_t bytes = (uint32_t)((CLUSTER - 1) * max(count, 0) * (int)sizeof(float));
@@ -644,18 +652,7 @@ __device__ __forceinline__ void exchange_async(float* recv, int n, int rank, uin
                  : "memory");
   }
   wait_exchange_barrier(bar, parity);  // every other rank's pushes landed
-  Op op;
-  for (int el = threadIdx.x; el < count; el += blockDim.x) {
-    float acc = recv[el];
-#pragma unroll
-    for (int r = 1; r < CLUSTER; ++r) acc = op(acc, recv[r * chunk + el]);
-    epi(lo + el, acc);
-  }
-  if constexpr (!std::is_same<Copy, NoPublish>::value) {
-    __syncthreads();  // the owner's results in its own copies
-    publish<CLUSTER>(lo, count, rank, copy);
-  }
-  cluster_sync();  // the epilogue's remote stores landed; no block leaves while others store into it
+  exchange_owner<CLUSTER, Op>(recv, n, rank, epi, copy);
 }
 
 }  // namespace tk
