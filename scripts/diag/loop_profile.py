@@ -51,8 +51,9 @@ def op_of_line(source: list[str]) -> list[str]:
     `{ // tile.<op> ...` opened at or above it (in tk_step for a resident kernel),
     else the region's name (the step's staging, a barrier, the kernel's loop)."""
     owner, current, phase, started = [], "before the kernel", 0, False
+    resident = any("void tk_step(" in line for line in source)
     for line in source:
-        if "void tk_step(" in line or ("__global__" in line and "tk_step" not in "".join(source)):
+        if "void tk_step(" in line or ("__global__" in line and not resident):
             current, started = "step: pointers and staging", True
         m = re.match(r"\s*(?:if \(.*\)\s*)?\{ // (tile\.\w+[^,]*)", line)
         p = re.match(r"\s*// ---- phase (\d+)", line)
@@ -64,7 +65,7 @@ def op_of_line(source: list[str]) -> list[str]:
             current = "block barrier between phases"
         elif line.strip() == "tk::grid_sync();":
             current = "grid barrier"
-        elif line.startswith('extern "C" __global__') and "tk_step" in "".join(source):
+        elif line.startswith('extern "C" __global__') and resident:
             current = "kernel: prologue and step loop"
         owner.append(current)
     return owner
