@@ -61,7 +61,7 @@ def op_of_line(source: list[str]) -> list[str]:
             phase = int(p.group(1))
         if m and started:
             current = f"p{phase} {m.group(1)[:56]}"
-        elif line == "  __syncthreads();":
+        elif line == "  __syncthreads();" and current != "kernel: prologue and step loop":
             current = "block barrier between phases"
         elif line.strip() == "tk::grid_sync();":
             current = "grid barrier"
