@@ -3,7 +3,8 @@ count their bytes on an mbarrier of the owner (tk::push_async), and the owner wa
 that mbarrier's phase (the step's parity) instead of the exchange's first cluster
 barrier, whose release fence ncu found to be half of the exchange's stalls
 (tk::exchange_async, perf-log step 67). A block's pushes to itself are plain stores;
-the second cluster barrier stays."""
+the second cluster barrier stays, unless target.exchange_async_publish makes the
+publish asynchronous too (step 68, at the end of this file)."""
 
 from __future__ import annotations
 
@@ -122,3 +123,68 @@ def test_with_the_prefetched_batch_on_gpu(target_fields, name):
         target_fields(exchange_async_pushes=on, prefetch_step_inputs=on)
         runs.append(looped(name, 7, seed=4)[1])
     assert all(torch.equal(a, b) for a, b in zip(*runs))
+
+
+# target.exchange_async_publish (perf-log step 68): with the pushes asynchronous, the
+# publish too: st.async stores of 32-bit words (an fp32 element, a bf16 pair) into the
+# other ranks' copies, counted on each receiver's publish mbarrier; no cluster barrier
+# left in the exchange; the kernel ends with one.
+
+@pytest.fixture
+def publish_on(target_fields):
+    target_fields(exchange_async_pushes=True, exchange_async_publish=True)
+
+
+def test_publish_off_until_measured_and_nothing_without_async_pushes(target_fields):
+    assert T.DEFAULT.exchange_async_publish is False
+    off = _source("online")
+    target_fields(exchange_async_publish=True)
+    assert _source("online") == off
+
+
+def test_online_publishes_pairs_asynchronously(publish_on):
+    """online: dy (bf16) in pairs, the squared errors (fp32, the last step's alone)
+    an element a store; 6 bytes an element (2 before the last step); two mbarriers."""
+    src = _source("online")
+    assert "  __shared__ uint64_t tk_xbar[2];" in src and "tk::init_exchange_barriers(tk_xbar, 2);" in src
+    assert ("tk::exchange_async_published<kCluster, 2, tk::SumOp>(part, 1024, rank, tk_xbar + 0, tk_xbar + 1, "
+            "tk_odd, (!tk_more ? 4u : 0u) + 2u, [&](int e, float acc) {") in src
+    copy = src[src.index("// tk::store_async_b32: into the other ranks' copies"):].split("    });\n", 1)[0]
+    assert copy.count("if (!tk_more) tk::store_async_b32(&s") == 2 and copy.count("tk::store_async_b32(") == 3
+    assert "((j) + 1)]" in copy
+    assert "tk::publish" not in src and "tk::at_rank(" not in src
+    assert src.count("tk::cluster_sync();") == 1 and src.index("tk::cluster_sync();") > src.index("for (int tk_s")
+
+
+@pytest.mark.parametrize("name", ["online-33", "online-1"])
+def test_no_pairs_no_async_publish(publish_on, name):
+    """An odd number of elements (231, 5): a bf16 pair could straddle two owners'
+    chunks or rows; the publish keeps tk::publish and the cluster barrier."""
+    src = _source(_w(name))
+    assert "exchange_async_published" not in src and "tk::exchange_async<kCluster" in src
+    assert "publish may still be in flight" not in src
+
+
+def test_fp32_homes_publish_an_element_a_store(publish_on):
+    src = _source("online", dtype=torch.float32)
+    assert "tk::exchange_async_published<kCluster, 1, " in src
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", ["online", "classification", "online-adam", "classification-adamw-ce",
+                                  "online-33", "adamw-9"])
+def test_publish_compiles_for_sm90(publish_on, tmp_path, name):
+    assert nvcc_errors(_source(_w(name)), tmp_path) == ""
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["online", "classification", "online-adam", "classification-adamw-ce", "adamw-9"])
+def test_publish_gives_the_same_bits_on_gpu(target_fields, name):
+    """7 steps in one launch, and 4 launches of one step: both switches on against
+    both off, bit for bit."""
+    for run in (lambda: looped(_w(name), 7, seed=4)[1], lambda: stepped(_w(name), 4, seed=2)[1]):
+        runs = []
+        for on in (False, True):
+            target_fields(exchange_async_pushes=on, exchange_async_publish=on)
+            runs.append(run())
+        assert all(torch.equal(a, b) for a, b in zip(*runs))

@@ -367,6 +367,15 @@ class TargetOptions:
     # (membar), each thread waiting for its DSMEM stores to be acknowledged.
     # Off until measured.
     exchange_async_pushes: bool = False
+    # With exchange_async_pushes: an exchange's publish (the owner's results into
+    # the other ranks' copies of replicated homes) as st.async stores too, counted
+    # on a publish mbarrier of each receiving block, which waits on it instead of
+    # the exchange's second cluster barrier (tk::exchange_async_published,
+    # perf-log step 68): no cluster barrier left in the exchange. Only where
+    # every published home pairs into 32-bit words (fp32, or bf16/f16 pairs of
+    # one row) and the epilogue stores into no other rank's split slice.
+    # Off until measured.
+    exchange_async_publish: bool = False
     # The step loop carries the compute-dtype copies of the state from step to
     # step (perf-log step 52): tile-resident keeps the homes of casts of state
     # to the kernel's end where they fit, and the printer has each update write

@@ -6,6 +6,11 @@
 // tk::exchange's two cluster barriers.
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{async_pushes=on}' | filecheck %s --check-prefix=ON
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{async_pushes=off}' | filecheck %s --check-prefix=OFF
+// With async_publish (target.exchange_async_publish) too, the publish is st.async
+// stores (dy's bf16 in pairs, the squared errors an element a store, the last
+// step's alone) counted on each receiver's second mbarrier: no tk::publish, no
+// cluster barrier in the exchange, one at the kernel's end.
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{async_pushes=on async_publish=on}' | filecheck %s --check-prefix=PUB
 
 // ON:       void tk_step(void* const* tk_in, bool tk_first, bool tk_more, bool tk_odd) {
 // ON:       __shared__ uint64_t tk_xbar[1];  // the exchanges' mbarriers (push_async)
@@ -18,3 +23,15 @@
 // OFF-NOT:  tk_xbar
 // OFF:      tk::push_partial<kCluster>(part, 1024, i * 16 + j, vals[0], rank); });
 // OFF-NEXT: tk::exchange<kCluster, tk::SumOp>(part, 1024, rank, [&](int e, float acc) {
+
+// PUB:      __shared__ uint64_t tk_xbar[2];
+// PUB:      tk::init_exchange_barriers(tk_xbar, 2);
+// PUB:      tk::exchange_async_published<kCluster, 2, tk::SumOp>(part, 1024, rank, tk_xbar + 0, tk_xbar + 1, tk_odd, (!tk_more ? 4u : 0u) + 2u, [&](int e, float acc) {
+// PUB:      }, [&](int r, int e) {  // tk::store_async_b32: into the other ranks' copies
+// PUB-NEXT:   const int i = e / 16, j = e % 16;
+// PUB-NEXT:   if (!tk_more) tk::store_async_b32(&[[SQ:s[0-9]+]][(i)*20 + (j)], r, tk::bits32(&[[SQ]][(i)*20 + (j)]), tk_xbar + 1);
+// PUB-NEXT:   if (!tk_more) tk::store_async_b32(&[[SQ]][(i)*20 + ((j) + 1)], r,
+// PUB-NEXT:   tk::store_async_b32(&[[DY:s[0-9]+]][(i)*24 + (j)], r, tk::bits32(&[[DY]][(i)*24 + (j)]), tk_xbar + 1);
+// PUB-NEXT: });
+// PUB-NOT:  tk::publish
+// PUB:      tk::cluster_sync();  // no block leaves while another's publish may still be in flight

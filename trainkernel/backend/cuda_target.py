@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import math
+import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -1315,6 +1316,27 @@ class ResidentBodyPrinter(BodyPrinter):
     # The replicated homes an exchange epilogue stored (pointer, address of its
     # output index, guard): close_exchange's copy lambda stores them into the other ranks' copies.
     published: list[tuple[str, str, str]] = dataclass_field(default_factory=list)
+    # The same homes as (place, output index, guard), for an asynchronous publish.
+    published_places: list[tuple[Place, list[str], str]] = dataclass_field(default_factory=list)
+    # Whether the epilogue stored into another rank's slice of a split home (a
+    # DSMEM store no mbarrier counts: the exchange keeps its cluster barrier).
+    remote_split_stores: bool = False
+
+    def close_exchange_async(self, index_decls: list[str], var: str, step: int, esize: dict[str, int],
+                             bar: str) -> None:
+        """Close tk::exchange_async_published's epilogue lambda and print its copy
+        lambda: elements var .. var + step - 1 of each published home into rank r's
+        copy as 32-bit st.async stores (a bf16 pair, or one fp32 element a store),
+        counted on r's publish mbarrier `bar`."""
+        outer = self.indent[:-2]
+        self.out.write(outer + f"}}, [&](int r, int {var}) {{  // tk::store_async_b32: into the other ranks' copies\n")
+        for text in index_decls:
+            self.line(text)
+        for place, index, guard in self.published_places:
+            for d in range(step if esize[place.ptr] == 4 else 1):
+                at = place.address(index if d == 0 else index[:-1] + [f"({index[-1]}) + {d}"])
+                self.line(f"{guard}tk::store_async_b32(&{place.ptr}[{at}], r, tk::bits32(&{place.ptr}[{at}]), {bar});")
+        self.out.write(outer + "});\n")
 
     def close_exchange(self, index_decls: list[str], var: str) -> None:
         """Close tk::exchange's epilogue lambda, with the copy lambda where homes are
@@ -1391,7 +1413,9 @@ class ResidentBodyPrinter(BodyPrinter):
             self.line(f"{guard}{place.ptr}[{place.address(index)}] = {val};")
             if (place.ptr, place.address(index), guard) not in self.published:
                 self.published.append((place.ptr, place.address(index), guard))
+                self.published_places.append((place, list(index), guard))
         else:
+            self.remote_split_stores = True
             self.line(f"{guard}{{ const int tk_r = {place.owner(index)}; "
                       f"tk::at_rank({place.ptr}, tk_r)[{place.address(index, 'tk_r')}] = {val}; }}")
 
@@ -1533,6 +1557,11 @@ class ResidentPrinter(CudaPrinter):
         self.plan_prefetched_inputs()
         # The exchanges' pushes as st.async to the owner's mbarrier (target.exchange_async_pushes).
         self.async_pushes = TARGET.exchange_async_pushes and bool(self.exchanges)
+        # With the publish asynchronous too (target.exchange_async_publish), a second
+        # mbarrier an exchange; which exchanges use it, _publish_step decides.
+        self.barriers = len(self.exchanges) * (2 if TARGET.exchange_async_publish else 1) if self.async_pushes else 0
+        self.async_publish_any = False
+        self.home_esize: dict[str, int] = {}
         # tk_step takes the step's parity where something alternates or counts phases by step.
         self.parity = bool(self.receive_copies or self.prefetched or self.async_pushes)
         self.w(header() + '#include "tk/resident.cuh"\n')
@@ -1577,6 +1606,7 @@ class ResidentPrinter(CudaPrinter):
                 self.names[op.result] = name
                 self.places[op.result] = self._home_place(op, name)
                 ct = c_type(op.result.type)
+                self.home_esize[name] = byte_size(op.result.type.get_element_type())
                 if op in self.prefetched:  # the step's parity picks the copy (plan_prefetched_inputs)
                     even, odd = self.prefetched[op]
                     self.w(f"  {ct}* {name} = ({ct}*)(smem + (tk_odd ? {odd} : {even}));")
@@ -1596,7 +1626,7 @@ class ResidentPrinter(CudaPrinter):
             elif isinstance(op, sched.BufferOp):
                 raise DiagnosticException("cuda: a resident kernel keeps its temporaries in tile.smem, not the arena")
         if self.async_pushes:
-            self.w(f"  __shared__ uint64_t tk_xbar[{len(self.exchanges)}];  // the exchanges' mbarriers (push_async)")
+            self.w(f"  __shared__ uint64_t tk_xbar[{self.barriers}];  // the exchanges' mbarriers (push_async)")
         # Phase of every tile op, and the last phase that reads each home (by pointer).
         self.phase_of: dict[tile.TileWorkOp, int] = {}
         self.last_read: dict[str, int] = {}
@@ -1646,7 +1676,7 @@ class ResidentPrinter(CudaPrinter):
         self.single_step_wait = prologue_sync == "single" and self.first_push is not None
         self.step_block_barrier = self._steps_need_no_cluster_barrier()
         if self.async_pushes:  # before this block's first arrive: no push reaches an uninitialised one
-            self.w(f"  if (tk_first && threadIdx.x == 0) tk::init_exchange_barriers(tk_xbar, {len(self.exchanges)});")
+            self.w(f"  if (tk_first && threadIdx.x == 0) tk::init_exchange_barriers(tk_xbar, {self.barriers});")
         if self.first_push is not None and self.receive_copies:
             self.w("  if (tk_first) tk::cluster_arrive();  // later steps push into the other copy")
         elif self.first_push is not None:
@@ -1726,6 +1756,8 @@ class ResidentPrinter(CudaPrinter):
         self.w(f"    tk_step({'' if table else 'p.buf, '}{row}, tk_s == 0, tk_more{odd});")
         self.w(f"    if (tk_more) {end}")
         self.w("  }")
+        if self.async_publish_any:
+            self.w("  tk::cluster_sync();  // no block leaves while another's publish may still be in flight")
         self.w("}")
         self.kernel_handle()
         self.launcher()
@@ -1984,7 +2016,7 @@ class ResidentPrinter(CudaPrinter):
 
     def _barrier_bytes(self) -> int:
         """Static shared memory of the exchanges' mbarriers (8 bytes each)."""
-        return 8 * len(self.exchanges) if self.async_pushes else 0
+        return 8 * self.barriers
 
     def _push(self, op: tile.TileWorkOp, args: str) -> str:
         """A partial's push to its owner: a DSMEM store, or st.async to the owner's
@@ -1993,12 +2025,57 @@ class ResidentPrinter(CudaPrinter):
             return f"tk::push_async<kCluster>({args}, tk_xbar + {self.exchanges.index(op)})"
         return f"tk::push_partial<kCluster>({args})"
 
-    def _exchange(self, op: tile.TileWorkOp, combine: str, args: str) -> str:
-        """The exchange call up to its epilogue lambda (which the caller opens)."""
-        if self.async_pushes:
-            return (f"tk::exchange_async<kCluster, {combine}>({args}, tk_xbar + {self.exchanges.index(op)}, "
-                    "tk_odd")
-        return f"tk::exchange<kCluster, {combine}>({args}"
+    def _print_exchange(self, op: tile.TileWorkOp, combine: str, n: int, params: str, epilogue,
+                        index_decls: list[str], var: str) -> None:
+        """An exchange's call: its epilogue lambda (`epilogue()` prints the body and
+        returns its printer; printed first, into a buffer, since what it stores
+        decides the call) and the publish's copy lambda. The epilogue's stores
+        choose between tk::exchange (cluster barriers), tk::exchange_async (pushes
+        by st.async) and tk::exchange_async_published (the publish too)."""
+        saved, self.out = self.out, io.StringIO()
+        bp = epilogue()
+        body, self.out = self.out.getvalue(), saved
+        bp.out = self.out
+        k = self.exchanges.index(op)
+        args = f"part, {n}, rank"
+        step = self._publish_step(bp, n)
+        if step:
+            self.async_publish_any = True
+            bytes_ = " + ".join(f"({g[4:-2]} ? {self.home_esize[pl.ptr]}u : 0u)" if g else f"{self.home_esize[pl.ptr]}u"
+                                for pl, _, g in bp.published_places)
+            self.w(f"    tk::exchange_async_published<kCluster, {step}, {combine}>({args}, tk_xbar + {k}, "
+                   f"tk_xbar + {len(self.exchanges) + k}, tk_odd, {bytes_}, [&]({params}) {{")
+        elif self.async_pushes:
+            self.w(f"    tk::exchange_async<kCluster, {combine}>({args}, tk_xbar + {k}, tk_odd, [&]({params}) {{")
+        else:
+            self.w(f"    tk::exchange<kCluster, {combine}>({args}, [&]({params}) {{")
+        self.out.write(body)
+        if step:
+            bp.close_exchange_async(index_decls, var, step, self.home_esize, f"tk_xbar + {len(self.exchanges) + k}")
+        else:
+            bp.close_exchange(index_decls, var)
+
+    def _publish_step(self, bp: "ResidentBodyPrinter", n: int) -> int | None:
+        """Elements a st.async store of the publish carries (target.exchange_async_publish):
+        1 where every published home is fp32, 2 where one is bf16/f16 (a pair: the
+        exchange's elements, each owner's chunk, every home's rows and row pitch
+        even, so that a pair is one aligned 32-bit word of one row), None where the
+        publish keeps tk::publish and the cluster barrier (no published home, a
+        store into another rank's split slice, or a layout that does not pair)."""
+        if not (TARGET.exchange_async_publish and self.async_pushes and bp.published_places) or bp.remote_split_stores:
+            return None
+        if any(g and not re.fullmatch(r"if \(.+\) ", g) for _, _, g in bp.published_places):
+            return None  # a guard the byte count cannot follow
+        sizes = {self.home_esize[pl.ptr] for pl, _, _ in bp.published_places}
+        if not sizes <= {2, 4} or any(pl.local_strides()[-1] != 1 for pl, _, _ in bp.published_places):
+            return None
+        if 2 not in sizes:
+            return 1
+        chunk = -(-n // self.cluster)
+        if n % 2 or chunk % 2 or any(pl.shape[-1] % 2 or any(st % 2 for st in pl.local_strides()[:-1])
+                                     for pl, _, _ in bp.published_places):
+            return None
+        return 2
 
     def exchange_start(self, op: tile.TileWorkOp) -> None:
         """Before the first push: every block of the cluster has started."""
@@ -2381,12 +2458,15 @@ class ResidentPrinter(CudaPrinter):
             self.w(f"      [&](int i, int j, const float* vals) {{ {self._push(op, f'part, {m * n}, i * {n} + j, vals[0], rank')}; }});")
             if close:
                 self.w(close)
-            self.w(f"    {self._exchange(op, 'tk::SumOp', f'part, {m * n}, rank')}, [&](int e, float acc) {{")
             index = f"const int i = e / {n}, j = e % {n};"
-            self.w(f"      {index}")
-            bp = self.body_printer(op, "      ", broadcast=True)
-            self._gemm_epilogue(op, mm, "      ", bp)
-            bp.close_exchange([index], "e")
+
+            def epilogue() -> ResidentBodyPrinter:
+                self.w(f"      {index}")
+                bp = self.body_printer(op, "      ", broadcast=True)
+                self._gemm_epilogue(op, mm, "      ", bp)
+                return bp
+
+            self._print_exchange(op, "tk::SumOp", m * n, "int e, float acc", epilogue, [index], "e")
             self.w("  }")
             return
         nv = len(op.outs)
@@ -2528,12 +2608,14 @@ class ResidentPrinter(CudaPrinter):
             self.w(f"{ind}__syncthreads();")
             self.w("    }")
         if partial:
-            self.w(f"    {self._exchange(op, combine, f'part, {full_out}, rank')}, [&](int o, float accum) {{")
             decls, names = _multi_index("o", tuple(in_shape[k] for k in kept), "p")
-            for d in decls:
-                self.w("      " + d)
-            bp = self._reduce_tail(op, red, names, in_shape, axes, "      ", broadcast=True)
-            bp.close_exchange(decls, "o")
+
+            def epilogue() -> ResidentBodyPrinter:
+                for d in decls:
+                    self.w("      " + d)
+                return self._reduce_tail(op, red, names, in_shape, axes, "      ", broadcast=True)
+
+            self._print_exchange(op, combine, full_out, "int o, float accum", epilogue, decls, "o")
         self.w("  }")
 
     def _thread_rows_cheaper(self, n_out: int, n_red: int) -> bool:
@@ -2731,7 +2813,8 @@ class CudaTarget(Target):
     step's first exchange (target.double_receive); `prefetch_inputs`, the next
     step's batch staged during the step (target.prefetch_step_inputs);
     `async_pushes`, an exchange's pushes as st.async to the owner's mbarrier
-    (target.exchange_async_pushes)."""
+    (target.exchange_async_pushes); `async_publish`, its publish too
+    (target.exchange_async_publish)."""
 
     name = "cuda"
     thread_rows: str = "target"
@@ -2744,13 +2827,15 @@ class CudaTarget(Target):
     double_receive: str = "target"
     prefetch_inputs: str = "target"
     async_pushes: str = "target"
+    async_publish: str = "target"
 
     # option -> the target field it sets
     FIELDS = {"thread_rows": "resident_thread_rows", "spread_ops": "resident_spread_ops",
               "static_slices": "static_slices", "fast_paths": "fast_paths",
               "last_step_outputs": "last_step_outputs", "step_block_barrier": "step_block_barrier",
               "padded_columns": "gemm_padded_columns", "double_receive": "double_receive",
-              "prefetch_inputs": "prefetch_step_inputs", "async_pushes": "exchange_async_pushes"}
+              "prefetch_inputs": "prefetch_step_inputs", "async_pushes": "exchange_async_pushes",
+              "async_publish": "exchange_async_publish"}
 
     def emit(self, ctx: Context, module: builtin.ModuleOp, output: IO[str]) -> None:
         global TARGET

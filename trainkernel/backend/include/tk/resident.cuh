@@ -561,8 +561,8 @@ struct NoPublish {
 // The owner's part of an exchange once every push has landed: its chunk summed
 // over the ranks in rank order, the epilogue, the publish, and the cluster barrier
 // after which the publish has landed and no block leaves while others store into it.
-template <int CLUSTER, class Op, class Epi, class Copy>
-__device__ __forceinline__ void exchange_owner(const float* recv, int n, int rank, Epi& epi, Copy& copy) {
+template <int CLUSTER, class Op, class Epi>
+__device__ __forceinline__ void exchange_sum(const float* recv, int n, int rank, Epi& epi) {
   const int chunk = exchange_chunk<CLUSTER>(n), lo = rank * chunk, count = min(chunk, n - lo);
   Op op;
   for (int el = threadIdx.x; el < count; el += blockDim.x) {
@@ -571,6 +571,12 @@ __device__ __forceinline__ void exchange_owner(const float* recv, int n, int ran
     for (int r = 1; r < CLUSTER; ++r) acc = op(acc, recv[r * chunk + el]);
     epi(lo + el, acc);
   }
+}
+
+template <int CLUSTER, class Op, class Epi, class Copy>
+__device__ __forceinline__ void exchange_owner(const float* recv, int n, int rank, Epi& epi, Copy& copy) {
+  const int chunk = exchange_chunk<CLUSTER>(n), lo = rank * chunk, count = min(chunk, n - lo);
+  exchange_sum<CLUSTER, Op>(recv, n, rank, epi);
   if constexpr (!std::is_same<Copy, NoPublish>::value) {
     __syncthreads();  // the owner's results in its own copies
     publish<CLUSTER>(lo, count, rank, copy);
@@ -653,6 +659,50 @@ __device__ __forceinline__ void exchange_async(float* recv, int n, int rank, uin
   }
   wait_exchange_barrier(bar, parity);  // every other rank's pushes landed
   exchange_owner<CLUSTER, Op>(recv, n, rank, epi, copy);
+}
+
+// The publish as asynchronous stores too (target.exchange_async_publish, perf-log
+// step 68): copy(r, e) sends elements e .. e + STEP - 1 of the owner's results
+// into rank r's copies with store_async_b32 (a bf16 pair, or an fp32 element, a
+// store), counted on r's publish mbarrier `pub`; each block expects the bytes of
+// every other owner's chunk (elem_bytes an element, over the homes this step
+// publishes) and waits on its own. No cluster barrier: a block pushes the next
+// step's partials only after its publish wait, which needs every owner's
+// publish, which each owner makes after reading its receive buffer; and an
+// owner publishes into a block only after that block's pushes of the same step,
+// which come after its reads of the step before. The kernel ends with a cluster
+// barrier (no block leaves while another's stores may be in flight).
+__device__ __forceinline__ void store_async_b32(const void* local, int rank, uint32_t v, uint64_t* bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n"
+               ::"r"(map_rank(cta_u32(local), rank)), "r"(v), "r"(map_rank(cta_u32(bar), rank))
+               : "memory");
+}
+
+template <typename T>
+__device__ __forceinline__ uint32_t bits32(const T* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
+
+template <int CLUSTER, int STEP, class Op, class Epi, class Copy>
+__device__ __forceinline__ void exchange_async_published(float* recv, int n, int rank, uint64_t* bar, uint64_t* pub,
+                                                         bool parity, uint32_t elem_bytes, Epi epi, Copy copy) {
+  const int chunk = exchange_chunk<CLUSTER>(n), lo = rank * chunk, count = max(min(chunk, n - lo), 0);
+  __syncthreads();  // this block's pushes to itself
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+                 ::"r"(cta_u32(bar)), "r"((uint32_t)((CLUSTER - 1) * count * (int)sizeof(float))) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+                 ::"r"(cta_u32(pub)), "r"((uint32_t)(n - count) * elem_bytes) : "memory");
+  }
+  wait_exchange_barrier(bar, parity);  // every other rank's pushes landed
+  exchange_sum<CLUSTER, Op>(recv, n, rank, epi);
+  __syncthreads();  // the owner's results in its own copies
+  const int units = count / STEP;
+  for (int t = threadIdx.x; t < (CLUSTER - 1) * units; t += blockDim.x) {
+    const int k = t / units, r = k + (k >= rank);
+    copy(r, lo + (t - k * units) * STEP);
+  }
+  wait_exchange_barrier(pub, parity);  // every other owner's results in this block's copies
 }
 
 }  // namespace tk
