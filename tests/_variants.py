@@ -39,14 +39,17 @@ def stepped(name: str | Workload, steps: int, seed: int,
     return c.cuda_source, [x.clone() for x in pytree.tree_leaves(out)]
 
 
-def same_bits_off_and_on(target_fields, field: str, name: str | Workload, steps: int = 6, seed: int = 2,
-                         dtype: torch.dtype = torch.bfloat16, **fixed) -> tuple[bool, list[str]]:
-    """`stepped` with the target field `field` off, then on (the other fields `fixed`):
-    whether every leaf of the two runs' outputs is bit-equal, and the two sources."""
+def same_bits_off_and_on(target_fields, field: str | tuple[str, ...], name: str | Workload, steps: int = 6,
+                         seed: int = 2, dtype: torch.dtype = torch.bfloat16, run=None,
+                         **fixed) -> tuple[bool, list[str]]:
+    """`run` (`stepped`, or `looped`: the steps in one launch) with the target field
+    `field` (or each of several) off, then on (the other fields `fixed`): whether
+    every leaf of the two runs' outputs is bit-equal, and the two sources."""
+    fields = (field,) if isinstance(field, str) else field
     runs = []
     for on in (False, True):
-        target_fields(**fixed, **{field: on})
-        runs.append(stepped(name, steps, seed, dtype))
+        target_fields(**fixed, **dict.fromkeys(fields, on))
+        runs.append((run or stepped)(name, steps, seed, dtype))
     (src_off, off), (src_on, on_) = runs
     return len(off) == len(on_) and all(torch.equal(a, b) for a, b in zip(off, on_)), [src_off, src_on]
 
@@ -65,3 +68,19 @@ def looped(name: str | Workload, steps: int, seed: int,
     program.replay()
     torch.cuda.synchronize()
     return c.cuda_source, [t.clone() for t in pytree.tree_leaves((state, tuple(program.outputs)[:-1]))]
+
+
+def resident_printer(name: str | Workload, dtype: torch.dtype = torch.bfloat16):
+    """The ResidentPrinter of a workload's (or twin's) kernel after printing it, and
+    the tile.kernel it printed: the printer's plans, as the target now is."""
+    from trainkernel.backend.cuda_target import ResidentPrinter, printer_for
+    from trainkernel.dialects import tile
+    from trainkernel.ir import parse_module
+
+    w = _workload(name)
+    c = trainkernel.compile_training(w.make_step(dtype), w.example_args(dtype=dtype), build=False)
+    kernel = next(op for op in parse_module(c.lowered.stages["tile"]).walk() if isinstance(op, tile.KernelOp))
+    printer = printer_for(kernel)
+    assert isinstance(printer, ResidentPrinter)
+    printer.print()
+    return printer, kernel

@@ -17,7 +17,7 @@ from trainkernel import target as T
 from trainkernel.workloads import TWINS, WORKLOADS
 
 from _nvcc import needs_nvcc, nvcc_errors
-from _variants import looped, stepped
+from _variants import looped, same_bits_off_and_on
 from _variants import suite_source as _source
 
 ODD = {"online-33": WORKLOADS["online"].with_sizes(33, (100, 300, 7)),
@@ -95,34 +95,23 @@ def test_compiles_for_sm90(async_on, tmp_path, name):
 def test_one_launch_of_k_steps_gives_the_same_bits_on_gpu(target_fields, name):
     """7 steps in one launch (the mbarriers' phases alternate step by step): the same
     state and last outputs as with the cluster barrier, bit for bit."""
-    runs = []
-    for on in (False, True):
-        target_fields(exchange_async_pushes=on)
-        src, outputs = looped(_w(name), 7, seed=4)
-        assert ("push_async" in src) == on
-        runs.append(outputs)
-    assert all(torch.equal(a, b) for a, b in zip(*runs))
+    same, sources = same_bits_off_and_on(target_fields, "exchange_async_pushes", _w(name), 7, seed=4, run=looped)
+    assert ["push_async" in s for s in sources] == [False, True]
+    assert same
 
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("name", ["online", "online-adam", "online-1"])
 def test_launches_of_one_step_give_the_same_bits_on_gpu(target_fields, name):
-    runs = []
-    for on in (False, True):
-        target_fields(exchange_async_pushes=on)
-        runs.append(stepped(_w(name), 4, seed=2)[1])
-    assert all(torch.equal(a, b) for a, b in zip(*runs))
+    assert same_bits_off_and_on(target_fields, "exchange_async_pushes", _w(name), 4, seed=2)[0]
 
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("name", ["online", "classification"])
 def test_with_the_prefetched_batch_on_gpu(target_fields, name):
     """Both prepared switches together (steps 66 and 67): the same bits."""
-    runs = []
-    for on in (False, True):
-        target_fields(exchange_async_pushes=on, prefetch_step_inputs=on)
-        runs.append(looped(name, 7, seed=4)[1])
-    assert all(torch.equal(a, b) for a, b in zip(*runs))
+    fields = ("exchange_async_pushes", "prefetch_step_inputs")
+    assert same_bits_off_and_on(target_fields, fields, name, 7, seed=4, run=looped)[0]
 
 
 # target.exchange_async_publish (perf-log step 68): with the pushes asynchronous, the
@@ -182,9 +171,6 @@ def test_publish_compiles_for_sm90(publish_on, tmp_path, name):
 def test_publish_gives_the_same_bits_on_gpu(target_fields, name):
     """7 steps in one launch, and 4 launches of one step: both switches on against
     both off, bit for bit."""
-    for run in (lambda: looped(_w(name), 7, seed=4)[1], lambda: stepped(_w(name), 4, seed=2)[1]):
-        runs = []
-        for on in (False, True):
-            target_fields(exchange_async_pushes=on, exchange_async_publish=on)
-            runs.append(run())
-        assert all(torch.equal(a, b) for a, b in zip(*runs))
+    fields = ("exchange_async_pushes", "exchange_async_publish")
+    assert same_bits_off_and_on(target_fields, fields, _w(name), 7, seed=4, run=looped)[0]
+    assert same_bits_off_and_on(target_fields, fields, _w(name), 4, seed=2)[0]

@@ -10,12 +10,11 @@ from __future__ import annotations
 import re
 
 import pytest
-import torch
 
 from trainkernel import target as T
 
 from _nvcc import needs_nvcc, nvcc_errors
-from _variants import looped
+from _variants import looped, same_bits_off_and_on
 from _variants import suite_source as _source
 
 CARRIED = "  if (tk_first)  // carried from the previous step (plan_carried_casts)\n"
@@ -78,10 +77,6 @@ def test_compiles_for_sm90(carry_on, tmp_path):
 def test_one_launch_of_k_steps_gives_the_same_bits_with_carried_casts_on_gpu(target_fields, name):
     """7 steps in one launch over 3 batches, with carried casts and without: the same
     bits (state and last outputs): the carried copy is the cast the next step would make."""
-    runs = []
-    for on in (False, True):
-        target_fields(carry_casts=on)
-        src, outputs = looped(name, 7, seed=4)
-        assert (CARRIED in src) == on
-        runs.append(outputs)
-    assert all(torch.equal(a, b) for a, b in zip(*runs))
+    same, sources = same_bits_off_and_on(target_fields, "carry_casts", name, 7, seed=4, run=looped)
+    assert [CARRIED in s for s in sources] == [False, True]
+    assert same

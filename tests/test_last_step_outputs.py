@@ -9,14 +9,12 @@ from __future__ import annotations
 import re
 
 import pytest
-import torch
 
 from trainkernel import target as T
-from trainkernel.backend.cuda_target import ResidentPrinter, printer_for
 from trainkernel.dialects import sched, tile
 
 from _nvcc import needs_nvcc, nvcc_errors
-from _variants import looped
+from _variants import looped, resident_printer, same_bits_off_and_on
 from _variants import suite_source as _source
 
 GUARD = "if (!tk_more)  // only the last step's outputs read it (plan_last_step_ops)"
@@ -49,25 +47,12 @@ def test_online_sums_its_loss_in_the_last_step_alone(last_on):
     assert src.count("tk::exchange<") == 1 and "if (!tk_more)\n  { // tile.gemm" not in src
 
 
-def _kernel(name: str) -> tile.KernelOp:
-    import trainkernel
-    from trainkernel.workloads import TWINS, WORKLOADS
-    w = {**WORKLOADS, **TWINS}[name]
-    c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16), build=False)
-    from trainkernel.ir import parse_module
-    module = parse_module(c.lowered.stages["tile"])
-    return next(op for op in module.walk() if isinstance(op, tile.KernelOp))
-
-
 @pytest.mark.parametrize("name", ["online", "classification", "online-adam", "classification-adamw-ce", "tiny"])
 def test_no_op_that_runs_every_step_reads_a_last_step_result(last_on, name):
     """The planner's invariant, checked on the tile IR: nothing a last-step op writes
     is state, an output a later step stages, or read by an op that runs every step;
     every exchange runs every step."""
-    kernel = _kernel(name)
-    pr = printer_for(kernel)
-    assert isinstance(pr, ResidentPrinter)
-    pr.print()
+    pr, kernel = resident_printer(name)
     last = pr.last_step_ops
     assert last, "every step of the suite has a loss that only the last step needs"
     ops = [op for op in kernel.block.ops if isinstance(op, tile.TileWorkOp)]
@@ -98,10 +83,6 @@ def test_compiles_for_sm90(last_on, tmp_path, name):
 def test_one_launch_of_k_steps_gives_the_same_bits_on_gpu(target_fields, name):
     """7 steps in one launch over 3 batches, with and without last-step ops: the same
     state and the same last outputs (the loss included), bit for bit."""
-    runs = []
-    for on in (False, True):
-        target_fields(last_step_outputs=on)
-        src, outputs = looped(name, 7, seed=4)
-        assert (GUARD in src) == on
-        runs.append(outputs)
-    assert all(torch.equal(a, b) for a, b in zip(*runs))
+    same, sources = same_bits_off_and_on(target_fields, "last_step_outputs", name, 7, seed=4, run=looped)
+    assert [GUARD in s for s in sources] == [False, True]
+    assert same

@@ -18,7 +18,7 @@ from trainkernel import target as T
 from trainkernel.workloads import WORKLOADS
 
 from _nvcc import needs_nvcc, nvcc_errors
-from _variants import looped, stepped
+from _variants import looped, resident_printer, same_bits_off_and_on
 from _variants import suite_source as _source
 
 PREFETCH = "  if (tk_more) {  // the next step's batch, in flight through this step (plan_prefetched_inputs)"
@@ -59,28 +59,12 @@ def test_online_stages_the_next_batch_into_the_other_copy(prefetch_on):
     assert "tk_more ? p.step_inputs + (size_t)(tk_s + 1) * 2 : nullptr);" in src
 
 
-def _printed(name: str):
-    """The resident printer of a suite step's kernel, after printing it."""
-    import trainkernel
-    from trainkernel.backend.cuda_target import ResidentPrinter, printer_for
-    from trainkernel.dialects import tile
-    from trainkernel.ir import parse_module
-    from trainkernel.workloads import TWINS
-    w = {**WORKLOADS, **TWINS}[name]
-    c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16), build=False)
-    kernel = next(op for op in parse_module(c.lowered.stages["tile"]).walk() if isinstance(op, tile.KernelOp))
-    pr = printer_for(kernel)
-    assert isinstance(pr, ResidentPrinter)
-    pr.print()
-    return pr, kernel
-
-
 @pytest.mark.parametrize("name", ["online", "classification", "online-adam", "tiny"])
 def test_no_copy_overlaps_a_home_it_does_not_belong_to(prefetch_on, name):
     """Each copy a step fills while the step runs is bytes no other home (and no
     other copy, and no receive copy) uses; the block's bytes cover them all."""
     from trainkernel.dialects import tile
-    pr, kernel = _printed(name)
+    pr, kernel = resident_printer(name)
     assert pr.prefetched
     homes = {op: (op.offset_value, op.offset_value + op.local_bytes(pr.cluster))
              for op in kernel.block.ops if isinstance(op, tile.Home)}
@@ -172,21 +156,13 @@ def test_one_launch_of_k_steps_gives_the_same_bits_on_gpu(target_fields, name):
     """7 steps in one launch over 3 batches (the next step's batch differs from this
     one's), prefetched or not: the same state and last outputs, bit for bit."""
     w = WORKLOADS["online"].with_sizes(33, (100, 300, 7)) if name == "odd" else name
-    runs = []
-    for on in (False, True):
-        target_fields(prefetch_step_inputs=on)
-        src, outputs = looped(w, 7, seed=4)
-        assert ("tk_next" in src) == on
-        runs.append(outputs)
-    assert all(torch.equal(a, b) for a, b in zip(*runs))
+    same, sources = same_bits_off_and_on(target_fields, "prefetch_step_inputs", w, 7, seed=4, run=looped)
+    assert ["tk_next" in s for s in sources] == [False, True]
+    assert same
 
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("name", ["online", "online-adam"])
 def test_launches_of_one_step_give_the_same_bits_on_gpu(target_fields, name):
-    runs = []
-    for on in (False, True):
-        target_fields(prefetch_step_inputs=on)
-        runs.append(stepped(name, 4, seed=2)[1])
-    assert all(torch.equal(a, b) for a, b in zip(*runs))
+    assert same_bits_off_and_on(target_fields, "prefetch_step_inputs", name, 4, seed=2)[0]
 

@@ -25,7 +25,7 @@ import torch
 from trainkernel import target as T
 
 from _nvcc import needs_nvcc, nvcc_errors
-from _variants import looped, stepped
+from _variants import looped, same_bits_off_and_on
 from _variants import suite_source as _source
 
 SGD = ["online", "classification", "tiny"]
@@ -152,11 +152,7 @@ def test_compiles_for_sm90(target_fields, tmp_path, name):
 def test_one_launch_of_k_steps_gives_the_same_bits_on_gpu(target_fields, name):
     """7 steps in one launch over 3 batches, all three on and all off: the same state
     and last outputs, bit for bit."""
-    runs = []
-    for on in (False, True):
-        target_fields(step_block_barrier=on, keep_state_homes=on, double_receive=on)
-        runs.append(looped(name, 7, seed=4)[1])
-    assert all(torch.equal(a, b) for a, b in zip(*runs))
+    assert same_bits_off_and_on(target_fields, ("step_block_barrier", "keep_state_homes", "double_receive"), name, 7, seed=4, run=looped)[0]
 
 
 @pytest.mark.cuda
@@ -164,8 +160,4 @@ def test_one_launch_of_k_steps_gives_the_same_bits_on_gpu(target_fields, name):
 def test_launches_of_one_step_give_the_same_bits_on_gpu(target_fields, name):
     """Six launches of one step each (first and last: rank 0 stores what the others
     staged), both on and both off: the same bits."""
-    runs = []
-    for on in (False, True):
-        target_fields(step_block_barrier=on, keep_state_homes=on, double_receive=on)
-        runs.append(stepped(name, 6, seed=2)[1])
-    assert all(torch.equal(a, b) for a, b in zip(*runs))
+    assert same_bits_off_and_on(target_fields, ("step_block_barrier", "keep_state_homes", "double_receive"), name, 6, seed=2)[0]

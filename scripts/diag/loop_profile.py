@@ -127,19 +127,35 @@ def _file_offset(so: Path, address: int) -> int:
     raise ValueError(f"{so}: no section holds {address:#x}")
 
 
-def report_sass(folder: Path, spec: str, nvdisasm: str, cuobjdump: str) -> None:
-    """From ncu's SASS view (spec.sass.csv: each instruction's address and samples)."""
-    source = (folder / f"{spec}.cu").read_text().splitlines()
-    owner = op_of_line(source)
-    rows = list(csv.reader((folder / f"{spec}.sass.csv").read_text().splitlines()))
+def _ncu_csv(path: Path) -> tuple[list[str], list[list[str]], int]:
+    """An ncu source-page CSV: its header, its rows and the samples' column."""
+    rows = list(csv.reader(path.read_text().splitlines()))
     head_at = next(i for i, r in enumerate(rows) if any("Warp Stall Sampling" in c for c in r))
     head = rows[head_at]
+    return head, rows[head_at + 1:], next(i for i, c in enumerate(head) if c.startswith("Warp Stall Sampling (All"))
+
+
+def _print_per_op(title: str, total: float, per_op: dict[str, float],
+                  per_reason: dict[str, dict[str, float]] | None = None) -> None:
+    """The samples per op, most first, with each op's top three stall reasons."""
+    print(title)
+    for op, n in sorted(per_op.items(), key=lambda kv: -kv[1]):
+        line = f"  {100 * n / max(total, 1):5.1f}%  {n:8.0f}  {op}"
+        if per_reason is not None:
+            top = sorted(per_reason[op].items(), key=lambda kv: -kv[1])[:3]
+            line = f"{line:80s} " + ", ".join(f"{name} {v:.0f}" for name, v in top if v)
+        print(line)
+
+
+def report_sass(folder: Path, spec: str, nvdisasm: str, cuobjdump: str) -> None:
+    """From ncu's SASS view (spec.sass.csv: each instruction's address and samples)."""
+    owner = op_of_line((folder / f"{spec}.cu").read_text().splitlines())
+    head, rows, samp_col = _ncu_csv(folder / f"{spec}.sass.csv")
     addr_col = next(i for i, c in enumerate(head) if c.strip() == "Address")
     src_col = next(i for i, c in enumerate(head) if c.strip() == "Source")
-    samp_col = next(i for i, c in enumerate(head) if c.startswith("Warp Stall Sampling (All"))
     reasons = {i: c[6:] for i, c in enumerate(head) if c.startswith("stall_") and "(Not Issued)" not in c}
     samples, why = [], []
-    for r in rows[head_at + 1:]:
+    for r in rows:
         try:
             samples.append((int(r[addr_col], 16), r[src_col].strip(), float(r[samp_col] or 0)))
             why.append({name: float(r[i] or 0) for i, name in reasons.items()})
@@ -159,33 +175,25 @@ def report_sass(folder: Path, spec: str, nvdisasm: str, cuobjdump: str) -> None:
         per_op[key] += n
         for name, v in stalls.items():
             per_reason[key][name] += v
-    print(f"{spec}: {total:.0f} warp stall samples (SASS view; {mismatched:.0f} on instructions that did not match)")
-    for op, n in sorted(per_op.items(), key=lambda kv: -kv[1]):
-        top = sorted(per_reason[op].items(), key=lambda kv: -kv[1])[:3]
-        print(f"  {100 * n / max(total, 1):5.1f}%  {n:8.0f}  {op:62s} " +
-              ", ".join(f"{name} {v:.0f}" for name, v in top if v))
+    _print_per_op(f"{spec}: {total:.0f} warp stall samples (SASS view; {mismatched:.0f} on instructions that did "
+                  "not match)", total, per_op, per_reason)
 
 
 def report(folder: Path, spec: str) -> None:
-    source = (folder / f"{spec}.cu").read_text().splitlines()
-    owner = op_of_line(source)
-    rows = list(csv.reader((folder / f"{spec}.cuda.csv").read_text().splitlines()))
-    head_at = next(i for i, r in enumerate(rows) if any("Warp Stall Sampling" in c for c in r))
-    head = rows[head_at]
+    """From ncu's CUDA view (spec.cuda.csv: each line of the kernel's source and its samples)."""
+    owner = op_of_line((folder / f"{spec}.cu").read_text().splitlines())
+    head, rows, samp_col = _ncu_csv(folder / f"{spec}.cuda.csv")
     line_col = next(i for i, c in enumerate(head) if c.strip() in ("#", "Line", "Line #"))
-    samp_col = next(i for i, c in enumerate(head) if c.startswith("Warp Stall Sampling (All"))
     per_op: dict[str, float] = defaultdict(float)
     total = 0.0
-    for r in rows[head_at + 1:]:
+    for r in rows:
         try:
             line, samples = int(r[line_col]), float(r[samp_col] or 0)
         except (ValueError, IndexError):
             continue
         total += samples
         per_op[owner[line - 1] if 0 < line <= len(owner) else "?"] += samples
-    print(f"{spec}: {total:.0f} warp stall samples")
-    for op, s in sorted(per_op.items(), key=lambda kv: -kv[1]):
-        print(f"  {100 * s / max(total, 1):5.1f}%  {s:8.0f}  {op}")
+    _print_per_op(f"{spec}: {total:.0f} warp stall samples", total, per_op)
 
 
 if __name__ == "__main__":

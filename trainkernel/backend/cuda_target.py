@@ -542,6 +542,12 @@ def _gemm_space(op: tile.GemmOp) -> tuple[tk.MatmulOp, tuple[int, int, int]]:
     return next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp)), iteration_space(op)
 
 
+def _guard_condition(guard: str) -> str | None:
+    """The condition of a store's guard `if (COND) ` (None: not of that form)."""
+    m = re.fullmatch(r"if \((.+)\) ", guard)
+    return m.group(1) if m else None
+
+
 def _multi_index(linear: str, shape: tuple[int, ...], prefix: str, index_type: str = "int") -> tuple[list[str], list[str]]:
     """Declarations splitting a linear index over `shape`, and the index names."""
     decls, names = [], []
@@ -1313,11 +1319,9 @@ class ResidentBodyPrinter(BodyPrinter):
     # home (its own, then tk::publish: see `published`), the owning block's
     # slice of a split home, and global memory.
     broadcast: bool = False
-    # The replicated homes an exchange epilogue stored (pointer, address of its
-    # output index, guard): close_exchange's copy lambda stores them into the other ranks' copies.
-    published: list[tuple[str, str, str]] = dataclass_field(default_factory=list)
-    # The same homes as (place, output index, guard), for an asynchronous publish.
-    published_places: list[tuple[Place, list[str], str]] = dataclass_field(default_factory=list)
+    # The replicated homes an exchange epilogue stored (place, output index, guard):
+    # close_exchange's copy lambda stores them into the other ranks' copies.
+    published: list[tuple[Place, list[str], str]] = dataclass_field(default_factory=list)
     # Whether the epilogue stored into another rank's slice of a split home (a
     # DSMEM store no mbarrier counts: the exchange keeps its cluster barrier).
     remote_split_stores: bool = False
@@ -1332,7 +1336,7 @@ class ResidentBodyPrinter(BodyPrinter):
         self.out.write(outer + f"}}, [&](int r, int {var}) {{  // tk::store_async_b32: into the other ranks' copies\n")
         for text in index_decls:
             self.line(text)
-        for place, index, guard in self.published_places:
+        for place, index, guard in self.published:
             for d in range(step if esize[place.ptr] == 4 else 1):
                 at = place.address(index if d == 0 else index[:-1] + [f"({index[-1]}) + {d}"])
                 self.line(f"{guard}tk::store_async_b32(&{place.ptr}[{at}], r, tk::bits32(&{place.ptr}[{at}]), {bar});")
@@ -1347,8 +1351,11 @@ class ResidentBodyPrinter(BodyPrinter):
             self.out.write(outer + "});\n")
             return
         self.out.write(outer + f"}}, [&](int r, int {var}) {{  // tk::publish: into the other ranks' copies\n")
-        for text in index_decls + [f"{g}tk::at_rank({p}, r)[{a}] = {p}[{a}];" for p, a, g in self.published]:
+        for text in index_decls:
             self.line(text)
+        for place, index, guard in self.published:
+            at = place.address(index)
+            self.line(f"{guard}tk::at_rank({place.ptr}, r)[{at}] = {place.ptr}[{at}];")
         self.out.write(outer + "});\n")
 
     def load(self, arg: BlockArgument, index: list[str]) -> str:
@@ -1411,9 +1418,9 @@ class ResidentBodyPrinter(BodyPrinter):
         elif place.split is None or place.split < 0:
             # This block's copy; tk::publish copies it into the other ranks' (close_exchange).
             self.line(f"{guard}{place.ptr}[{place.address(index)}] = {val};")
-            if (place.ptr, place.address(index), guard) not in self.published:
-                self.published.append((place.ptr, place.address(index), guard))
-                self.published_places.append((place, list(index), guard))
+            if all((p.ptr, p.address(i), g) != (place.ptr, place.address(index), guard)
+                   for p, i, g in self.published):
+                self.published.append((place, list(index), guard))
         else:
             self.remote_split_stores = True
             self.line(f"{guard}{{ const int tk_r = {place.owner(index)}; "
@@ -1518,14 +1525,10 @@ class ResidentPrinter(CudaPrinter):
                      and op.source in self.step_inputs]
             at = align_up(self.smem_bytes, tile.SMEM_ALIGNMENT)
             copies = {}
-
-            def place(h: tile.Home) -> int:
-                nonlocal at
-                off, at = at, align_up(at + h.local_bytes(self.cluster), tile.SMEM_ALIGNMENT)
-                return off
-
             for h in homes:
-                copies[h] = (place(h), place(h)) if h in self.shared_bytes else (h.offset_value, place(h))
+                size = align_up(h.local_bytes(self.cluster), tile.SMEM_ALIGNMENT)
+                copies[h] = (at, at + size) if h in self.shared_bytes else (h.offset_value, at)
+                at += 2 * size if h in self.shared_bytes else size
             if homes and all(isinstance(h, tile.SmemOp) for h in homes) \
                     and at <= TARGET.resident_costs.smem_budget:
                 self.prefetched, self.smem_bytes = copies, at
@@ -1539,10 +1542,8 @@ class ResidentPrinter(CudaPrinter):
         self.w("  if (tk_more) {  // the next step's batch, in flight through this step (plan_prefetched_inputs)")
         for home, (even, odd) in self.prefetched.items():
             ct = c_type(home.result.type)
-            name = self.names[home.source]
-            src, rows, row_elems, src_stride, dst_stride, _, _ = self.stage_args(home)
-            assert src.startswith(name)
-            nxt = f"(({c_type(home.source.type)}*)tk_next[{column[home.source]}])" + src[len(name):]
+            nxt, rows, row_elems, src_stride, dst_stride, _, _ = self.stage_args(
+                home, f"(({c_type(home.source.type)}*)tk_next[{column[home.source]}])")
             self.w(f"    tk::stage_rows(({ct}*)(smem + (tk_odd ? {even} : {odd})), {nxt}, {rows}, "
                    f"{row_elems}, {src_stride}, {dst_stride});")
         self.w("  }")
@@ -1915,12 +1916,13 @@ class ResidentPrinter(CudaPrinter):
             a in self.last_step_only and a not in self.restaged_sources for a in self.racing)
         return "single" if once else "always"
 
-    def stage_args(self, home: tile.Home) -> tuple[str, str, str, str, str, int, int]:
+    def stage_args(self, home: tile.Home, src: str | None = None) -> tuple[str, str, str, str, str, int, int]:
         """How this block stages `home`: (source pointer, rows, elements a row,
         source row stride, home row stride) as C expressions, and the most rows
-        and elements a row any block stages (its slice of a split home)."""
+        and elements a row any block stages (its slice of a split home). `src`:
+        the argument's pointer (default: its name; the next step's, to prefetch)."""
         shape = tuple(home.result.type.get_shape())
-        src = self.names[home.source]
+        src = src or self.names[home.source]
         split = home.split_axis
         pitch = home.pitch_value
         if pitch is not None:  # 2-D, rows `pitch` apart: one copy per row of this block's slice
@@ -2041,8 +2043,8 @@ class ResidentPrinter(CudaPrinter):
         step = self._publish_step(bp, n)
         if step:
             self.async_publish_any = True
-            bytes_ = " + ".join(f"({g[4:-2]} ? {self.home_esize[pl.ptr]}u : 0u)" if g else f"{self.home_esize[pl.ptr]}u"
-                                for pl, _, g in bp.published_places)
+            bytes_ = " + ".join(f"({_guard_condition(g)} ? {self.home_esize[pl.ptr]}u : 0u)" if g
+                                else f"{self.home_esize[pl.ptr]}u" for pl, _, g in bp.published)
             self.w(f"    tk::exchange_async_published<kCluster, {step}, {combine}>({args}, tk_xbar + {k}, "
                    f"tk_xbar + {len(self.exchanges) + k}, tk_odd, {bytes_}, [&]({params}) {{")
         elif self.async_pushes:
@@ -2062,18 +2064,17 @@ class ResidentPrinter(CudaPrinter):
         even, so that a pair is one aligned 32-bit word of one row), None where the
         publish keeps tk::publish and the cluster barrier (no published home, a
         store into another rank's split slice, or a layout that does not pair)."""
-        if not (TARGET.exchange_async_publish and self.async_pushes and bp.published_places) or bp.remote_split_stores:
+        if not (TARGET.exchange_async_publish and self.async_pushes and bp.published) or bp.remote_split_stores:
             return None
-        if any(g and not re.fullmatch(r"if \(.+\) ", g) for _, _, g in bp.published_places):
+        if any(g and _guard_condition(g) is None for _, _, g in bp.published):
             return None  # a guard the byte count cannot follow
-        sizes = {self.home_esize[pl.ptr] for pl, _, _ in bp.published_places}
-        if not sizes <= {2, 4} or any(pl.local_strides()[-1] != 1 for pl, _, _ in bp.published_places):
+        sizes = {self.home_esize[pl.ptr] for pl, _, _ in bp.published}
+        if not sizes <= {2, 4} or any(pl.local_strides()[-1] != 1 for pl, _, _ in bp.published):
             return None
         if 2 not in sizes:
             return 1
-        chunk = -(-n // self.cluster)
-        if n % 2 or chunk % 2 or any(pl.shape[-1] % 2 or any(st % 2 for st in pl.local_strides()[:-1])
-                                     for pl, _, _ in bp.published_places):
+        if n % 2 or ceil_div(n, self.cluster) % 2 or any(
+                pl.shape[-1] % 2 or any(st % 2 for st in pl.local_strides()[:-1]) for pl, _, _ in bp.published):
             return None
         return 2
 
@@ -2410,7 +2411,7 @@ class ResidentPrinter(CudaPrinter):
             return 0
         offset = b_step * (self.cluster - 1) if split == 1 and self.cluster > 1 else 0
         readable = sbk - offset
-        return readable if readable >= -(-local // 16) * 16 else 0
+        return readable if readable >= align_up(local, 16) else 0
 
     def resident_gemm(self, op: tile.GemmOp, offset: int = 0) -> None:
         mm, space = _gemm_space(op)

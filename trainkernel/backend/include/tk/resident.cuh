@@ -546,11 +546,14 @@ __device__ __forceinline__ void push_partial(float* recv, int n, int e, float v,
 // warp stores consecutive elements to one rank). The epilogue itself runs on
 // `count` threads (the chunk: 64 of online's 256); storing into every rank
 // there made each of them issue CLUSTER remote stores a home, one after another.
-template <int CLUSTER, class Copy>
+// STEP: elements copy(r, e) stores at once (e, e + 1, ...: exchange_async_published's
+// 32-bit words), `count` a multiple of it.
+template <int CLUSTER, int STEP = 1, class Copy>
 __device__ __forceinline__ void publish(int lo, int count, int rank, Copy copy) {
-  for (int t = threadIdx.x; t < (CLUSTER - 1) * count; t += blockDim.x) {
-    const int k = t / count, r = k + (k >= rank);
-    copy(r, lo + t - k * count);
+  const int units = count / STEP;
+  for (int t = threadIdx.x; t < (CLUSTER - 1) * units; t += blockDim.x) {
+    const int k = t / units, r = k + (k >= rank);
+    copy(r, lo + t * STEP - k * count);
   }
 }
 
@@ -619,17 +622,39 @@ __device__ __forceinline__ void init_exchange_barriers(uint64_t* bars, int n) {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
 
+// One 32-bit word into `local`'s counterpart in block `rank`, counted (4 bytes) on
+// the counterpart of `bar` there.
+__device__ __forceinline__ void store_async_b32(const void* local, int rank, uint32_t v, uint64_t* bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n"
+               ::"r"(map_rank(cta_u32(local), rank)), "r"(v), "r"(map_rank(cta_u32(bar), rank))
+               : "memory");
+}
+
+template <typename T>
+__device__ __forceinline__ uint32_t bits32(const T* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
+
+// This block's arrival on `bar`, with `bytes` more bytes the phase waits for.
+__device__ __forceinline__ void arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(cta_u32(bar)), "r"(bytes) : "memory");
+}
+
+// The elements of an exchange's n that block `rank` owns (0 past the last owner).
+template <int CLUSTER>
+__device__ __forceinline__ int owned_count(int n, int rank) {
+  const int chunk = exchange_chunk<CLUSTER>(n);
+  return max(min(chunk, n - rank * chunk), 0);
+}
+
 template <int CLUSTER>
 __device__ __forceinline__ void push_async(float* recv, int n, int e, float v, int rank, uint64_t* bar) {
   const int chunk = exchange_chunk<CLUSTER>(n), owner = e / chunk;
   float* slot = recv + rank * chunk + (e - owner * chunk);
-  if (owner == rank) {
+  if (owner == rank)
     *slot = v;
-    return;
-  }
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n"
-               ::"r"(map_rank(cta_u32(slot), owner)), "r"(__float_as_uint(v)), "r"(map_rank(cta_u32(bar), owner))
-               : "memory");
+  else
+    store_async_b32(slot, owner, __float_as_uint(v), bar);
 }
 
 // Every thread waits for the phase of `parity` to complete. A phase that never
@@ -647,17 +672,19 @@ __device__ __forceinline__ void wait_exchange_barrier(uint64_t* bar, bool parity
   }
 }
 
+// Every push of the other ranks into this block landed: a block barrier for its
+// pushes to itself, then the wait for the bytes of its chunk from the others.
+template <int CLUSTER>
+__device__ __forceinline__ void await_pushes(int n, int rank, uint64_t* bar, bool parity) {
+  __syncthreads();
+  if (threadIdx.x == 0) arrive_expect_tx(bar, (uint32_t)((CLUSTER - 1) * owned_count<CLUSTER>(n, rank) * 4));
+  wait_exchange_barrier(bar, parity);
+}
+
 template <int CLUSTER, class Op, class Epi, class Copy = NoPublish>
 __device__ __forceinline__ void exchange_async(float* recv, int n, int rank, uint64_t* bar, bool parity, Epi epi,
                                                Copy copy = {}) {
-  const int chunk = exchange_chunk<CLUSTER>(n), count = min(chunk, n - rank * chunk);
-  __syncthreads();  // this block's pushes to itself
-  if (threadIdx.x == 0) {
-    const uint32_t bytes = (uint32_t)((CLUSTER - 1) * max(count, 0) * (int)sizeof(float));
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(cta_u32(bar)), "r"(bytes)
-                 : "memory");
-  }
-  wait_exchange_barrier(bar, parity);  // every other rank's pushes landed
+  await_pushes<CLUSTER>(n, rank, bar, parity);
   exchange_owner<CLUSTER, Op>(recv, n, rank, epi, copy);
 }
 
@@ -672,36 +699,15 @@ __device__ __forceinline__ void exchange_async(float* recv, int n, int rank, uin
 // owner publishes into a block only after that block's pushes of the same step,
 // which come after its reads of the step before. The kernel ends with a cluster
 // barrier (no block leaves while another's stores may be in flight).
-__device__ __forceinline__ void store_async_b32(const void* local, int rank, uint32_t v, uint64_t* bar) {
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n"
-               ::"r"(map_rank(cta_u32(local), rank)), "r"(v), "r"(map_rank(cta_u32(bar), rank))
-               : "memory");
-}
-
-template <typename T>
-__device__ __forceinline__ uint32_t bits32(const T* p) {
-  return *reinterpret_cast<const uint32_t*>(p);
-}
-
 template <int CLUSTER, int STEP, class Op, class Epi, class Copy>
 __device__ __forceinline__ void exchange_async_published(float* recv, int n, int rank, uint64_t* bar, uint64_t* pub,
                                                          bool parity, uint32_t elem_bytes, Epi epi, Copy copy) {
-  const int chunk = exchange_chunk<CLUSTER>(n), lo = rank * chunk, count = max(min(chunk, n - lo), 0);
-  __syncthreads();  // this block's pushes to itself
-  if (threadIdx.x == 0) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
-                 ::"r"(cta_u32(bar)), "r"((uint32_t)((CLUSTER - 1) * count * (int)sizeof(float))) : "memory");
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
-                 ::"r"(cta_u32(pub)), "r"((uint32_t)(n - count) * elem_bytes) : "memory");
-  }
-  wait_exchange_barrier(bar, parity);  // every other rank's pushes landed
+  const int count = owned_count<CLUSTER>(n, rank);
+  if (threadIdx.x == 0) arrive_expect_tx(pub, (uint32_t)(n - count) * elem_bytes);
+  await_pushes<CLUSTER>(n, rank, bar, parity);
   exchange_sum<CLUSTER, Op>(recv, n, rank, epi);
   __syncthreads();  // the owner's results in its own copies
-  const int units = count / STEP;
-  for (int t = threadIdx.x; t < (CLUSTER - 1) * units; t += blockDim.x) {
-    const int k = t / units, r = k + (k >= rank);
-    copy(r, lo + (t - k * units) * STEP);
-  }
+  publish<CLUSTER, STEP>(rank * exchange_chunk<CLUSTER>(n), count, rank, copy);
   wait_exchange_barrier(pub, parity);  // every other owner's results in this block's copies
 }
 
