@@ -39,6 +39,7 @@ DEFAULT = ["tiny", "online", "classification", "small", "mlp4",
 
 
 STEPS = 20  # steps of one captured program (a replay)
+LOOP_STEPS = 4  # timer_run's loop: its steps 1 and 2 neither stage everything nor store outputs
 # Every probe's batches are in the compute dtype, as the harness passes them
 # (benchmarks/workloads.make_problem). Before the eighteenth session they were fp32:
 # the probed kernels then cast x (and y) to bf16 every step, which the harness's do not.
@@ -129,9 +130,6 @@ def timer_run(specs: list[str], flags: str = "", timer: str = "PHASE_TIMER") -> 
             torch.cuda.synchronize()
             print(f"--- {spec}: timer end", flush=True)
     setattr(cuda_target, timer, False)
-
-
-LOOP_STEPS = 4  # timer_run's loop: its steps 1 and 2 neither stage everything nor store outputs
 
 
 def launch_run(specs: list[str], widths: tuple[str, ...] = ("128", "256")) -> None:
