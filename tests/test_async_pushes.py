@@ -29,14 +29,18 @@ def _w(name: str):
     return ODD.get(name, name)
 
 
+# Step 67's form on its own: the publish and the prefetched batch (steps 68 and 66) off.
+STEP_67 = dict(exchange_async_publish=False, prefetch_step_inputs=False)
+
+
 @pytest.fixture
 def async_on(target_fields):
-    target_fields(exchange_async_pushes=True)
+    target_fields(exchange_async_pushes=True, **STEP_67)
 
 
-def test_off_until_measured():
-    assert T.DEFAULT.exchange_async_pushes is False
-    assert "push_async" not in _source("online")
+def test_on_by_default():
+    assert T.DEFAULT.exchange_async_pushes is True
+    assert "tk::push_async<kCluster>" in _source("online")
 
 
 def test_online_pushes_asynchronously_and_waits_on_its_mbarrier(async_on, target_fields):
@@ -51,7 +55,7 @@ def test_online_pushes_asynchronously_and_waits_on_its_mbarrier(async_on, target
     assert "tk::exchange_async<kCluster, tk::SumOp>(part, 1024, rank, tk_xbar + 0, tk_odd, [&](int e, float acc) {" \
         in src
     assert "push_partial" not in src and "tk::exchange<" not in src
-    target_fields(exchange_async_pushes=False)
+    target_fields(exchange_async_pushes=False, **STEP_67)
     off = _source("online")
     strip = lambda s: re.sub(r"  (__shared__ uint64_t tk_xbar|if \(tk_first && threadIdx.x == 0\) tk::init_).*\n",  # noqa: E731
                              "", s)
@@ -69,14 +73,14 @@ def test_each_exchange_has_its_own_mbarrier(async_on):
 
 def test_parity_without_receive_copies(target_fields):
     """tk_odd is passed for the mbarriers' phases even where no receive copy needs it."""
-    target_fields(exchange_async_pushes=True, double_receive=False)
+    target_fields(exchange_async_pushes=True, double_receive=False, **STEP_67)
     src = _source("online")
     assert "bool tk_more, bool tk_odd) {" in src and "tk_s == 0, tk_more, (tk_s & 1) != 0);" in src
 
 
 def test_one_block_has_no_exchange(async_on, target_fields):
     on = _source("tiny")
-    target_fields(exchange_async_pushes=False)
+    target_fields(exchange_async_pushes=False, **STEP_67)
     assert _source("tiny") == on
 
 
@@ -124,10 +128,12 @@ def publish_on(target_fields):
     target_fields(exchange_async_pushes=True, exchange_async_publish=True)
 
 
-def test_publish_off_until_measured_and_nothing_without_async_pushes(target_fields):
-    assert T.DEFAULT.exchange_async_publish is False
+def test_publish_on_by_default_and_nothing_without_async_pushes(target_fields):
+    assert T.DEFAULT.exchange_async_publish is True
+    assert "tk::exchange_async_published<" in _source("online")
+    target_fields(exchange_async_pushes=False, exchange_async_publish=False)
     off = _source("online")
-    target_fields(exchange_async_publish=True)
+    target_fields(exchange_async_pushes=False, exchange_async_publish=True)
     assert _source("online") == off
 
 

@@ -33,9 +33,47 @@ def _smem(src: str) -> int:
     return int(re.search(r"static constexpr int kSmem = (\d+);", src).group(1))
 
 
-def test_off_until_measured():
-    assert T.DEFAULT.prefetch_step_inputs is False
-    assert "tk_next" not in _source("online")
+def test_on_by_default():
+    assert T.DEFAULT.prefetch_step_inputs is True
+    assert PREFETCH in _source("online")
+
+
+@pytest.mark.parametrize("sizes", [(33, (100, 300, 7)), (50, (100, 300, 10)), (1, (130, 250, 5))])
+def test_none_where_a_batch_row_is_not_16_byte_units(target_fields, sizes):
+    """Rows of 200 or 260 bytes are copied through registers, not cp.async: a
+    prefetch would only move the wait into the step (measured slower, run
+    33f6709-a). Nothing is prefetched: the kernel is the one without."""
+    name = "classification" if sizes[1][-1] == 10 else "online"
+    w = WORKLOADS[name].with_sizes(sizes[0], sizes[1])
+    target_fields(prefetch_step_inputs=False)
+    off = _source(w)
+    target_fields(prefetch_step_inputs=True)
+    assert _source(w) == off
+
+
+@pytest.mark.parametrize("shape, split, pitch, cluster, whole", [
+    ((64, 128), -1, 136, 16, True),   # online's x: 256-byte rows, 272-byte pitch
+    ((64, 100), -1, 104, 16, False),  # 200-byte rows
+    ((64, 128), -1, 132, 16, False),  # 264-byte pitch
+    ((64, 128), 1, 136, 16, True),    # 8 columns a rank: 16 bytes
+    ((64, 128), 1, 136, 32, False),   # 4 columns a rank: 8 bytes
+    ((64, 128), 0, 136, 16, True),    # 4 rows a rank
+    ((512,), -1, None, 16, True),
+    ((100,), -1, None, 16, False),
+    ((64, 24), 0, None, 16, True),    # 4 rows of 48 bytes a rank
+    ((64, 20), 0, None, 16, True),    # 4 rows of 40 bytes a rank: 160 bytes
+    ((64, 13), 0, None, 16, False),   # 4 rows of 26 bytes a rank: 104 bytes
+    ((49, 2), 0, None, 16, False),    # 4 rows of 4 bytes a rank, but the last rank's 1 row: 4 bytes
+])
+def test_which_homes_copy_in_16_byte_units(shape, split, pitch, cluster, whole):
+    """The rule reads each block's slice, not only the whole home."""
+    from types import SimpleNamespace
+
+    from xdsl.dialects.builtin import MemRefType, bf16
+
+    from trainkernel.backend.cuda_target import ResidentPrinter
+    home = SimpleNamespace(result=SimpleNamespace(type=MemRefType(bf16, shape)), split_axis=split, pitch_value=pitch)
+    assert ResidentPrinter._stages_in_16_byte_units(SimpleNamespace(cluster=cluster), home) is whole
 
 
 def test_online_stages_the_next_batch_into_the_other_copy(prefetch_on):

@@ -358,15 +358,20 @@ class TargetOptions:
     # which a step starts copying the next step's batch once its own is staged
     # (ResidentPrinter.plan_prefetched_inputs, perf-log step 66). ncu's samples
     # of a 20-step loop (run 9279374-g) put 23-24% of online's and
-    # classification's stalls at the step's staging wait. Off until measured.
-    prefetch_step_inputs: bool = False
+    # classification's stalls at the step's staging wait. Only where every batch
+    # home copies in cp.async's 16-byte units (else nothing overlaps). Measured
+    # (run 33f6709-a), on top of steps 67-68: online -0.08, classification
+    # -0.12, online-adam -0.14, tiny -0.07 us a step; alone -0.34, -0.30, -0.10,
+    # -0.13; the same bits.
+    prefetch_step_inputs: bool = True
     # A cluster exchange's pushes are st.async stores that count their bytes on
     # an mbarrier of the owner, which waits on it instead of the exchange's first
     # cluster barrier (tk::exchange_async, perf-log step 67): ncu put half of the
     # exchange's stall samples (20-34% of a step) on that barrier's release fence
     # (membar), each thread waiting for its DSMEM stores to be acknowledged.
-    # Off until measured.
-    exchange_async_pushes: bool = False
+    # Measured (run 33f6709-a): online -0.28, classification -0.29, online-adam
+    # -0.40, classification-adamw-ce -0.26, 1 x 130-250-5 -0.19 us a step.
+    exchange_async_pushes: bool = True
     # With exchange_async_pushes: an exchange's publish (the owner's results into
     # the other ranks' copies of replicated homes) as st.async stores too, counted
     # on a publish mbarrier of each receiving block, which waits on it instead of
@@ -374,8 +379,11 @@ class TargetOptions:
     # perf-log step 68): no cluster barrier left in the exchange. Only where
     # every published home pairs into 32-bit words (fp32, or bf16/f16 pairs of
     # one row) and the epilogue stores into no other rank's split slice.
-    # Off until measured.
-    exchange_async_publish: bool = False
+    # Measured on top of exchange_async_pushes (run 33f6709-a): online -0.64,
+    # classification -0.54, online-adam -0.36, classification-adamw-ce -0.36,
+    # 50 x 100-300-10 -0.41 us a step; 33 x 100-300-7 +0.08 (falls back to
+    # step 67's form: the same kernel; the call's noise).
+    exchange_async_publish: bool = True
     # The step loop carries the compute-dtype copies of the state from step to
     # step (perf-log step 52): tile-resident keeps the homes of casts of state
     # to the kernel's end where they fit, and the printer has each update write

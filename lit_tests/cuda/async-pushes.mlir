@@ -4,13 +4,13 @@
 // block's first cluster arrive), and the owner waits on it with the step's parity
 // instead of a first cluster barrier (tk::exchange_async). Off: DSMEM stores and
 // tk::exchange's two cluster barriers.
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{async_pushes=on}' | filecheck %s --check-prefix=ON
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{async_pushes=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{async_pushes=on prefetch_inputs=off async_publish=off}' | filecheck %s --check-prefix=ON
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{async_pushes=off prefetch_inputs=off async_publish=off}' | filecheck %s --check-prefix=OFF
 // With async_publish (target.exchange_async_publish) too, the publish is st.async
 // stores (dy's bf16 in pairs, the squared errors an element a store, the last
 // step's alone) counted on each receiver's second mbarrier: no tk::publish, no
 // cluster barrier in the exchange, one at the kernel's end.
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{async_pushes=on async_publish=on}' | filecheck %s --check-prefix=PUB
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{async_pushes=on async_publish=on prefetch_inputs=off}' | filecheck %s --check-prefix=PUB
 
 // ON:       void tk_step(void* const* tk_in, bool tk_first, bool tk_more, bool tk_odd) {
 // ON:       __shared__ uint64_t tk_xbar[1];  // the exchanges' mbarriers (push_async)

@@ -4,8 +4,8 @@
 // squared errors it sums, an exchange's second output, are stored and published to
 // the other ranks by the last step alone. The exchange itself (and its loss
 // gradient) runs every step. Off: every step runs everything.
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{last_step_outputs=on}' | filecheck %s --check-prefix=ON
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{last_step_outputs=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{last_step_outputs=on prefetch_inputs=off async_pushes=off async_publish=off}' | filecheck %s --check-prefix=ON
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{last_step_outputs=off prefetch_inputs=off async_pushes=off async_publish=off}' | filecheck %s --check-prefix=OFF
 
 // ON:       tk::exchange<kCluster, tk::SumOp>(part, 1024, rank, [&](int e, float acc) {
 // ON:         if (!tk_more) [[SQ:s[0-9]+]][(i)*20 + (j)] = tk::from_float<float>(

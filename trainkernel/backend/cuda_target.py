@@ -1508,7 +1508,12 @@ class ResidentPrinter(CudaPrinter):
         which the step's parity picks (tk_odd), so that the copies are in flight
         through the whole step and the next step's staging wait finds them done.
         A home qualifies when its source is an input the kernel never writes (a
-        step input) and it is copied as it is (tile.smem, not a cast). No copy
+        step input), it is copied as it is (tile.smem, not a cast) and in 16-byte
+        units (_stages_in_16_byte_units): only cp.async overlaps the step; rows of
+        other widths are loaded through registers, which the copying thread waits
+        for mid-step (measured, run 33f6709-a: +0.2..+0.5 us a step at 33 x
+        100-300-7, 50 x 100-300-10 and 1 x 130-250-5, whose rows are 200 and
+        260 bytes). No copy
         may hold anything else while the next step's batch lands in it: a home
         whose bytes no other home shares keeps them for even steps and gets one
         copy for odd steps; one whose bytes a later temporary reuses gets two
@@ -1529,7 +1534,7 @@ class ResidentPrinter(CudaPrinter):
                 size = align_up(h.local_bytes(self.cluster), tile.SMEM_ALIGNMENT)
                 copies[h] = (at, at + size) if h in self.shared_bytes else (h.offset_value, at)
                 at += 2 * size if h in self.shared_bytes else size
-            if homes and all(isinstance(h, tile.SmemOp) for h in homes) \
+            if homes and all(isinstance(h, tile.SmemOp) and self._stages_in_16_byte_units(h) for h in homes) \
                     and at <= TARGET.resident_costs.smem_budget:
                 self.prefetched, self.smem_bytes = copies, at
 
@@ -1948,6 +1953,23 @@ class ResidentPrinter(CudaPrinter):
         c = tile.shard_extent(full, self.cluster)
         return (f"{src} + (long long){c * inner} * rank", f"{outer}", f"{self._slice_extent(full)} * {inner}",
                 f"{full * inner}LL", f"{c * inner}", outer, c * inner)
+
+    def _stages_in_16_byte_units(self, home: tile.Home) -> bool:
+        """Whether tk::stage_rows copies `home` with cp.async's 16-byte units in
+        every block: each row's bytes, both row strides and the block's offset
+        into a split source are multiples of 16 (the sources' own alignment is
+        checked at run time; allocations are 256-byte aligned)."""
+        shape = tuple(home.result.type.get_shape())
+        split, pitch = home.split_axis, home.pitch_value
+        if pitch is not None:
+            rows, cols = shape
+            extents = [cols, pitch] + ([tile.shard_extent(cols, self.cluster)] if split == 1 else [])
+        elif split < 0:
+            extents = [numel(shape)]
+        else:
+            inner = numel(shape[split + 1 :])
+            extents = [shape[split] * inner, tile.shard_extent(shape[split], self.cluster) * inner]
+        return all(n * byte_size(home.result.type) % 16 == 0 for n in extents)
 
     def stage(self, home: tile.Home, name: str, indent: str = "") -> None:
         src, rows, row_elems, src_stride, dst_stride, _, _ = self.stage_args(home)

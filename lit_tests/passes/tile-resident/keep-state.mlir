@@ -5,12 +5,12 @@
 // global memory every step, which rank 0's store of it makes a cluster-wide
 // hazard. With keep_state its home is its own: the step loop keeps it, writes
 // it through, stores it to global memory in the last step alone, and
-// -t 'cuda{step_block_barrier=on}' then ends each step with a block barrier and
+// -t 'cuda{step_block_barrier=on prefetch_inputs=off async_pushes=off async_publish=off}' then ends each step with a block barrier and
 // waits for the cluster after staging only in a launch of one step.
 // RUN: trainkernel-opt %s -p 'tk-mark-state-updates{state=2},tk-fuse,tk-to-sched,sched-inplace-state,sched-allocate,sched-to-tile,tile-resident{mode=force keep_state=on}' | filecheck %s --check-prefix=KEEP
 // RUN: trainkernel-opt %s -p 'tk-mark-state-updates{state=2},tk-fuse,tk-to-sched,sched-inplace-state,sched-allocate,sched-to-tile,tile-resident{mode=force keep_state=off}' | filecheck %s --check-prefix=REUSE
-// RUN: trainkernel-opt %s -p 'tk-mark-state-updates{state=2},tk-fuse,tk-to-sched,sched-inplace-state,sched-allocate,sched-to-tile,tile-resident{mode=force keep_state=on}' -t 'cuda{step_block_barrier=on}' | filecheck %s --check-prefix=CUDA
-// RUN: trainkernel-opt %s -p 'tk-mark-state-updates{state=2},tk-fuse,tk-to-sched,sched-inplace-state,sched-allocate,sched-to-tile,tile-resident{mode=force keep_state=off}' -t 'cuda{step_block_barrier=on}' | filecheck %s --check-prefix=RESTAGED
+// RUN: trainkernel-opt %s -p 'tk-mark-state-updates{state=2},tk-fuse,tk-to-sched,sched-inplace-state,sched-allocate,sched-to-tile,tile-resident{mode=force keep_state=on}' -t 'cuda{step_block_barrier=on prefetch_inputs=off async_pushes=off async_publish=off}' | filecheck %s --check-prefix=CUDA
+// RUN: trainkernel-opt %s -p 'tk-mark-state-updates{state=2},tk-fuse,tk-to-sched,sched-inplace-state,sched-allocate,sched-to-tile,tile-resident{mode=force keep_state=off}' -t 'cuda{step_block_barrier=on prefetch_inputs=off async_pushes=off async_publish=off}' | filecheck %s --check-prefix=RESTAGED
 
 // KEEP:       tile.smem stage %bp offset [[BP:[0-9]+]] split -1 : memref<f32>
 // KEEP-NOT:   offset [[BP]] split
