@@ -80,3 +80,20 @@ def target_fields(monkeypatch):
         monkeypatch.setattr(cuda_target, "TARGET", changed)
 
     return replace
+
+
+@pytest.fixture
+def before_steps_66_68(monkeypatch):
+    """The default target without perf-log steps 66-68 (the next batch staged during
+    the step, the exchange's pushes and publish as st.async): the printed form that
+    tests of earlier steps pin. target_fields then replaces fields of this target."""
+    import dataclasses
+
+    import trainkernel.target as T
+    from trainkernel.backend import cuda_target
+
+    earlier = dataclasses.replace(T.DEFAULT, prefetch_step_inputs=False, exchange_async_pushes=False,
+                                  exchange_async_publish=False)
+    monkeypatch.setattr(T, "DEFAULT", earlier)
+    monkeypatch.setitem(T.TARGETS, earlier.name, earlier)
+    monkeypatch.setattr(cuda_target, "TARGET", earlier)

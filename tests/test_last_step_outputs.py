@@ -33,7 +33,7 @@ def test_on_by_default(target_fields):
     assert GUARD not in _source("online")
 
 
-def test_online_sums_its_loss_in_the_last_step_alone(last_on):
+def test_online_sums_its_loss_in_the_last_step_alone(before_steps_66_68, last_on):
     """online: the squared errors (an exchange's output, published to every rank) are
     stored and published by the last step alone, and their block sum, the loss, runs
     in the last step alone; the exchange itself and everything else every step."""

@@ -38,7 +38,7 @@ def test_a_grid_kernel_names_its_phases_and_grid_barriers():
     assert len({o.split(" ")[0] for o in labels}) >= 4  # products in several phases, told apart
 
 
-def test_the_cuda_view_sums_samples_per_op(tmp_path, capsys):
+def test_the_cuda_view_sums_samples_per_op(before_steps_66_68, tmp_path, capsys):
     src = suite_source("online")
     (tmp_path / "online.cu").write_text(src)
     lines = src.splitlines()

@@ -32,7 +32,7 @@ def test_off_by_default():
     assert "store_pair" not in _source("classification")
 
 
-def test_the_epilogues_store_pairs_of_columns(pairs):
+def test_the_epilogues_store_pairs_of_columns(before_steps_66_68, pairs):
     """classification's dW1 epilogue: the gradient and the updated W1 (row-major, j the
     unit-stride axis) as pairs, beside the element-by-element store for a last odd
     column; the split contraction's exchange epilogue (stores into every rank) keeps

@@ -53,7 +53,7 @@ def test_keeping_state_homes_changes_no_sgd_step(target_fields, name):
 
 
 @pytest.mark.parametrize("name", TWINS)
-def test_the_twins_keep_their_powers_of_the_betas(target_fields, name):
+def test_the_twins_keep_their_powers_of_the_betas(before_steps_66_68, target_fields, name):
     """Staged again every step without keep_state; kept (staged by the first step,
     written through, stored to global memory by the last step alone) with it."""
     def restaged(src: str) -> int:
@@ -106,7 +106,7 @@ def test_kept_state_needs_the_cluster_only_in_a_launch_of_one_step(target_fields
     assert "tk::cluster_sync();\n  // ---- phase 0" not in src
 
 
-def test_online_alternates_two_receive_buffers(target_fields):
+def test_online_alternates_two_receive_buffers(before_steps_66_68, target_fields):
     """56512 bytes placed, then two 4 KiB copies of the first exchange's receive
     buffer (16 ranks x 64 partials); the step's parity picks one; only the first step
     arrives and waits; with step_block_barrier a step has the exchange's two cluster

@@ -59,7 +59,7 @@ def _homes(src: str) -> dict[str, int]:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"tk::stage_rows\((s\d+\w*), b(\d+)", _prologue(src))}
 
 
-def test_one_block_restages_only_the_batch_and_keeps_the_state_homes():
+def test_one_block_restages_only_the_batch_and_keeps_the_state_homes(before_steps_66_68):
     """tiny (one block): x and y come from the step table and are staged again; W1, b1,
     W2, b2 stay on chip, each update writing its home as well as global memory."""
     src = _source("tiny")
@@ -99,7 +99,7 @@ def _assert_kept(src: str, state_homes: dict[str, int]) -> None:
     assert stores and all("!tk_more" in guard for guard, _ in stores), stores
 
 
-def test_the_step_reads_its_pointers_as_the_target_says(monkeypatch):
+def test_the_step_reads_its_pointers_as_the_target_says(before_steps_66_68, monkeypatch):
     """By default the step reads its buffers' pointers from a table in shared memory that
     the kernel fills once from its parameters (before it waits for the previous grid);
     `resident_step_pointers="param"` reads them from the parameters, and
@@ -123,7 +123,7 @@ def test_the_step_reads_its_pointers_as_the_target_says(monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["online", "classification"])
-def test_a_cluster_keeps_its_state_homes_like_one_block(name):
+def test_a_cluster_keeps_its_state_homes_like_one_block(before_steps_66_68, name):
     """online, classification (clusters of 16 blocks, each updating its slice of the
     weights, the last bias replicated and updated whole by every block): the batch is
     staged again, every state home is kept, and a block barrier ends each step
@@ -138,7 +138,7 @@ def test_a_cluster_keeps_its_state_homes_like_one_block(name):
     assert "    if (tk_more) __syncthreads();" in src
 
 
-def test_homes_that_share_bytes_are_staged_again(target_fields):
+def test_homes_that_share_bytes_are_staged_again(before_steps_66_68, target_fields):
     """online-adam: the beta powers (0-d state, read in phase 0 only) have homes whose
     bytes later phases reuse: they are staged again each step and stored by every step;
     the weights and moments stay on chip. With target.step_loop_on_chip off, a cluster
