@@ -372,6 +372,14 @@ class TargetOptions:
     # Measured (run 33f6709-a): online -0.28, classification -0.29, online-adam
     # -0.40, classification-adamw-ce -0.26, 1 x 130-250-5 -0.19 us a step.
     exchange_async_pushes: bool = True
+    # A resident step's homes whose rows cp.async cannot copy (not 16-byte units:
+    # odd widths, 200-byte rows) go through registers, one global round trip per
+    # iteration of tk::stage_rows's loop (its next load is not hoisted above its
+    # shared store; SASS of online at 33 x 100-300-7: LDG then STS, x's 1650 words
+    # in 7 round trips a step). With n > 1 a thread issues n loads (8-byte units
+    # where they align) before it stores any (tk::stage_rows<n>, perf-log step
+    # 69). 1: the loop as it was. Off until measured.
+    stage_loads_in_flight: int = 1
     # With exchange_async_pushes: an exchange's publish (the owner's results into
     # the other ranks' copies of replicated homes) as st.async stores too, counted
     # on a publish mbarrier of each receiving block, which waits on it instead of

@@ -1973,7 +1973,9 @@ class ResidentPrinter(CudaPrinter):
 
     def stage(self, home: tile.Home, name: str, indent: str = "") -> None:
         src, rows, row_elems, src_stride, dst_stride, _, _ = self.stage_args(home)
-        self.w(f"{indent}  tk::stage_rows({name}, {src}, {rows}, {row_elems}, {src_stride}, {dst_stride});")
+        loads = TARGET.stage_loads_in_flight
+        batched = f"<{loads}>" if loads > 1 and not self._stages_in_16_byte_units(home) else ""
+        self.w(f"{indent}  tk::stage_rows{batched}({name}, {src}, {rows}, {row_elems}, {src_stride}, {dst_stride});")
 
     def stage_casts(self, homes: list[tuple[tile.Home, str]], indent: str = "") -> None:
         """The cast homes' staging (tile.smem_cast): every home's loads issued
@@ -2837,7 +2839,9 @@ class CudaTarget(Target):
     step's batch staged during the step (target.prefetch_step_inputs);
     `async_pushes`, an exchange's pushes as st.async to the owner's mbarrier
     (target.exchange_async_pushes); `async_publish`, its publish too
-    (target.exchange_async_publish)."""
+    (target.exchange_async_publish). `stage_loads`, a count (0: as the target
+    says): the loads a thread issues at once where a home's rows are not
+    cp.async's 16-byte units (target.stage_loads_in_flight)."""
 
     name = "cuda"
     thread_rows: str = "target"
@@ -2851,6 +2855,7 @@ class CudaTarget(Target):
     prefetch_inputs: str = "target"
     async_pushes: str = "target"
     async_publish: str = "target"
+    stage_loads: int = 0
 
     # option -> the target field it sets
     FIELDS = {"thread_rows": "resident_thread_rows", "spread_ops": "resident_spread_ops",
@@ -2859,6 +2864,8 @@ class CudaTarget(Target):
               "padded_columns": "gemm_padded_columns", "double_receive": "double_receive",
               "prefetch_inputs": "prefetch_step_inputs", "async_pushes": "exchange_async_pushes",
               "async_publish": "exchange_async_publish"}
+    # option -> the integer target field it sets
+    COUNTS = {"stage_loads": "stage_loads_in_flight"}
 
     def emit(self, ctx: Context, module: builtin.ModuleOp, output: IO[str]) -> None:
         global TARGET
@@ -2870,6 +2877,12 @@ class CudaTarget(Target):
                 raise DiagnosticException(f"-t cuda: {option} must be target, on or off, got {value!r}")
             if value != "target":
                 fields[field] = value == "on"
+        for option, field in self.COUNTS.items():
+            value = getattr(self, option)
+            if value < 0:
+                raise DiagnosticException(f"-t cuda: {option} must be 0 (as the target says) or a count, got {value}")
+            if value:
+                fields[field] = value
         TARGET = dataclasses.replace(TARGET, **fields)
         try:
             output.write(emit_cuda(module))

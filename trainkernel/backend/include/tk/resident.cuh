@@ -7,7 +7,8 @@
 //       and stride allows, else 4-byte or element loads through L2 only: see
 //       load_l2 on why nothing staged goes through L1); stage_wait() waits for
 //       all of them and publishes them to the block. Every copy of the
-//       kernel's prologue is in flight together.
+//       kernel's prologue is in flight together. stage_rows<LOADS>: the
+//       loads that are not cp.async issued LOADS a thread before any store.
 //   smem_gemm<NT, NV, T>(M, N, K, A, sam, sak, B, sbk, sbn, compute, store)
 //       C = A @ B with both operands in shared memory at any strides
 //       (A(i,k) = A[i*sam + k*sak], B(k,j) = B[k*sbk + j*sbn]): mma.sync
@@ -90,13 +91,58 @@ __device__ __forceinline__ T load_l2(const T* p) {
   return x;
 }
 
-template <typename T>
+// Rows that cp.async cannot copy, through registers: each thread issues up to
+// LOADS loads of U (8, 4 or sizeof(T) bytes) before it stores any, so that one
+// global round trip covers them, where a loop of load-then-store waits one
+// round trip per iteration (its next load is not hoisted above its store).
+template <int LOADS, typename U, typename T>
+__device__ __forceinline__ void copy_rows_in_registers(T* dst, const T* src, int rows, int row_elems,
+                                                       long long src_stride, int dst_stride) {
+  const int per_row = (int)((long long)row_elems * sizeof(T) / sizeof(U));
+  const int total = rows * per_row;
+  for (int c0 = threadIdx.x; c0 < total; c0 += LOADS * blockDim.x) {
+    U v[LOADS];
+#pragma unroll
+    for (int i = 0; i < LOADS; ++i) {
+      const int c = c0 + i * (int)blockDim.x;
+      if (c < total) {
+        const int r = c / per_row, u = c - r * per_row;
+        v[i] = load_l2(reinterpret_cast<const U*>(src + r * src_stride) + u);
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < LOADS; ++i) {
+      const int c = c0 + i * (int)blockDim.x;
+      if (c < total) {
+        const int r = c / per_row, u = c - r * per_row;
+        reinterpret_cast<U*>(dst + (long long)r * dst_stride)[u] = v[i];
+      }
+    }
+  }
+}
+
+// LOADS (target.stage_loads_in_flight, printed only for homes that are not
+// 16-byte units): a thread's loads of rows cp.async cannot copy issued LOADS
+// at a time (copy_rows_in_registers); 1 keeps the one-at-a-time loop.
+template <int LOADS = 1, typename T>
 __device__ __forceinline__ void stage_rows(T* dst, const T* src, int rows, int row_elems, long long src_stride,
                                            int dst_stride) {
   if (rows <= 0 || row_elems <= 0) return;
   const long long row_bytes = (long long)row_elems * sizeof(T);
   const bool v16 = is_aligned(dst, 16) && is_aligned(src, 16) && row_bytes % 16 == 0 &&
                    (src_stride * sizeof(T)) % 16 == 0 && ((long long)dst_stride * sizeof(T)) % 16 == 0;
+  if constexpr (LOADS > 1) {
+    if (!v16) {
+      auto units_of = [&](int b) {
+        return is_aligned(dst, b) && is_aligned(src, b) && row_bytes % b == 0 && (src_stride * sizeof(T)) % b == 0 &&
+               ((long long)dst_stride * sizeof(T)) % b == 0;
+      };
+      if (units_of(8)) copy_rows_in_registers<LOADS, uint2>(dst, src, rows, row_elems, src_stride, dst_stride);
+      else if (units_of(4)) copy_rows_in_registers<LOADS, unsigned>(dst, src, rows, row_elems, src_stride, dst_stride);
+      else copy_rows_in_registers<LOADS, T>(dst, src, rows, row_elems, src_stride, dst_stride);
+      return;
+    }
+  }
   const bool v4 = is_aligned(dst, 4) && is_aligned(src, 4) && row_bytes % 4 == 0 &&
                   (src_stride * sizeof(T)) % 4 == 0 && ((long long)dst_stride * sizeof(T)) % 4 == 0;
   if (v16 || v4) {
