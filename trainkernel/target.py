@@ -359,10 +359,11 @@ class TargetOptions:
     # (ResidentPrinter.plan_prefetched_inputs, perf-log step 66). ncu's samples
     # of a 20-step loop (run 9279374-g) put 23-24% of online's and
     # classification's stalls at the step's staging wait. Only where every batch
-    # home copies in cp.async's 16-byte units (else nothing overlaps). Measured
-    # (run 33f6709-a), on top of steps 67-68: online -0.08, classification
-    # -0.12, online-adam -0.14, tiny -0.07 us a step; alone -0.34, -0.30, -0.10,
-    # -0.13; the same bits.
+    # home copies in cp.async's 16-byte units (else nothing overlaps: +0.2..+0.5
+    # us at three unseen shapes). Measured (run 33f6709-a), on top of steps
+    # 67-68: online -0.08, online-adam -0.14, tiny -0.07 us a step (alone -0.34,
+    # -0.10, -0.13); the same bits. classification's 20-byte label rows keep it
+    # off there (-0.12 with them prefetched anyway).
     prefetch_step_inputs: bool = True
     # A cluster exchange's pushes are st.async stores that count their bytes on
     # an mbarrier of the owner, which waits on it instead of the exchange's first
@@ -372,14 +373,6 @@ class TargetOptions:
     # Measured (run 33f6709-a): online -0.28, classification -0.29, online-adam
     # -0.40, classification-adamw-ce -0.26, 1 x 130-250-5 -0.19 us a step.
     exchange_async_pushes: bool = True
-    # A resident step's homes whose rows cp.async cannot copy (not 16-byte units:
-    # odd widths, 200-byte rows) go through registers, one global round trip per
-    # iteration of tk::stage_rows's loop (its next load is not hoisted above its
-    # shared store; SASS of online at 33 x 100-300-7: LDG then STS, x's 1650 words
-    # in 7 round trips a step). With n > 1 a thread issues n loads (8-byte units
-    # where they align) before it stores any (tk::stage_rows<n>, perf-log step
-    # 69). 1: the loop as it was. Off until measured.
-    stage_loads_in_flight: int = 1
     # With exchange_async_pushes: an exchange's publish (the owner's results into
     # the other ranks' copies of replicated homes) as st.async stores too, counted
     # on a publish mbarrier of each receiving block, which waits on it instead of
@@ -392,6 +385,14 @@ class TargetOptions:
     # 50 x 100-300-10 -0.41 us a step; 33 x 100-300-7 +0.08 (falls back to
     # step 67's form: the same kernel; the call's noise).
     exchange_async_publish: bool = True
+    # A resident step's homes whose rows cp.async cannot copy (not 16-byte units:
+    # odd widths, 200-byte rows) go through registers, one global round trip per
+    # iteration of tk::stage_rows's loop (its next load is not hoisted above its
+    # shared store; SASS of online at 33 x 100-300-7: LDG then STS, x's 1650 words
+    # in 7 round trips a step). With n > 1 a thread issues n loads (8-byte units
+    # where they align) before it stores any (tk::stage_rows<n>, perf-log step
+    # 69). 1: the loop as it was. Off until measured.
+    stage_loads_in_flight: int = 1
     # The step loop carries the compute-dtype copies of the state from step to
     # step (perf-log step 52): tile-resident keeps the homes of casts of state
     # to the kernel's end where they fit, and the printer has each update write
