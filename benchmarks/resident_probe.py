@@ -26,7 +26,7 @@ from trainkernel.workloads import LARGE, TWINS, WORKLOADS
 
 from trainkernel.backend.cuda_target import COLUMN_LOADS  # restored after a `col-loads=` variant
 from trainkernel.backend.cuda_target import FULL_REDUCE_LOADS  # every variant but `full-loads=` uses the default
-from trainkernel.pipeline import FUSE_MERGE  # every variant but `merge=` uses the default
+from trainkernel.pipeline import FUSE_INPUT_CASTS, FUSE_MERGE  # every variant but `merge=` uses the defaults
 
 SPLIT = SplitLongReduction.match_and_rewrite  # `--reduce` swaps it for a no-op and back
 
@@ -330,9 +330,11 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
 
                 target.TARGETS[target.H200.name] = target_variant(label[7:].partition(" +")[0])
                 cuda_target.TARGET = target.TARGETS[target.H200.name]  # the resident printer's fields too
-            from trainkernel import pipeline  # tk-fuse's merge mode: merge=MODE, else the pipeline's default
+            from trainkernel import pipeline  # tk-fuse: merge=MODE[+casts|+nocasts], else the pipeline's defaults
 
-            pipeline.FUSE_MERGE = label[6:] if label.startswith("merge=") else FUSE_MERGE
+            mode, casts = label[6:].partition("+")[::2] if label.startswith("merge=") else (FUSE_MERGE, "")
+            pipeline.FUSE_MERGE = mode
+            pipeline.FUSE_INPUT_CASTS = {"casts": True, "nocasts": False}.get(casts, FUSE_INPUT_CASTS)
             if label.startswith("threads="):  # the h200 target with another resident_threads
                 from trainkernel import target
 
@@ -402,7 +404,7 @@ if __name__ == "__main__":
         main(rest[cut + 1:] or ["small", "mlp4"], variants={f"target:{v}": v.partition(" +")[2] for v in rest[:cut] or [""]})
     elif sys.argv[1:2] == ["--threads"]:
         main(sys.argv[3:] or DEFAULT, variants={f"threads={n}": "" for n in sys.argv[2].split(",")})
-    elif sys.argv[1:2] == ["--merge"]:  # --merge none,maps spec ...: tk-fuse's merge modes
+    elif sys.argv[1:2] == ["--merge"]:  # --merge none,maps,maps+casts spec ...: tk-fuse's merge modes (+casts/+nocasts: input_casts)
         main(sys.argv[3:] or ["online-adam", "classification-adamw-ce", "mlp4-adamw-ce"],
              variants={f"merge={m}": "" for m in sys.argv[2].split(",")})
     elif sys.argv[1:2] == ["--variants"]:

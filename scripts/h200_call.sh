@@ -16,7 +16,7 @@
 #   probe-target  resident_probe --target on $TARGET_SPECS: target variants, '|'-separated in
 #                 $TARGET_VARIANTS (each 'field=v[,v];field=v'; an empty one is the target as it is)
 #   probe-merge   resident_probe --merge on $MERGE_SPECS: tk-fuse's merge modes ($MERGE_MODES,
-#                 default none,maps; perf-log step 26)
+#                 default none,maps; MODE+casts: tk-fuse input_casts too; perf-log steps 26, 70)
 #   probe-col-loads resident_probe --col-loads $COL_LOADS (default 16,32) on $COL_SPECS (column sums'
 #                 loads in flight a thread, perf-log step 29)
 #   unit-timer    resident_probe --unit-timer on $TIMER_SPECS (phases, and each wgmma unit of block 0)

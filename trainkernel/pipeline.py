@@ -39,6 +39,10 @@ _STAGE_PASSES = {
 # map (perf-log steps 26 and 28); the harness's --fuse-merge sets another for
 # an experiment.
 FUSE_MERGE = "maps"
+# tk-fuse's input_casts: a group that only casts arguments (a bf16 batch's
+# y.float()) joins the one group that reads it (perf-log step 70). Off until
+# measured; the probe's --merge labels MODE+casts set it.
+FUSE_INPUT_CASTS = False
 
 
 def stage_passes(
@@ -70,15 +74,16 @@ def stage_passes(
         inplace=str(inplace).lower(), grid=int(grid), resident=resident, state=int(state), target=spelled,
         target_only=f"{{{spelled.strip()}}}" if spelled else "",
         engine="" if engine == "auto" else f" engine={engine}",
-        fuse=_fuse_options(FUSE_MERGE if merge is None else merge),
+        fuse=_fuse_options(FUSE_MERGE if merge is None else merge, FUSE_INPUT_CASTS),
     )
 
 
-def _fuse_options(merge: str) -> str:
+def _fuse_options(merge: str, input_casts: bool = False) -> str:
     from trainkernel.passes.tk_fuse import MERGE_MODES
     if merge not in MERGE_MODES:
         raise ValueError(f"merge must be one of {', '.join(MERGE_MODES)}, got {merge!r}")
-    return "" if merge == "none" else f"{{merge={merge}}}"
+    options = ([] if merge == "none" else [f"merge={merge}"]) + (["input_casts=true"] if input_casts else [])
+    return f"{{{' '.join(options)}}}" if options else ""
 
 
 def pass_pipeline(

@@ -130,7 +130,29 @@ def _merge(into: Group, other: Group, group_of: dict[Operation, Group], groups: 
 MERGE_MODES = ("none", "maps", "epilogues")
 
 
-def form_groups(body: Block, merge: str = "none") -> list[Group]:
+def _casts_arguments_only(g: Group) -> bool:
+    """Whether every op of `g` is a tk.cast of a function argument."""
+    return all(isinstance(op, tk.CastOp) and isinstance(op.operands[0].owner, Block) for op in g.ops)
+
+
+def absorb_input_casts(groups: list[Group], group_of: dict[Operation, Group], position: dict[Operation, int]) -> None:
+    """A group that only casts function arguments (a bf16 batch's `y.float()`),
+    whose results one other group of its shape alone reads, joins that group:
+    the reader casts the argument where it reads it (a gemm's epilogue reads y
+    itself), instead of a map of its own writing a wider copy for it to read
+    back. The cast is computed once either way, the same op on the same value:
+    the same bits. Not where the reader is a root's operand (a gemm or a
+    reduction cannot cast its own operands, `_can_merge`)."""
+    for g in [g for g in groups if _casts_arguments_only(g)]:
+        readers = {group_of.get(use.operation) for op in g.ops for r in op.results for use in r.uses}
+        if len(readers) != 1:
+            continue
+        (reader,) = readers
+        if reader is not None and _can_merge(reader, g, group_of, "epilogues"):
+            _merge(reader, g, group_of, groups, position)
+
+
+def form_groups(body: Block, merge: str = "none", input_casts: bool = False) -> list[Group]:
     """Greedy grouping in program order. With `merge` other than "none", a
     pointwise op whose operands come from several groups of its shape also
     merges those groups (where `_can_merge` allows): AdamW's moment and
@@ -138,7 +160,8 @@ def form_groups(body: Block, merge: str = "none") -> list[Group]:
     ("maps": only groups rooted at pointwise ops merge) instead of three behind
     barriers of their own, or also join the gradient's gemm epilogue
     ("epilogues"; perf-log step 17: that loses, an epilogue walks the
-    accumulator's fragments where a map reads coalesced)."""
+    accumulator's fragments where a map reads coalesced). `input_casts`: a group
+    that only casts arguments joins its one reader (absorb_input_casts)."""
     if merge not in MERGE_MODES:
         raise DiagnosticException(f"tk-fuse: merge must be one of {', '.join(MERGE_MODES)}, got {merge!r}")
     group_of: dict[Operation, Group] = {}
@@ -178,6 +201,8 @@ def form_groups(body: Block, merge: str = "none") -> list[Group]:
             continue  # views and other ops stay as they are
         groups.append(g)
         group_of[op] = g
+    if input_casts:
+        absorb_input_casts(groups, group_of, position)
     return groups
 
 
@@ -230,10 +255,10 @@ def topological_sort(body: Block) -> None:
         body.add_op(op)
 
 
-def fuse_function(f: func.FuncOp, merge: str = "none") -> None:
+def fuse_function(f: func.FuncOp, merge: str = "none", input_casts: bool = False) -> None:
     body = f.body.block
     drop_keepdim_reshapes(body)
-    for group in form_groups(body, merge):
+    for group in form_groups(body, merge, input_casts):
         outline(group)
     topological_sort(body)
 
@@ -244,13 +269,15 @@ class TkFusePass(ModulePass):
 
     merge: also merge the groups a pointwise op reads from (form_groups):
     none, maps (pointwise groups only) or epilogues (into a matmul or
-    reduction group too)."""
+    reduction group too). input_casts: a group that only casts arguments
+    joins the one group that reads it (absorb_input_casts)."""
 
     name = "tk-fuse"
 
     merge: str = "none"
+    input_casts: bool = False
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for f in op.walk():
             if isinstance(f, func.FuncOp):
-                fuse_function(f, self.merge)
+                fuse_function(f, self.merge, self.input_casts)
