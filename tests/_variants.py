@@ -40,14 +40,15 @@ def stepped(name: str | Workload, steps: int, seed: int,
 
 
 def same_bits_off_and_on(target_fields, field: str | tuple[str, ...], name: str | Workload, steps: int = 6,
-                         seed: int = 2, dtype: torch.dtype = torch.bfloat16, run=None,
+                         seed: int = 2, dtype: torch.dtype = torch.bfloat16, run=None, values=(False, True),
                          **fixed) -> tuple[bool, list[str]]:
     """`run` (`stepped`, or `looped`: the steps in one launch) with the target field
-    `field` (or each of several) off, then on (the other fields `fixed`): whether
-    every leaf of the two runs' outputs is bit-equal, and the two sources."""
+    `field` (or each of several) off, then on (`values`: those two settings; the
+    other fields `fixed`): whether every leaf of the two runs' outputs is
+    bit-equal, and the two sources."""
     fields = (field,) if isinstance(field, str) else field
     runs = []
-    for on in (False, True):
+    for on in values:
         target_fields(**fixed, **dict.fromkeys(fields, on))
         runs.append((run or stepped)(name, steps, seed, dtype))
     (src_off, off), (src_on, on_) = runs

@@ -64,22 +64,24 @@ def variant():
         T.TARGETS.pop(name, None)
 
 
-@pytest.fixture
-def target_fields(monkeypatch):
-    """Replace fields of the default target for one test, as the passes (by name) and
-    the CUDA printer (its module's TARGET) read it: ``target_fields(carry_casts=True)``
-    (undone after the test)."""
+def _use_target_fields(monkeypatch, **fields):
+    """The default target with `fields` replaced, where the passes (by name) and the
+    CUDA printer (its module's TARGET) read it; returns it (undone after the test)."""
     import dataclasses
 
     import trainkernel.target as T
     from trainkernel.backend import cuda_target
 
-    def replace(**fields):
-        changed = dataclasses.replace(T.DEFAULT, **fields)
-        monkeypatch.setitem(T.TARGETS, T.DEFAULT.name, changed)
-        monkeypatch.setattr(cuda_target, "TARGET", changed)
+    changed = dataclasses.replace(T.DEFAULT, **fields)
+    monkeypatch.setitem(T.TARGETS, T.DEFAULT.name, changed)
+    monkeypatch.setattr(cuda_target, "TARGET", changed)
+    return changed
 
-    return replace
+
+@pytest.fixture
+def target_fields(monkeypatch):
+    """Replace fields of the default target for one test: ``target_fields(carry_casts=True)``."""
+    return lambda **fields: _use_target_fields(monkeypatch, **fields)
 
 
 @pytest.fixture
@@ -87,13 +89,7 @@ def before_steps_66_68(monkeypatch):
     """The default target without perf-log steps 66-68 (the next batch staged during
     the step, the exchange's pushes and publish as st.async): the printed form that
     tests of earlier steps pin. target_fields then replaces fields of this target."""
-    import dataclasses
-
     import trainkernel.target as T
-    from trainkernel.backend import cuda_target
 
-    earlier = dataclasses.replace(T.DEFAULT, prefetch_step_inputs=False, exchange_async_pushes=False,
-                                  exchange_async_publish=False)
-    monkeypatch.setattr(T, "DEFAULT", earlier)
-    monkeypatch.setitem(T.TARGETS, earlier.name, earlier)
-    monkeypatch.setattr(cuda_target, "TARGET", earlier)
+    monkeypatch.setattr(T, "DEFAULT", _use_target_fields(
+        monkeypatch, prefetch_step_inputs=False, exchange_async_pushes=False, exchange_async_publish=False))

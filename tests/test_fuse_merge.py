@@ -40,6 +40,25 @@ def lower_stages(captured, merge: str):
     return out
 
 
+def assert_same_bits(before: dict, after: dict, state, batches, name: str) -> None:
+    """The sched and tile levels of two lowerings (`lower_stages`), run over
+    `batches` from `state`, each feeding back its own state: every result bit for
+    bit the same."""
+    n_state = len(pytree.tree_leaves(state))
+    spec = pytree.tree_structure(state)
+    for lv in ("sched", "tile"):
+        st = [state, state]
+        for i, batch in enumerate(batches):
+            got = [run_program(only(stages[lv], sched.ProgramLikeOp), pytree.tree_leaves((s, *batch)))
+                   for stages, s in zip((before, after), st)]
+            assert len(got[1]) == len(got[0])
+            for k, (a, b) in enumerate(zip(*got)):
+                assert torch.equal(a.view(-1).view(torch.int32) if a.dtype == torch.float32 else a,
+                                   b.view(-1).view(torch.int32) if b.dtype == torch.float32 else b), \
+                    f"{name} step {i}, {lv} level, result {k}"
+            st = [pytree.tree_unflatten(list(g[len(g) - n_state:]), spec) for g in got]
+
+
 @functools.cache
 def twin(name: str):
     w = bench.WORKLOADS[name]
@@ -63,19 +82,7 @@ def test_merged_groups_give_the_same_bits(name, mode):
     against eager are test_lowering's and test_trajectories' business."""
     step, state, batches, captured = twin(name)
     stages = {m: lower_stages(captured, m) for m in ("none", mode)}
-    n_state = len(pytree.tree_leaves(state))
-    spec = pytree.tree_structure(state)
-    for lv in ("sched", "tile"):
-        st = {m: state for m in stages}
-        for i, batch in enumerate(batches):
-            got = {m: run_program(only(stages[m][lv], sched.ProgramLikeOp), pytree.tree_leaves((st[m], *batch)))
-                   for m in stages}
-            assert len(got[mode]) == len(got["none"])
-            for k, (a, b) in enumerate(zip(got["none"], got[mode])):
-                assert torch.equal(a.view(-1).view(torch.int32) if a.dtype == torch.float32 else a,
-                                   b.view(-1).view(torch.int32) if b.dtype == torch.float32 else b), \
-                    f"{name} step {i}, {lv} level, result {k}"
-            st = {m: pytree.tree_unflatten(list(got[m][len(got[m]) - n_state:]), spec) for m in stages}
+    assert_same_bits(stages["none"], stages[mode], state, batches, name)
     # and the step is one eager would take: the new state within float32 rounding of eager's
     want = pytree.tree_leaves(step(state, *batches[0]))
     first = run_program(only(stages[mode]["tile"], sched.ProgramLikeOp), pytree.tree_leaves((state, *batches[0])))

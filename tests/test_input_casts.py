@@ -13,19 +13,18 @@ import sys
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
-from torch.utils import _pytree as pytree
 
 sys.path.insert(0, os.path.dirname(__file__))
 
 import trainkernel  # noqa: E402
 from _nvcc import needs_nvcc, nvcc_errors  # noqa: E402
 from _variants import looped, stepped, suite_source  # noqa: E402
+import test_fuse_merge  # noqa: E402
 from test_lowering import only  # noqa: E402
 from tk_program_gen import tk_programs  # noqa: E402
 from trainkernel import pipeline  # noqa: E402
-from trainkernel.dialects import sched, tile  # noqa: E402
-from trainkernel.pipeline import run_passes, stage_passes, state_leaves  # noqa: E402
-from trainkernel.sched_interpreter import run_program  # noqa: E402
+from trainkernel.dialects import tile  # noqa: E402
+from trainkernel.pipeline import run_passes, stage_passes  # noqa: E402
 from trainkernel.workloads import TWINS, WORKLOADS  # noqa: E402
 
 ODD = {"online-33": WORKLOADS["online"].with_sizes(33, (100, 300, 7)),
@@ -48,12 +47,7 @@ def problem(name: str, dtype: torch.dtype = torch.bfloat16):
 
 def lower_stages(captured, input_casts: bool, monkeypatch) -> dict:
     monkeypatch.setattr(pipeline, "FUSE_INPUT_CASTS", input_casts)
-    module = captured.module.clone()
-    out = {}
-    for stage in ("tk", "sched", "tile"):
-        run_passes(module, stage_passes(stage, True, state=state_leaves(captured)), verify_each=False)
-        out[stage] = module.clone()
-    return out
+    return test_fuse_merge.lower_stages(captured, pipeline.FUSE_MERGE)
 
 
 def test_off_until_measured(monkeypatch):
@@ -85,17 +79,8 @@ def test_the_same_bits_through_sched_and_tile(name, monkeypatch):
     """Three steps at the sched and tile levels, absorbed and as before, each feeding
     back its own state: every result bit for bit the same."""
     state, batches, captured = problem(name)
-    stages = {flag: lower_stages(captured, flag, monkeypatch) for flag in (False, True)}
-    n_state = len(pytree.tree_leaves(state))
-    spec = pytree.tree_structure(state)
-    for lv in ("sched", "tile"):
-        st = {flag: state for flag in stages}
-        for i, batch in enumerate(batches):
-            got = {flag: run_program(only(stages[flag][lv], sched.ProgramLikeOp), pytree.tree_leaves((st[flag], *batch)))
-                   for flag in stages}
-            for k, (a, b) in enumerate(zip(got[False], got[True])):
-                assert torch.equal(a, b), f"{name} step {i}, {lv} level, result {k}"
-            st = {flag: pytree.tree_unflatten(list(got[flag][len(got[flag]) - n_state:]), spec) for flag in stages}
+    before, after = (lower_stages(captured, flag, monkeypatch) for flag in (False, True))
+    test_fuse_merge.assert_same_bits(before, after, state, batches, name)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -127,5 +127,5 @@ def test_compute_sanitizer_on_the_step_loop_of_the_fallback_forms(tool: str, wor
     66-68): the exchange's publish under a cluster barrier (an odd element count) and
     the batch staged at the step's start (rows not in 16-byte units), three steps in
     one launch, on the suite's steps through TK_TARGET_FIELDS."""
-    fields = "exchange_async_publish=0,prefetch_step_inputs=0"
+    fields = "exchange_async_publish=0;prefetch_step_inputs=0"
     _step_loop_reports_nothing(tool, workload, tmp_path, TK_TARGET_FIELDS=fields)

@@ -16,7 +16,7 @@ from trainkernel import target as T
 from trainkernel.workloads import TWINS, WORKLOADS
 
 from _nvcc import needs_nvcc, nvcc_errors
-from _variants import looped, resident_printer, stepped
+from _variants import looped, resident_printer, same_bits_off_and_on, stepped
 from _variants import suite_source as _source
 
 ODD = {"online-33": WORKLOADS["online"].with_sizes(33, (100, 300, 7)),
@@ -70,10 +70,7 @@ def test_the_same_bits_on_gpu(target_fields, name):
     """7 steps in one launch (the batch staged every step) and 4 launches of one
     step (every home staged): n loads a thread against one, bit for bit."""
     for run, steps, seed in ((looped, 7, 4), (stepped, 4, 2)):
-        results = []
-        for n in (1, 8):
-            target_fields(stage_loads_in_flight=n)
-            results.append(run(_w(name), steps, seed))
-        (src1, out1), (src8, out8) = results
+        same, (src1, src8) = same_bits_off_and_on(target_fields, "stage_loads_in_flight", _w(name), steps, seed,
+                                                  run=run, values=(1, 8))
         assert "stage_rows<8>" in src8 and "stage_rows<" not in src1
-        assert len(out1) == len(out8) and all(torch.equal(a, b) for a, b in zip(out1, out8))
+        assert same

@@ -7,8 +7,9 @@ replayed once (a resident kernel runs them in one launch: its step loop).
 
 ENGINE: the grid kernel's gemm engine (auto, mma, wgmma); MAX_KSPLIT: the
 target's split-K limit (1: no split-K), to tell a sanitizer report's cause.
-TK_TARGET_FIELDS (environment): fields of the target to switch, e.g.
-"exchange_async_pushes=1,prefetch_step_inputs=1" (booleans and integers).
+TK_TARGET_FIELDS (environment): fields of the target to switch, as the probe's
+target variants spell them (benchmarks.resident_probe.target_variant), e.g.
+"exchange_async_publish=0;prefetch_step_inputs=0".
 """
 
 import dataclasses
@@ -28,17 +29,14 @@ def main() -> None:
     mode = sys.argv[4] if len(sys.argv) > 4 else "inplace"
     inplace = mode in ("inplace", "capture")
     engine = sys.argv[5] if len(sys.argv) > 5 else "auto"
+    from benchmarks.resident_probe import target_variant
     from trainkernel import target
     from trainkernel.backend import cuda_target
 
-    fields = {}
-    for item in filter(None, os.environ.get("TK_TARGET_FIELDS", "").split(",")):
-        key, value = item.split("=")
-        fields[key] = bool(int(value)) if isinstance(getattr(target.H200, key), bool) else int(value)
+    chosen = target_variant(os.environ.get("TK_TARGET_FIELDS", ""))
     if len(sys.argv) > 6:
-        fields["max_ksplit"] = int(sys.argv[6])
-    if fields:
-        target.TARGETS[target.H200.name] = cuda_target.TARGET = dataclasses.replace(target.H200, **fields)
+        chosen = dataclasses.replace(chosen, max_ksplit=int(sys.argv[6]))
+    target.TARGETS[target.H200.name] = cuda_target.TARGET = chosen
     w = {**WORKLOADS, **TWINS}[name]
     params = w.init_state(0, "cuda")  # the parameters, or a twin's optimizer state
     batches = w.make_batches(2, seed=1, device="cuda")

@@ -1513,8 +1513,8 @@ class ResidentPrinter(CudaPrinter):
         other widths are loaded through registers, which the copying thread waits
         for mid-step (measured, run 33f6709-a: +0.2..+0.5 us a step at 33 x
         100-300-7, 50 x 100-300-10 and 1 x 130-250-5, whose rows are 200 and
-        260 bytes). No copy
-        may hold anything else while the next step's batch lands in it: a home
+        260 bytes). No copy may hold anything else while the next step's batch
+        lands in it: a home
         whose bytes no other home shares keeps them for even steps and gets one
         copy for odd steps; one whose bytes a later temporary reuses gets two
         copies of its own. The copies go past the placement's (and the receive

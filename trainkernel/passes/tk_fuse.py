@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import builtin, func
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 from xdsl.utils.exceptions import DiagnosticException
@@ -132,7 +132,7 @@ MERGE_MODES = ("none", "maps", "epilogues")
 
 def _casts_arguments_only(g: Group) -> bool:
     """Whether every op of `g` is a tk.cast of a function argument."""
-    return all(isinstance(op, tk.CastOp) and isinstance(op.operands[0].owner, Block) for op in g.ops)
+    return all(isinstance(op, tk.CastOp) and isinstance(op.operands[0], BlockArgument) for op in g.ops)
 
 
 def absorb_input_casts(groups: list[Group], group_of: dict[Operation, Group], position: dict[Operation, int]) -> None:

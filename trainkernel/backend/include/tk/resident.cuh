@@ -133,6 +133,8 @@ __device__ __forceinline__ void stage_rows(T* dst, const T* src, int rows, int r
                    (src_stride * sizeof(T)) % 16 == 0 && ((long long)dst_stride * sizeof(T)) % 16 == 0;
   if constexpr (LOADS > 1) {
     if (!v16) {
+      // (v16's test and v4's below, for any unit; they stay as written: folded into
+      // one helper, nvcc schedules the default path's SASS differently.)
       auto units_of = [&](int b) {
         return is_aligned(dst, b) && is_aligned(src, b) && row_bytes % b == 0 && (src_stride * sizeof(T)) % b == 0 &&
                ((long long)dst_stride * sizeof(T)) % b == 0;
@@ -607,9 +609,8 @@ struct NoPublish {
   __device__ void operator()(int, int) const {}
 };
 
-// The owner's part of an exchange once every push has landed: its chunk summed
-// over the ranks in rank order, the epilogue, the publish, and the cluster barrier
-// after which the publish has landed and no block leaves while others store into it.
+// The owner's chunk of an exchange once every push has landed: each element summed
+// over the ranks in rank order, then its epilogue.
 template <int CLUSTER, class Op, class Epi>
 __device__ __forceinline__ void exchange_sum(const float* recv, int n, int rank, Epi& epi) {
   const int chunk = exchange_chunk<CLUSTER>(n), lo = rank * chunk, count = min(chunk, n - lo);
@@ -622,6 +623,8 @@ __device__ __forceinline__ void exchange_sum(const float* recv, int n, int rank,
   }
 }
 
+// exchange_sum, the publish into the other ranks' copies, and the cluster barrier
+// after which the publish has landed and no block leaves while others store into it.
 template <int CLUSTER, class Op, class Epi, class Copy>
 __device__ __forceinline__ void exchange_owner(const float* recv, int n, int rank, Epi& epi, Copy& copy) {
   const int chunk = exchange_chunk<CLUSTER>(n), lo = rank * chunk, count = min(chunk, n - lo);
