@@ -41,10 +41,11 @@ from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
+from xdsl.dialects import func
 
 from trainkernel.backend.build import (BuildResult, build as _build, default_arch, normalize_arch, verify_library,
                                       wgmma_runs_on)
-from trainkernel import lowering_cache
+from trainkernel import elements, lowering_cache
 from trainkernel.pipeline import STAGES
 from trainkernel.target import DEFAULT as DEFAULT_TARGET
 
@@ -242,22 +243,13 @@ def compile_training(
         for a in args
     )
 
-    # Check the result structure before the (slower) capture when the step runs on meta.
-    # (Counted as capture time: it is the first trace of the step.)
     t0 = time.perf_counter()
-    out_types = None
-    try:
-        out = step(*abstract)
-    except Exception:
-        out = None  # an op without a meta kernel: the kernel's buffers are checked instead
-    if out is not None:
-        out_flat, out_spec = pytree.tree_flatten(out)
-        if all(isinstance(t, torch.Tensor) for t in out_flat):
-            out_types = [(tuple(int(d) for d in t.shape), t.dtype) for t in out_flat]
-            _check_structure(out_spec, out_types, state_spec, leaves[:n_state], names[0])
-
     captured = _capture_fn()(step, abstract)
     t_capture = time.perf_counter() - t0
+    # The result structure is checked before lowering: an in-place lowering
+    # pairs the new state's results with the state's buffers.
+    out_types = _result_types(captured)
+    _check_structure(captured.out_spec, out_types, state_spec, leaves[:n_state], names[0])
     _check_no_bool_results(captured)
 
     if resident not in ("auto", "force", "off"):
@@ -291,6 +283,13 @@ def compile_training(
         compiled.build()
     compiled.compile_seconds["total"] = time.perf_counter() - t_start
     return compiled
+
+
+def _result_types(captured) -> list[tuple[tuple[int, ...], torch.dtype]]:
+    """(shape, dtype) of each of the step's flat results, from the captured function's type."""
+    fn = next(op for op in captured.module.ops if isinstance(op, func.FuncOp))
+    return [(tuple(int(d) for d in t.get_shape()), elements.torch_dtype(t.get_element_type()))
+            for t in fn.function_type.outputs.data]
 
 
 def _check_structure(out_spec, out_types, state_spec, state_leaves: list[_Leaf], state_name: str) -> None:
@@ -390,10 +389,10 @@ class CompiledTrainingStep:
     def _check_results(self, out_types):
         """The last result is the new state and must mirror the state pytree.
 
-        `out_types` are the (shape, dtype) of the step's flat results from an
-        abstract (meta) evaluation, or None when that was not possible; the
-        kernel's own buffers then stand in (an in-place result is the state
-        buffer, so a dtype change of the new state cannot be seen there).
+        `out_types` are the (shape, dtype) of the step's flat results as
+        captured, or None; the kernel's own buffers then stand in (an in-place
+        result is the state buffer, so a dtype change of the new state cannot
+        be seen there).
         """
         out_spec = self.captured.out_spec
         meta = self.meta

@@ -107,8 +107,10 @@ def op_name(node: torch.fx.Node) -> str:
 
 
 class Converter:
-    def __init__(self, gm: torch.fx.GraphModule, func_name: str, arg_names: Sequence[str], result_names: Sequence[str]):
+    def __init__(self, gm: torch.fx.GraphModule, func_name: str, arg_names: Sequence[str], result_names: Sequence[str],
+                 verify_ops: bool = True):
         self.gm = gm
+        self.verify_ops = verify_ops
         self.func_name = func_name
         self.arg_names = list(arg_names)
         self.result_names = list(result_names)
@@ -132,6 +134,8 @@ class Converter:
     def emit(self, op: Operation) -> Operation:
         assert self.block is not None
         self.block.add_op(op)
+        if not self.verify_ops:
+            return op
         try:
             op.verify()
         except VerifyException as exc:
@@ -372,8 +376,11 @@ class Converter:
         return handler(self, node, tuple(args), dict(kwargs))
 
 
-def build_module(gm: torch.fx.GraphModule, func_name: str, arg_names, result_names) -> ModuleOp:
-    return Converter(gm, func_name, arg_names, result_names).convert()
+def build_module(gm: torch.fx.GraphModule, func_name: str, arg_names, result_names, verify_ops: bool = True) -> ModuleOp:
+    """`gm` as a `tk` module. `verify_ops`: verify each op as it is built, so an
+    invalid one is reported with its node's source line (the caller verifies
+    the whole module either way)."""
+    return Converter(gm, func_name, arg_names, result_names, verify_ops).convert()
 
 
 # =========================================================================

@@ -85,22 +85,24 @@ def capture(step: Callable, example_args: Any) -> Captured:
 
     if not isinstance(example_args, tuple):
         example_args = tuple(example_args) if isinstance(example_args, list) else (example_args,)
-    # Without the user's stack on each node first: recording it is ~30% of a
-    # trace (mlp4-adamw-ce's warm compile 0.22 -> ~0.18 s) and only an error
-    # reads it. A graph that does not convert is traced again with it, so the
-    # error names the step's source line.
+    # The fast path first: no user stack on the nodes (recording it is ~30% of
+    # a trace, and a warm compile is mostly the trace) and one verification of
+    # the whole module instead of one per op as it is built. A graph that does
+    # not convert, or converts to IR that does not verify, is traced and
+    # converted again with both, so the error names the step's source line.
     gm, in_spec, out_spec, arg_names, result_names = trace(step, example_args, stack_traces=False)
     try:
-        module = build_module(gm, _symbol_name(step), arg_names, result_names)
-    except CaptureError:
-        gm, in_spec, out_spec, arg_names, result_names = trace(step, example_args, stack_traces=True)
-        module = build_module(gm, _symbol_name(step), arg_names, result_names)
-    try:
+        module = build_module(gm, _symbol_name(step), arg_names, result_names, verify_ops=False)
         module.verify()
-    except Exception as exc:  # an internal bug, not the user's: say so
-        raise CaptureError(f"internal error: captured IR does not verify: {exc}") from exc
+    except Exception:  # noqa: BLE001 - the slow path below raises it again, with the user's line
+        gm, in_spec, out_spec, arg_names, result_names = trace(step, example_args, stack_traces=True)
+        module = build_module(gm, _symbol_name(step), arg_names, result_names, verify_ops=True)
+        try:
+            module.verify()
+        except Exception as exc:  # every op verified alone: an internal bug, not the user's
+            raise CaptureError(f"internal error: captured IR does not verify: {exc}") from exc
+    # Dead-code elimination only erases ops: what verified still does.
     PASSES["dce"]()().apply(make_context(), module)
-    module.verify()
     return Captured(
         module=module,
         step=step,
