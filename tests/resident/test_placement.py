@@ -95,3 +95,31 @@ def test_no_two_live_homes_share_bytes(name, sizes, dtype, inplace):
     *_, kernel, _ = workload(name, sizes, dtype, inplace=inplace)
     assert kernel.cluster is not None
     assert overlaps(kernel) == []
+
+
+@pytest.mark.parametrize("name,sizes", [("small", None), ("mlp4", None), ("online", None), ("classification", (7, 33, 65, 10))],
+                         ids=str)
+def test_a_plan_whose_dense_homes_are_over_budget_places_in_no_variant(name, sizes):
+    # `place` rejects a (plan, cluster) from its smallest variant (no padding,
+    # nothing carried or kept) before trying the others: padding only adds
+    # bytes and carrying or keeping only lengthens a life, so that variant's
+    # bound holds for all of them. Checked here against every variant's own
+    # bound, on steps that fit and steps that do not.
+    from trainkernel.passes import tile_resident as tr
+
+    *_, kernel, _ = workload(name, sizes, torch.bfloat16, resident="off")
+    rejected = 0
+    for plan in tr.candidate_plans(tr.analyse(kernel)):
+        for cluster in (2, 4, 8, 16):
+            if not plan.split:
+                continue
+            if not tr._over_budget(tr._homes(kernel, plan, cluster, "none")[0], tr.COSTS):
+                continue
+            rejected += 1
+            for pad in ("all", "gemm", "none"):
+                for carry in (True, False):
+                    for keep in (True, False):
+                        assert tr._over_budget(tr._homes(kernel, plan, cluster, pad, carry, keep)[0], tr.COSTS)
+                        assert tr._place(kernel, plan, cluster, tr.COSTS, pad, carry, keep) is None
+    if name in ("small", "mlp4"):
+        assert rejected  # their working sets are over one cluster's shared memory

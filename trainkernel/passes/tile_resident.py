@@ -452,6 +452,12 @@ def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts,
     kernel writes) lives to the kernel's end too where that fits, so that the
     step loop keeps it on chip instead of staging it again from global memory
     (a scalar the step updates early: Adam's powers of the betas)."""
+    # The smallest variant first: padding only adds bytes and carrying or
+    # keeping a home only lengthens its life, so where the dense homes live
+    # in one phase are over the budget, no variant fits (mlp4-adamw-ce prices
+    # 17 plans x cluster sizes, each in six variants, and fits none).
+    if _over_budget(_homes(kernel, plan, cluster, "none")[0], costs):
+        return None
     for pad in ("all", "gemm", "none"):
         for carry in (True, False) if carry_casts else (False,):
             for keep in (True, False) if keep_state else (False,):
@@ -461,10 +467,21 @@ def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts,
     return None
 
 
-def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts, pad: str,
-           carry: bool = False, keep: bool = False) -> Placement | None:
-    """pad: which 2-D homes get padded rows: "all", "gemm" (those a tile.gemm reads) or "none";
-    carry: the casts of state live to the last phase; keep: the state's homes do."""
+def _over_budget(items: list[tuple[int, int, int, object]], costs: ResidentCosts) -> bool:
+    """No placement needs less than the homes live in one phase together: where
+    that alone is over the budget, first-fit (quadratic in the homes) cannot
+    succeed."""
+    phases_live = range(min((lo for _, lo, _, _ in items), default=0), max((hi for _, _, hi, _ in items), default=-1) + 1)
+    return max((sum(s for s, lo, hi, _ in items if lo <= p <= hi) for p in phases_live), default=0) > costs.smem_budget
+
+
+def _homes(kernel: tile.KernelOp, plan: Plan, cluster: int, pad: str, carry: bool = False, keep: bool = False
+           ) -> tuple[list[tuple[int, int, int, object]], dict[SSAValue, int]]:
+    """(bytes, first phase, last phase, key) of every home a block needs (the
+    read arguments, the temporaries, the exchanges' receive buffers), and the
+    padded homes' pitches. pad: which 2-D homes get padded rows: "all", "gemm"
+    (those a tile.gemm reads) or "none"; carry: the casts of state live to the
+    last phase; keep: the state's homes do."""
     n_in = kernel.num_inputs.data
     ops = tile_ops(kernel)
     last = ops[-1][0] if ops else 0
@@ -528,12 +545,14 @@ def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts
         if cluster > 1 and is_partial(op, plan.op_split[op]):
             items.append((receive_bytes(op, cluster), since, phase, op))
             since = phase
-    # No placement needs less than the homes live in one phase together: where
-    # that alone is over the budget, first-fit (quadratic in the homes) cannot
-    # succeed (mlp4-adamw-ce, priced at five cluster sizes x three paddings,
-    # spent ~0.3 s of its lowering here finding that out).
-    phases_live = range(min((lo for _, lo, _, _ in items), default=0), max((hi for _, _, hi, _ in items), default=-1) + 1)
-    if max((sum(s for s, lo, hi, _ in items if lo <= p <= hi) for p in phases_live), default=0) > costs.smem_budget:
+    return items, pitch
+
+
+def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts, pad: str,
+           carry: bool = False, keep: bool = False) -> Placement | None:
+    """First-fit of `_homes(kernel, plan, cluster, pad, carry, keep)` (largest first), priced."""
+    items, pitch = _homes(kernel, plan, cluster, pad, carry, keep)
+    if _over_budget(items, costs):
         return None
     placed: list[tuple[int, int, int, int]] = []  # (offset, size, lo, hi)
     offsets: dict[object, int] = {}
@@ -555,9 +574,10 @@ def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts
     smem = max((o + s for o, s, _, _ in placed), default=0)
     if smem > costs.smem_budget:
         return None
-    homes = {r: (offsets[r], plan.buffer_split.get(r, -1)) for r in live}
+    homes = {k: (offsets[k], plan.buffer_split.get(k, -1)) for _, _, _, k in items if not isinstance(k, tile.TileWorkOp)}
     scratch = {k: v for k, v in offsets.items() if isinstance(k, tile.TileWorkOp)}
-    est = estimate(kernel, plan, cluster, homes, costs, last)
+    ops = tile_ops(kernel)
+    est = estimate(kernel, plan, cluster, homes, costs, ops[-1][0] if ops else 0)
     return Placement(cluster, homes, scratch, smem, est, pitch)
 
 
