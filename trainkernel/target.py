@@ -400,6 +400,14 @@ class TargetOptions:
     # after the first does not cast the weights again. Measured (run b366d17-a):
     # tiny -0.27, classification -0.89, online-adam -0.54 us a step.
     carry_casts: bool = True
+    # With carry_casts: a cast of state whose update shares a phase with its
+    # last reader (the last layer's weight: dh = dy @ W^T and W's update both
+    # follow dy), or whose home's bytes a later temporary reuses, is carried too,
+    # in two copies the step's parity picks (past the placement's bytes where
+    # they fit): the update writes the next step's copy while this step's
+    # readers read the other (ResidentPrinter.plan_carried_casts, perf-log step
+    # 73). Off until measured.
+    carried_cast_copies: bool = False
     # tk.div and tk.sqrt print as calls of out-of-line IEEE functions (tk::div_rn,
     # tk::sqrt_rn: the same bits) instead of inline at every element: mlp4-adamw-ce's
     # ptxas 2.6 -> 2.0 s on the CI machine (perf-log step 53), its cold compile

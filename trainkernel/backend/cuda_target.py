@@ -1567,9 +1567,12 @@ class ResidentPrinter(CudaPrinter):
         # mbarrier an exchange; which exchanges use it, _publish_step decides.
         self.barriers = len(self.exchanges) * (2 if TARGET.exchange_async_publish else 1) if self.async_pushes else 0
         self.async_publish_any = False
-        self.home_esize: dict[str, int] = {}
+        self.plan_places()
+        # Which state homes the loop keeps and which casts it carries, before the
+        # header: a cast carried in two copies adds shared memory (kSmem).
+        self.plan_kept_homes()
         # tk_step takes the step's parity where something alternates or counts phases by step.
-        self.parity = bool(self.receive_copies or self.prefetched or self.async_pushes)
+        self.parity = bool(self.receive_copies or self.prefetched or self.async_pushes or self.cast_copies)
         self.w(header() + '#include "tk/resident.cuh"\n')
         self.w(f"// kernel {k.sym_name.data}: resident, cluster of {self.cluster}, {nbuf} buffers, "
                f"{self.smem_bytes} bytes of shared memory per block, {k.threads} threads")
@@ -1603,53 +1606,30 @@ class ResidentPrinter(CudaPrinter):
             f"{', void* const* tk_next' if self.prefetched else ''}) {{",
             128, "const int rank = blockIdx.x;  // the grid is one cluster", ("rank", "tk_more"),
             lambda i, arg: f"(tk_in ? tk_in[{column[arg]}] : tk_buf[{i}])" if arg in column else f"tk_buf[{i}]")
-        for arg in k.block.args:
-            self.places[arg] = Place(self.names[arg], tuple(arg.type.get_shape()), None, self.cluster)
         stages: list[tuple[tile.Home, str]] = []
         for op in k.block.ops:
             if isinstance(op, tile.Home):
-                name = f"s{len(self.names)}" + (f"_{op.result.name_hint}" if op.result.name_hint else "")
-                self.names[op.result] = name
-                self.places[op.result] = self._home_place(op, name)
+                name = self.names[op.result]
                 ct = c_type(op.result.type)
-                self.home_esize[name] = byte_size(op.result.type.get_element_type())
                 if op in self.prefetched:  # the step's parity picks the copy (plan_prefetched_inputs)
                     even, odd = self.prefetched[op]
                     self.w(f"  {ct}* {name} = ({ct}*)(smem + (tk_odd ? {odd} : {even}));")
+                elif op in self.cast_copies:  # this step's copy, and the next step's (plan_carried_casts)
+                    even, odd = self.cast_copies[op]
+                    self.w(f"  {ct}* {name} = ({ct}*)(smem + (tk_odd ? {odd} : {even}));")
+                    self.w(f"  {ct}* {name}_next = ({ct}*)(smem + (tk_odd ? {even} : {odd}));")
                 else:
                     self.w(f"  {ct}* {name} = ({ct}*)(smem + {op.offset_value});")
-                if isinstance(op, tile.SmemOp) and op.source is not None:
-                    self.through[op.source] = self.places[op.result]
                 if op.source is not None and op.source.index < k.num_inputs.data:
                     stages.append((op, name))
             elif isinstance(op, sched.ViewOp):
-                name = f"{self.names[op.source]}_v{len(self.names)}"
-                self.names[op.result] = name
-                self.places[op.result] = self._view_place(op, self.places[op.source])
-                if op.source in self.through:
-                    self.through[op.result] = self._view_place(op, self.through[op.source])
-                self.w(f"  {c_type(op.result.type)}* {name} = {self.names[op.source]};")
-            elif isinstance(op, sched.BufferOp):
-                raise DiagnosticException("cuda: a resident kernel keeps its temporaries in tile.smem, not the arena")
+                self.w(f"  {c_type(op.result.type)}* {self.names[op.result]} = {self.names[op.source]};")
         if self.async_pushes:
             self.w(f"  __shared__ uint64_t tk_xbar[{self.barriers}];  // the exchanges' mbarriers (push_async)")
-        # Phase of every tile op, and the last phase that reads each home (by pointer).
-        self.phase_of: dict[tile.TileWorkOp, int] = {}
-        self.last_read: dict[str, int] = {}
-        phase = 0
-        for op in k.block.ops:
-            if isinstance(op, tile.SyncOp):
-                phase += 1
-            elif isinstance(op, tile.TileWorkOp):
-                self.phase_of[op] = phase
-                for v in op.ins:
-                    ptr = self.places[v].ptr
-                    self.last_read[ptr] = max(self.last_read.get(ptr, -1), phase)
         # A later step restages the homes of what it reads anew: its batch, and
         # the state whose homes plan_kept_homes does not keep (where no home is
         # kept, every step stages every home, and one prologue serves them all).
         # Cast homes too: they hold the argument as the step starts, never written through.
-        self.plan_kept_homes()
         later = [(home, name) for home, name in stages if name not in self.kept_homes and home not in self.prefetched]
         branch = len(later) < len(stages)
         def emit(homes: list[tuple[tile.Home, str]], indent: str) -> None:
@@ -1769,6 +1749,44 @@ class ResidentPrinter(CudaPrinter):
         self.launcher()
         return self.out.getvalue()
 
+    def plan_places(self) -> None:
+        """The name and place of every buffer argument, home and view (the
+        pointers the step declares, in this order), what each argument's home
+        is (`through`), and the phase of every tile op with the last phase that
+        reads each place: what the step loop's plans read, settled before
+        anything is printed."""
+        k = self.kernel
+        self.home_esize: dict[str, int] = {}
+        for i, arg in enumerate(k.block.args):
+            self.names[arg] = buffer_name(i, arg)
+            self.places[arg] = Place(self.names[arg], tuple(arg.type.get_shape()), None, self.cluster)
+        for op in k.block.ops:
+            if isinstance(op, tile.Home):
+                name = f"s{len(self.names)}" + (f"_{op.result.name_hint}" if op.result.name_hint else "")
+                self.names[op.result] = name
+                self.places[op.result] = self._home_place(op, name)
+                self.home_esize[name] = byte_size(op.result.type.get_element_type())
+                if isinstance(op, tile.SmemOp) and op.source is not None:
+                    self.through[op.source] = self.places[op.result]
+            elif isinstance(op, sched.ViewOp):
+                self.names[op.result] = f"{self.names[op.source]}_v{len(self.names)}"
+                self.places[op.result] = self._view_place(op, self.places[op.source])
+                if op.source in self.through:
+                    self.through[op.result] = self._view_place(op, self.through[op.source])
+            elif isinstance(op, sched.BufferOp):
+                raise DiagnosticException("cuda: a resident kernel keeps its temporaries in tile.smem, not the arena")
+        self.phase_of: dict[tile.TileWorkOp, int] = {}
+        self.last_read: dict[str, int] = {}
+        phase = 0
+        for op in k.block.ops:
+            if isinstance(op, tile.SyncOp):
+                phase += 1
+            elif isinstance(op, tile.TileWorkOp):
+                self.phase_of[op] = phase
+                for v in op.ins:
+                    ptr = self.places[v].ptr
+                    self.last_read[ptr] = max(self.last_read.get(ptr, -1), phase)
+
     def plan_step_loop(self) -> None:
         """What the step loop (tk_launch_steps) reads anew. The inputs the kernel
         never writes (the batch, frozen state) come from each step's row of
@@ -1863,35 +1881,56 @@ class ResidentPrinter(CudaPrinter):
     def plan_carried_casts(self, work: list[tile.TileWorkOp]) -> None:
         """The casts of state the step loop carries (target.carry_casts): a map
         that only casts a kept state home into a temporary (tile_resident.state_casts)
-        runs in the first step alone when its home keeps its bytes for the whole
-        step (tile-resident placed it so), nothing else writes it, and the state's
-        every update comes in a later phase than the cast and its last reader,
-        from an op that is not an exchange (it stores only its own block's
-        elements), writing the whole buffer, not a view of it. Each such update
-        then writes the cast of the new value as well, for the next step."""
+        runs in the first step alone when nothing else writes the temporary and
+        the state's every update is an op that is not an exchange (it stores only
+        its own block's elements), writes the whole buffer, not a view of it, and
+        comes in a later phase than the cast. Each such update then writes the
+        cast of the new value as well, for the next step, into the cast's own home
+        where tile-resident gave it its bytes for the whole step and the updates
+        come after its last reader too; otherwise (target.carried_cast_copies)
+        into the other of two copies that the step's parity picks (`cast_copies`:
+        the home -> the offsets of its even and odd copies, past the placement's
+        bytes where they fit; a home whose bytes no other home shares keeps them
+        for even steps): the last layer's weight, whose product with the loss
+        gradient and whose update share a phase, is then not cast again every
+        step either. The copy a step writes was last read in the step before,
+        which ended with a barrier."""
         from trainkernel.passes.tile_resident import state_casts
 
         self.carried: dict[str, tuple[Place, Attribute]] = {}
+        self.cast_copies: dict[tile.Home, tuple[int, int]] = {}
         self.first_step_only: set[tile.TileWorkOp] = set()
         if not TARGET.carry_casts:
             return
         homes = {op.result: op for op in self.kernel.block.ops if isinstance(op, tile.Home)}
+        at = align_up(self.smem_bytes, tile.SMEM_ALIGNMENT)
         for op in state_casts(self.kernel):
             home, dst = op.ins[0], op.outs[0]  # the state's home, the cast's
             if home not in homes or homes[home].source is None or dst not in homes:
                 continue
             src, state, cast = homes[home].source, self.places[home], self.places[dst]
-            if state.ptr not in self.kept_homes:
-                continue
-            if homes[dst] in self.shared_bytes or (cast.shape, cast.split) != (state.shape, state.split):
+            if state.ptr not in self.kept_homes or (cast.shape, cast.split) != (state.shape, state.split):
                 continue
             writers = [o for o in work if any(sched.root_buffer(v) is sched.root_buffer(dst) for v in o.outs)]
             updates = [o for o in work if any(sched.root_buffer(v) is sched.root_buffer(src) for v in o.outs)]
-            after = max(self.phase_of[op], self.last_read.get(cast.ptr, -1))
             if writers != [op] or not updates or any(
-                    self.phase_of[u] <= after or self._partial(u) or src not in u.outs for u in updates):
+                    self.phase_of[u] <= self.phase_of[op] or self._partial(u) or src not in u.outs for u in updates):
                 continue
-            self.carried[state.ptr] = (cast, dst.type)
+            after_readers = all(self.phase_of[u] > self.last_read.get(cast.ptr, -1) for u in updates)
+            if homes[dst] not in self.shared_bytes and after_readers:
+                self.carried[state.ptr] = (cast, dst.type)
+                self.first_step_only.add(op)
+                continue
+            if not TARGET.carried_cast_copies:
+                continue
+            shared = homes[dst] in self.shared_bytes
+            size = align_up(homes[dst].local_bytes(self.cluster), tile.SMEM_ALIGNMENT)
+            if at + (2 if shared else 1) * size > TARGET.resident_costs.smem_budget:
+                continue
+            self.cast_copies[homes[dst]] = (at, at + size) if shared else (homes[dst].offset_value, at)
+            at += (2 if shared else 1) * size
+            self.smem_bytes = at
+            self.carried[state.ptr] = (dataclasses.replace(cast, ptr=f"{cast.ptr}_next"), dst.type)
             self.first_step_only.add(op)
 
     def _steps_need_no_cluster_barrier(self) -> bool:
@@ -2839,7 +2878,9 @@ class CudaTarget(Target):
     step's batch staged during the step (target.prefetch_step_inputs);
     `async_pushes`, an exchange's pushes as st.async to the owner's mbarrier
     (target.exchange_async_pushes); `async_publish`, its publish too
-    (target.exchange_async_publish). `stage_loads`, a count (0: as the target
+    (target.exchange_async_publish); `cast_copies`, casts of state carried in
+    two copies where their own home cannot carry them (target.carried_cast_copies).
+    `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
 
@@ -2855,6 +2896,7 @@ class CudaTarget(Target):
     prefetch_inputs: str = "target"
     async_pushes: str = "target"
     async_publish: str = "target"
+    cast_copies: str = "target"
     stage_loads: int = 0
 
     # option -> the target field it sets
@@ -2863,7 +2905,7 @@ class CudaTarget(Target):
               "last_step_outputs": "last_step_outputs", "step_block_barrier": "step_block_barrier",
               "padded_columns": "gemm_padded_columns", "double_receive": "double_receive",
               "prefetch_inputs": "prefetch_step_inputs", "async_pushes": "exchange_async_pushes",
-              "async_publish": "exchange_async_publish"}
+              "async_publish": "exchange_async_publish", "cast_copies": "carried_cast_copies"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}
 

@@ -1,0 +1,130 @@
+"""target.carried_cast_copies: the step loop carries a cast of state (its
+compute-dtype copy) that its own home cannot carry, in two copies the step's
+parity picks (perf-log step 73). Without it, a cast whose update shares a phase
+with its last reader (the last layer's weight: dh = dy @ W^T and W's update both
+follow dy) or whose home's bytes a later temporary reuses runs every step; with
+it, the update writes the next step's copy while the step reads the other, and
+the cast runs in the first step alone."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+import torch
+
+from trainkernel import target as T
+from trainkernel.backend import cuda_target
+from trainkernel.workloads import WORKLOADS
+
+from _nvcc import needs_nvcc, nvcc_errors
+from _variants import looped, resident_printer, same_bits_off_and_on, stepped
+from _variants import suite_source as _source
+
+CARRIED = "if (tk_first)  // carried from the previous step (plan_carried_casts)"
+DEEP = WORKLOADS["online"].with_sizes(64, (128, 256, 256, 16))  # three layers: two weights past the first
+
+
+def _smem(src: str) -> int:
+    return int(re.search(r"static constexpr int kSmem = (\d+);", src).group(1))
+
+
+def _copies(src: str) -> dict[str, tuple[int, int]]:
+    """cast home -> (even, odd) offsets of its two copies, from the step's pointers."""
+    out = {}
+    for name, odd, even in re.findall(r"\n  \w+\* (s\d+\w*) = \(\w+\*\)\(smem \+ \(tk_odd \? (\d+) : (\d+)\)\);\n"
+                                      r"  \w+\* \1_next = ", src):
+        out[name] = (int(even), int(odd))
+    return out
+
+
+def test_off_until_measured():
+    assert T.DEFAULT.carried_cast_copies is False
+    assert "_next = " not in _source("online")
+
+
+def test_online_carries_the_last_weight_in_two_copies(target_fields):
+    """online: W2's bf16 copy, read by dh's product in the phase whose dW2 epilogue
+    updates W2, gets a second copy past the placement; the update writes the
+    next step's copy (when another step follows) beside the state home it writes
+    through; the other carried casts keep their homes; nothing else changes."""
+    off = _source("online")
+    target_fields(carried_cast_copies=True)
+    on = _source("online")
+    assert off.count(CARRIED) == 3 and on.count(CARRIED) == 4
+    copies = _copies(on)
+    assert len(copies) == 1
+    (name, (even, odd)), = copies.items()
+    assert re.search(rf"\n  \w+\* {name} = \(\w+\*\)\(smem \+ {even}\);", off)  # its own home: the even copy
+    assert odd == _smem(off) and _smem(on) == odd + 16 * 24 * 2  # 16 rows of 24 bf16 (pitch) past the placement
+    assert re.search(rf"\n\s+if \(tk_more\) s\d+\[[^\n]*\] = tk::from_float<float>\(vals\[1\]\);"
+                     rf"\n\s+if \(tk_more\) {name}_next\[[^\n]*\] = tk::from_float<__nv_bfloat16>\(vals\[1\]\);", on)
+    assert len(re.findall(rf"\b{name}_next\[", on)) == 1  # written by the update alone, read by nobody
+
+
+@pytest.mark.parametrize("name,before,after", [("classification-adamw-ce", 0, 3), (DEEP, 0, 3), ("tiny", 3, 4),
+                                                ("classification", 3, 4)])
+def test_casts_carried_in_copies_where_their_homes_cannot(target_fields, name, before, after):
+    """classification-adamw-ce's cast homes share bytes with later temporaries and
+    the three-layer step's (which fill 229 KB a block) too: each gets two copies of
+    its own past the placement (where they fit), so they are carried now."""
+    off = _source(name)
+    target_fields(carried_cast_copies=True)
+    on = _source(name)
+    assert (off.count(CARRIED), on.count(CARRIED)) == (before, after)
+    copies = _copies(on)
+    assert copies and _smem(on) > _smem(off)
+    for even, odd in copies.values():
+        assert odd >= _smem(off) and even != odd
+    spans = sorted(o for pair in copies.values() for o in pair if o >= _smem(off))
+    assert len(spans) == len(set(spans))  # no two copies in the same bytes
+    assert _smem(on) <= T.DEFAULT.resident_costs.smem_budget
+
+
+def test_no_copy_past_the_budget(target_fields, monkeypatch):
+    """Copies go where they fit: with the printer's budget one byte short of online's
+    copy, W2's cast is cast every step again, as without copies."""
+    off = _source("online")
+    target_fields(carried_cast_copies=True)
+    printer_target = cuda_target.TARGET
+    tight = dataclasses.replace(printer_target.resident_costs, smem_budget=_smem(off) + 16 * 24 * 2 - 1)
+    monkeypatch.setattr(cuda_target, "TARGET", dataclasses.replace(printer_target, resident_costs=tight))
+    assert _source("online") == off
+
+
+def test_the_copies_are_planned_before_the_header(target_fields):
+    """The printer's own shared-memory size (the launch's) includes the copies."""
+    target_fields(carried_cast_copies=True)
+    printer, _ = resident_printer("online")
+    assert printer.cast_copies and printer.smem_bytes == max(odd for _, odd in printer.cast_copies.values()) + 768
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", ["online", "classification-adamw-ce", "tiny"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_compiles_for_sm90(target_fields, tmp_path, name, dtype):
+    target_fields(carried_cast_copies=True)
+    src = _source(name, dtype=dtype)
+    assert "_next = " in src
+    assert nvcc_errors(src, tmp_path) == ""
+
+
+@needs_nvcc
+def test_the_deeper_step_compiles_for_sm90(target_fields, tmp_path):
+    target_fields(carried_cast_copies=True)
+    src = _source(DEEP)
+    assert len(_copies(src)) >= 2
+    assert nvcc_errors(src, tmp_path) == ""
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["tiny", "online", "classification-adamw-ce", DEEP], ids=str)
+def test_the_same_bits_on_gpu(target_fields, name):
+    """7 steps in one launch (the copies alternate) and 4 launches of one step
+    (the cast runs every launch): copies on against off, bit for bit."""
+    for run, steps, seed in ((looped, 7, 4), (stepped, 4, 2)):
+        same, (src_off, src_on) = same_bits_off_and_on(target_fields, "carried_cast_copies", name, steps, seed,
+                                                       run=run)
+        assert "_next = " in src_on and "_next = " not in src_off
+        assert same
