@@ -446,6 +446,13 @@ class TargetOptions:
     # units, and the probe measured small 53.1 -> 38.6 us, mlp4 98.4 -> 68.6
     # (perf-log step 16); medium and large keep 128 and 256.
     wgmma_tiles_n: tuple[int, ...] = (64, 128, 256)
+    # A grid kernel's wgmma gemms of tiles up to 128 wide call their producer
+    # part out of line (tk::hopper::produce_units_call): one copy for each
+    # layout instead of one for each gemm. Compile time (perf-log step 74, CI
+    # machine): mlp4-adamw-ce's cicc 2.1-2.2 -> 1.8-1.9 s, ptxas 2.3-3.2 ->
+    # 1.7-1.8 s, the one workload over issue 10's 5 s cold compile. The
+    # consumers' code is unchanged; the run time is unmeasured: off until then.
+    wgmma_producer_calls: bool = False
     final_grid_sync: str = "wide"  # never | wide | always: see sched_to_tile.ends_with_grid_sync
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.

@@ -890,8 +890,11 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         # Every tile whole: the epilogue drops its bounds tests at compile time
         # (otherwise each tile decides at run time; perf-log step 22).
         whole = m % bm == 0 and n % bn == 0
+        # The producer's part out of line (target.wgmma_producer_calls): tiles of
+        # 256 hand the producer's registers to the consumers, so never there.
+        call = ", true" if TARGET.wgmma_producer_calls and bn <= 128 else ""
         self.w(f"    tk::hopper::grid_gemm_units<{t}, TkShape, {str(ta).lower()}, {str(tb).lower()}, "
-               f"{str(whole).lower()}>("
+               f"{str(whole).lower()}{call}>("
                f"&p.maps[{2 * g}], &p.maps[{2 * g + 1}], tk_gp,")
         partials = op.column_partials()
         if partials is None:
@@ -2879,7 +2882,9 @@ class CudaTarget(Target):
     `async_pushes`, an exchange's pushes as st.async to the owner's mbarrier
     (target.exchange_async_pushes); `async_publish`, its publish too
     (target.exchange_async_publish); `cast_copies`, casts of state carried in
-    two copies where their own home cannot carry them (target.carried_cast_copies).
+    two copies where their own home cannot carry them (target.carried_cast_copies);
+    `producer_calls`, a grid kernel's wgmma producers called out of line
+    (target.wgmma_producer_calls).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -2897,6 +2902,7 @@ class CudaTarget(Target):
     async_pushes: str = "target"
     async_publish: str = "target"
     cast_copies: str = "target"
+    producer_calls: str = "target"
     stage_loads: int = 0
 
     # option -> the target field it sets
@@ -2905,7 +2911,8 @@ class CudaTarget(Target):
               "last_step_outputs": "last_step_outputs", "step_block_barrier": "step_block_barrier",
               "padded_columns": "gemm_padded_columns", "double_receive": "double_receive",
               "prefetch_inputs": "prefetch_step_inputs", "async_pushes": "exchange_async_pushes",
-              "async_publish": "exchange_async_publish", "cast_copies": "carried_cast_copies"}
+              "async_publish": "exchange_async_publish", "cast_copies": "carried_cast_copies",
+              "producer_calls": "wgmma_producer_calls"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}
 

@@ -1116,6 +1116,20 @@ __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CU
 #endif
 }
 
+// produce_units out of line: a kernel of many gemms holds one copy of it for
+// each <T, Shape, TA, TB> instead of one for each gemm (mlp4-adamw-ce: 11 gemms
+// in 3 layouts; cicc and ptxas spend ~1 s less on it, perf-log step 74). The
+// producer issues no wgmma, so the call leaves the consumers' wgmma pipeline
+// alone (ptxas reports C7510 where a call does not). Only for a producer that
+// runs at the block's register count: after setmaxnreg.dec (grid_gemm_units'
+// wide tiles) a callee could need more registers than the warp holds.
+template <typename T, class Shape, bool TA, bool TB>
+__device__ __noinline__ void produce_units_call(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
+                                                const GemmParams& p, uint32_t base, int first,
+                                                int stride, PipeState& pipe) {
+  produce_units<T, Shape, TA, TB>(tma_a, tma_b, p, base, first, stride, pipe);
+}
+
 // The unit timer's split of a row epilogue (resident_probe --unit-timer, a
 // development probe): cycles of the scratch writes, the first sync, the pass's
 // loads and stores, the second sync, summed over the passes. Empty without
@@ -1278,14 +1292,20 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
 // it returns as soon as the thread's part is done (the producer may run ahead
 // into the caller's next gemm, which is how its loads overlap this one's
 // epilogues).
-template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles = false, class Epi>
+// kProducerCall: the producer's part as a call (produce_units_call), for a
+// producer at the block's register count.
+template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles = false, bool kProducerCall = false,
+          class Epi>
 __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                            const GemmParams& p, const Epi& epi, uint32_t base,
                                            int first, int stride, PipeState& pipe) {
 #if TK_HOPPER_DEVICE
-  if (threadIdx.x < 128)
-    produce_units<T, Shape, TA, TB>(tma_a, tma_b, p, base, first, stride, pipe);
-  else
+  if (threadIdx.x < 128) {
+    if constexpr (kProducerCall)
+      produce_units_call<T, Shape, TA, TB>(tma_a, tma_b, p, base, first, stride, pipe);
+    else
+      produce_units<T, Shape, TA, TB>(tma_a, tma_b, p, base, first, stride, pipe);
+  } else
     consume_units<T, Shape, TA, TB, kWholeTiles>(p, epi, base, first, stride, pipe);
 #else
   (void)tma_a;
@@ -1310,10 +1330,13 @@ __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUten
 // unit of a few K steps) could re-take the registers it freed before the
 // consumers took them, and their setmaxnreg.inc would wait forever. So the
 // producer does not run ahead into the next gemm here.
-template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles = false, class Epi>
+// kProducerCall (gemm_units'): tiles up to 128 wide only, whose producer keeps its registers.
+template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles = false, bool kProducerCall = false,
+          class Epi>
 __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                                 const GemmParams& p, const Epi& epi, uint32_t base,
                                                 int first, int stride, PipeState& pipe) {
+  static_assert(!(kProducerCall && Shape::BN > 128), "a wide tile's producer runs after setmaxnreg.dec: no calls");
 #if TK_HOPPER_DEVICE
   if constexpr (Shape::BN > 128) {
     const bool producer = threadIdx.x < 128;
@@ -1332,7 +1355,7 @@ __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const 
     return;
   }
 #endif
-  gemm_units<T, Shape, TA, TB, kWholeTiles>(tma_a, tma_b, p, epi, base, first, stride, pipe);
+  gemm_units<T, Shape, TA, TB, kWholeTiles, kProducerCall>(tma_a, tma_b, p, epi, base, first, stride, pipe);
 }
 
 // Generic-proxy writes to global memory (a previous phase's stores) and the
