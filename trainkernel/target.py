@@ -453,6 +453,13 @@ class TargetOptions:
     # 1.7-1.8 s, the one workload over issue 10's 5 s cold compile. The
     # consumers' code is unchanged; the run time is unmeasured: off until then.
     wgmma_producer_calls: bool = False
+    # A grid kernel's reductions load a thread's elements FULL_REDUCE_LOADS (or
+    # COLUMN_LOADS) at a time, then the rest one at a time, a global round trip
+    # each: small's loss (16384 elements, 384 threads) leaves 11 a thread,
+    # mlp4's bias-gradient slices (11 rows each) are all tail. With this, the
+    # tail is one more batch, its loads guarded and issued together, folded in
+    # the same order (the same bits; perf-log step 75). Off until measured.
+    batched_reduce_tails: bool = False
     final_grid_sync: str = "wide"  # never | wide | always: see sched_to_tile.ends_with_grid_sync
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.

@@ -1030,12 +1030,17 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
             self.w(f"      for (; r + {n - 1} * ({ix})blockDim.x < {length}; r += {n} * ({ix})blockDim.x) {{")
             self._load_then_fold(red, n, f"r + u * ({ix})blockDim.x", element, value, "        ")
             self.w("      }")
-            self.w(f"      for (; r < {length}; r += blockDim.x) {{")
+        tail = self._tail(length, n, self.kernel.threads, range(self.kernel.threads)) if n > 1 else 0
+        if TARGET.batched_reduce_tails and tail > 1:
+            self.w("      {  // the tail: its loads issued together too (target.batched_reduce_tails)")
+            self._load_then_fold(red, tail, f"r + u * ({ix})blockDim.x", element, value, "        ", str(length))
+            self.w("      }")
         else:
-            self.w(f"      for ({ix} r = threadIdx.x; r < {length}; r += blockDim.x) {{")
-        element("r", "        ")
-        self.w(f"        {_fold(red, value, 'r')}")
-        self.w("      }")
+            self.w(f"      for (; r < {length}; r += blockDim.x) {{" if n > 1 else
+                   f"      for ({ix} r = threadIdx.x; r < {length}; r += blockDim.x) {{")
+            element("r", "        ")
+            self.w(f"        {_fold(red, value, 'r')}")
+            self.w("      }")
         self.w(f"      {_combine(red, 'block')}")
         self.w("      if (threadIdx.x == 0) {")
         self.reduce_epilogue(op, red, _output_index(red, len(in_shape), axes, kidx))
@@ -1074,10 +1079,16 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
             self.w(f"      for (; r + {(n - 1) * 32} < {length}; r += {n * 32}) {{")
             self._load_then_fold(red, n, "r + u * 32", element, value, "        ")
             self.w("      }")
-        self.w(f"      for (; r < {length}; r += 32) {{")
-        element("r", "        ")
-        self.w(f"        {_fold(red, value, 'r')}")
-        self.w("      }")
+        tail = self._tail(length, n, 32, range(32)) if n > 1 else 0
+        if TARGET.batched_reduce_tails and tail > 1:
+            self.w("      {  // the tail: its loads issued together too (target.batched_reduce_tails)")
+            self._load_then_fold(red, tail, "r + u * 32", element, value, "        ", str(length))
+            self.w("      }")
+        else:
+            self.w(f"      for (; r < {length}; r += 32) {{")
+            element("r", "        ")
+            self.w(f"        {_fold(red, value, 'r')}")
+            self.w("      }")
         self.w(f"      {_combine(red, 'warp')}")
         self.w("      if (tk_lane == 0) {")
         self.reduce_epilogue(op, red, _output_index(red, len(in_shape), axes, kidx))
@@ -1110,17 +1121,41 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
 
         return value, element
 
-    def _load_then_fold(self, red: tk.ReductionOp, n: int, at: str, declare, value: str, indent: str) -> None:
+    def _load_then_fold(self, red: tk.ReductionOp, n: int, at: str, declare, value: str, indent: str,
+                        bound: str | None = None) -> None:
         """n elements loaded into tk_v, every load issued first, then folded in order (the bits
-        of one at a time): element u is at index `at`, whose variables `declare(at, indent)` writes."""
+        of one at a time): element u is at index `at`, whose variables `declare(at, indent)` writes.
+        `bound`: only the elements with `at` < bound (a loop's tail: loaded together too, and
+        folded in the same order, skipping the others)."""
         self.w(f"{indent}float tk_v[{n}];")
         self.w("#pragma unroll")
         self.w(f"{indent}for (int u = 0; u < {n}; ++u) {{")
-        declare(at, indent + "  ")
-        self.w(f"{indent}  tk_v[u] = {value};")
+        inner = indent + "  "
+        if bound is not None:
+            self.w(f"{inner}if ({at} < {bound}) {{")
+            inner += "  "
+        declare(at, inner)
+        self.w(f"{inner}tk_v[u] = {value};")
+        if bound is not None:
+            self.w(f"{indent}  }}")
         self.w(f"{indent}}}")
         self.w("#pragma unroll")
-        self.w(f"{indent}for (int u = 0; u < {n}; ++u) {_fold(red, 'tk_v[u]', at)}")
+        guard = f"if ({at} < {bound}) " if bound is not None else ""
+        self.w(f"{indent}for (int u = 0; u < {n}; ++u) {guard}{_fold(red, 'tk_v[u]', at)}")
+
+    @staticmethod
+    def _tail(length: int, n: int, stride: int, starts: range) -> int:
+        """The most elements any thread has left after the batched loop `for (r = start;
+        r + (n - 1) * stride < length; r += n * stride)`, over the threads' `starts`:
+        what one more batch must cover (target.batched_reduce_tails)."""
+        most = 0
+        for r in starts:
+            if r >= length:
+                continue
+            rounds = max(0, (length - 1 - (n - 1) * stride - r) // (n * stride) + 1)
+            left = r + rounds * n * stride
+            most = max(most, ceil_div(length - left, stride) if left < length else 0)
+        return most
 
     def reduce_epilogue(self, op: tile.ReduceOp, red: tk.ReductionOp, out_index: list[str]) -> None:
         """Round the accumulator to the reduction's type, run the pointwise
@@ -1180,10 +1215,17 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         self.w(f"        for (; r + {COLUMN_LOADS} <= r1; r += {COLUMN_LOADS}) {{")
         self._load_then_fold(red, COLUMN_LOADS, "r + u", row, value, "          ")
         self.w("        }")
-        self.w("        for (; r < r1; ++r) {")
-        row("r", "          ")
-        self.w(f"          {_fold(red, value, 'r')}")
-        self.w("        }")
+        # a slice's rows left after the batches: the most of any slice
+        tail = max((min(chunk, length - r0) % COLUMN_LOADS for r0 in range(0, length, chunk)), default=0)
+        if TARGET.batched_reduce_tails and tail > 1:
+            self.w("        {  // the tail: its loads issued together too (target.batched_reduce_tails)")
+            self._load_then_fold(red, tail, "r + u", row, value, "          ", "r1")
+            self.w("        }")
+        else:
+            self.w("        for (; r < r1; ++r) {")
+            row("r", "          ")
+            self.w(f"          {_fold(red, value, 'r')}")
+            self.w("        }")
         self.w("      }")
         if slices > 1:
             self.w("      tk_part[threadIdx.x] = accum;")
@@ -2884,7 +2926,8 @@ class CudaTarget(Target):
     (target.exchange_async_publish); `cast_copies`, casts of state carried in
     two copies where their own home cannot carry them (target.carried_cast_copies);
     `producer_calls`, a grid kernel's wgmma producers called out of line
-    (target.wgmma_producer_calls).
+    (target.wgmma_producer_calls); `reduce_tails`, a grid reduction's last
+    loads of a thread issued together (target.batched_reduce_tails).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -2903,6 +2946,7 @@ class CudaTarget(Target):
     async_publish: str = "target"
     cast_copies: str = "target"
     producer_calls: str = "target"
+    reduce_tails: str = "target"
     stage_loads: int = 0
 
     # option -> the target field it sets
@@ -2912,7 +2956,7 @@ class CudaTarget(Target):
               "padded_columns": "gemm_padded_columns", "double_receive": "double_receive",
               "prefetch_inputs": "prefetch_step_inputs", "async_pushes": "exchange_async_pushes",
               "async_publish": "exchange_async_publish", "cast_copies": "carried_cast_copies",
-              "producer_calls": "wgmma_producer_calls"}
+              "producer_calls": "wgmma_producer_calls", "reduce_tails": "batched_reduce_tails"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}
 
