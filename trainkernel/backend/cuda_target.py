@@ -1031,16 +1031,9 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
             self._load_then_fold(red, n, f"r + u * ({ix})blockDim.x", element, value, "        ")
             self.w("      }")
         tail = self._tail(length, n, self.kernel.threads, range(self.kernel.threads)) if n > 1 else 0
-        if TARGET.batched_reduce_tails and tail > 1:
-            self.w("      {  // the tail: its loads issued together too (target.batched_reduce_tails)")
-            self._load_then_fold(red, tail, f"r + u * ({ix})blockDim.x", element, value, "        ", str(length))
-            self.w("      }")
-        else:
-            self.w(f"      for (; r < {length}; r += blockDim.x) {{" if n > 1 else
-                   f"      for ({ix} r = threadIdx.x; r < {length}; r += blockDim.x) {{")
-            element("r", "        ")
-            self.w(f"        {_fold(red, value, 'r')}")
-            self.w("      }")
+        self._fold_rest(red, tail, f"r + u * ({ix})blockDim.x", str(length), element, value, "      ",
+                        f"for (; r < {length}; r += blockDim.x)" if n > 1 else
+                        f"for ({ix} r = threadIdx.x; r < {length}; r += blockDim.x)")
         self.w(f"      {_combine(red, 'block')}")
         self.w("      if (threadIdx.x == 0) {")
         self.reduce_epilogue(op, red, _output_index(red, len(in_shape), axes, kidx))
@@ -1080,15 +1073,8 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
             self._load_then_fold(red, n, "r + u * 32", element, value, "        ")
             self.w("      }")
         tail = self._tail(length, n, 32, range(32)) if n > 1 else 0
-        if TARGET.batched_reduce_tails and tail > 1:
-            self.w("      {  // the tail: its loads issued together too (target.batched_reduce_tails)")
-            self._load_then_fold(red, tail, "r + u * 32", element, value, "        ", str(length))
-            self.w("      }")
-        else:
-            self.w(f"      for (; r < {length}; r += 32) {{")
-            element("r", "        ")
-            self.w(f"        {_fold(red, value, 'r')}")
-            self.w("      }")
+        self._fold_rest(red, tail, "r + u * 32", str(length), element, value, "      ",
+                        f"for (; r < {length}; r += 32)")
         self.w(f"      {_combine(red, 'warp')}")
         self.w("      if (tk_lane == 0) {")
         self.reduce_epilogue(op, red, _output_index(red, len(in_shape), axes, kidx))
@@ -1142,6 +1128,21 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         self.w("#pragma unroll")
         guard = f"if ({at} < {bound}) " if bound is not None else ""
         self.w(f"{indent}for (int u = 0; u < {n}; ++u) {guard}{_fold(red, 'tk_v[u]', at)}")
+
+    def _fold_rest(self, red: tk.ReductionOp, tail: int, at: str, bound: str, declare, value: str, indent: str,
+                   loop: str) -> None:
+        """What a thread has left after a reduction's batched loop: one more batch of
+        `tail` elements at `at`, guarded by `bound` (target.batched_reduce_tails,
+        where more than one can be left), else `loop`, one element r at a time."""
+        if TARGET.batched_reduce_tails and tail > 1:
+            self.w(f"{indent}{{  // the tail: its loads issued together too (target.batched_reduce_tails)")
+            self._load_then_fold(red, tail, at, declare, value, indent + "  ", bound)
+            self.w(f"{indent}}}")
+        else:
+            self.w(f"{indent}{loop} {{")
+            declare("r", indent + "  ")
+            self.w(f"{indent}  {_fold(red, value, 'r')}")
+            self.w(f"{indent}}}")
 
     @staticmethod
     def _tail(length: int, n: int, stride: int, starts: range) -> int:
@@ -1217,15 +1218,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         self.w("        }")
         # a slice's rows left after the batches: the most of any slice
         tail = max((min(chunk, length - r0) % COLUMN_LOADS for r0 in range(0, length, chunk)), default=0)
-        if TARGET.batched_reduce_tails and tail > 1:
-            self.w("        {  // the tail: its loads issued together too (target.batched_reduce_tails)")
-            self._load_then_fold(red, tail, "r + u", row, value, "          ", "r1")
-            self.w("        }")
-        else:
-            self.w("        for (; r < r1; ++r) {")
-            row("r", "          ")
-            self.w(f"          {_fold(red, value, 'r')}")
-            self.w("        }")
+        self._fold_rest(red, tail, "r + u", "r1", row, value, "        ", "for (; r < r1; ++r)")
         self.w("      }")
         if slices > 1:
             self.w("      tk_part[threadIdx.x] = accum;")
