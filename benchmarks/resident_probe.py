@@ -25,7 +25,6 @@ from trainkernel.passes.tk_split_reductions import SplitLongReduction
 from trainkernel.workloads import LARGE, TWINS, WORKLOADS
 
 from trainkernel.backend.cuda_target import COLUMN_LOADS  # restored after a `col-loads=` variant
-from trainkernel.backend.cuda_target import FULL_REDUCE_LOADS  # every variant but `full-loads=` uses the default
 from trainkernel.pipeline import FUSE_INPUT_CASTS, FUSE_MERGE  # every variant but `merge=` uses the defaults
 
 SPLIT = SplitLongReduction.match_and_rewrite  # `--reduce` swaps it for a no-op and back
@@ -303,9 +302,12 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
 
                 target.TARGETS[target.H200.name] = dataclasses.replace(
                     target.H200, wgmma_tiles_n=tuple(int(v) for v in label[8:].split(",")))
-            from trainkernel.backend import cuda_target  # full reductions' loads in flight: full-loads=N, else the default
+            if label.startswith("full-loads="):  # full reductions' loads in flight (target.full_reduce_loads)
+                from trainkernel import target
+                from trainkernel.backend import cuda_target
 
-            cuda_target.FULL_REDUCE_LOADS = int(label[11:]) if label.startswith("full-loads=") else FULL_REDUCE_LOADS
+                target.TARGETS[target.H200.name] = dataclasses.replace(target.H200, full_reduce_loads=int(label[11:]))
+                cuda_target.TARGET = target.TARGETS[target.H200.name]
             if label.startswith("col-loads="):  # column reductions' loads in flight a thread
                 from trainkernel import target
                 from trainkernel.backend import cuda_target

@@ -1,4 +1,4 @@
-"""Full reductions with several loads in flight (`cuda_target.FULL_REDUCE_LOADS`,
+"""Full reductions with several loads in flight (`target.full_reduce_loads`,
 16 by default): a thread's elements are loaded n at a time and folded in the
 same order as one at a time, so the kernel gives the same bits; 1 prints the
 one-at-a-time loop."""
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import trainkernel
-from trainkernel.backend import cuda_target
+from trainkernel import target as T
 from trainkernel.backend.build import include_dir
 from trainkernel.workloads import TWINS, WORKLOADS
 
@@ -28,20 +28,20 @@ def _loss_reduce(src: str) -> str:
 
 
 def test_sixteen_loads_in_flight_by_default():
-    assert cuda_target.FULL_REDUCE_LOADS == 16
+    assert T.DEFAULT.full_reduce_loads == 16
     body = _loss_reduce(_source("small"))
     assert "float tk_v[16];" in body
 
 
-def test_one_load_at_a_time_at_one(monkeypatch):
-    monkeypatch.setattr(cuda_target, "FULL_REDUCE_LOADS", 1)
+def test_one_load_at_a_time_at_one(target_fields):
+    target_fields(full_reduce_loads=1)
     body = _loss_reduce(_source("small"))
     assert "for (int r = threadIdx.x; r < 16384; r += blockDim.x)" in body and "tk_v" not in body
 
 
 @pytest.mark.parametrize("n", [4, 16])
-def test_batched_loads_keep_the_fold_order(monkeypatch, tmp_path, n):
-    monkeypatch.setattr(cuda_target, "FULL_REDUCE_LOADS", n)
+def test_batched_loads_keep_the_fold_order(target_fields, tmp_path, n):
+    target_fields(full_reduce_loads=n)
     src = _source("small")
     body = _loss_reduce(src)
     # n loads r, r + B, ..., r + (n-1) B, then folded u = 0 .. n-1: the order of one at a time;
@@ -59,7 +59,7 @@ def test_batched_loads_keep_the_fold_order(monkeypatch, tmp_path, n):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_argmax_folds_the_element_index(monkeypatch):
+def test_argmax_folds_the_element_index(target_fields):
     """An argmax's fold takes each element's own index in the batch (the first maximum wins as before)."""
     from torch.func import grad_and_value
 
@@ -71,7 +71,7 @@ def test_argmax_folds_the_element_index(monkeypatch):
         where = (x @ params[0]).flatten().argmax()  # a full reduction over all 4096 outputs
         return loss, where, tuple(p - 0.01 * gi for p, gi in zip(params, g))
 
-    monkeypatch.setattr(cuda_target, "FULL_REDUCE_LOADS", 8)
+    target_fields(full_reduce_loads=8)
     args = ((torch.randn(64, 64),), torch.randn(64, 64), torch.randn(64, 64))
     src = trainkernel.compile_training(step, args, build=False, resident="off").cuda_source
     assert "tk::argmax_step(accum, arg, tk_v[u], r + u * (int)blockDim.x);" in src
@@ -80,13 +80,13 @@ def test_argmax_folds_the_element_index(monkeypatch):
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("name", ["small", "mlp4"])
-def test_batched_loads_give_the_same_bits_on_gpu(monkeypatch, name):
+def test_batched_loads_give_the_same_bits_on_gpu(target_fields, name):
     w = WORKLOADS[name]
     state = w.init_state(0, "cuda")
     x, y = w.make_batches(1, seed=1, device="cuda")[0]
     results = []
     for n in (1, 16):
-        monkeypatch.setattr(cuda_target, "FULL_REDUCE_LOADS", n)
+        target_fields(full_reduce_loads=n)
         c = trainkernel.compile_training(w.make_step(torch.bfloat16), (state, x, y), inplace=False)
         results.append(c(tuple(t.clone() for t in state), x, y))
     flat = [torch.utils._pytree.tree_leaves(r) for r in results]

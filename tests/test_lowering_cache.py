@@ -48,16 +48,20 @@ def test_what_the_passes_read_is_in_the_key(tmp_path, monkeypatch):
     assert _compile("tiny", tmp_path).lowering_cached is False
     monkeypatch.setattr(pipeline, "FUSE_MERGE", "maps")
     from trainkernel.backend import cuda_target  # a printer switch (as the probes set them)
-    default_loads = cuda_target.FULL_REDUCE_LOADS
-    monkeypatch.setattr(cuda_target, "FULL_REDUCE_LOADS", default_loads + 1)
+    default_loads = cuda_target.COLUMN_LOADS
+    monkeypatch.setattr(cuda_target, "COLUMN_LOADS", default_loads + 1)
     assert _compile("tiny", tmp_path).lowering_cached is False
-    monkeypatch.setattr(cuda_target, "FULL_REDUCE_LOADS", default_loads)
+    monkeypatch.setattr(cuda_target, "COLUMN_LOADS", default_loads)
+    # The printer's target replaced (as the probes do) is a new key too.
+    monkeypatch.setattr(cuda_target, "TARGET", dataclasses.replace(cuda_target.TARGET, full_reduce_loads=8))
+    assert _compile("tiny", tmp_path).lowering_cached is False
+    monkeypatch.setattr(cuda_target, "TARGET", target.DEFAULT)
     # A target replaced under its name (as the probes do) is a new key too.
     monkeypatch.setitem(target.TARGETS, target.H200.name, dataclasses.replace(target.H200, wgmma_tiles_n=(128,)))
     assert _compile("tiny", tmp_path).lowering_cached is False
     monkeypatch.setitem(target.TARGETS, target.H200.name, target.H200)
     assert _compile("tiny", tmp_path).lowering_cached is True
-    assert len(_entries(tmp_path)) == 7
+    assert len(_entries(tmp_path)) == 8
 
 
 def test_the_compiler_digest_covers_passes_and_headers():

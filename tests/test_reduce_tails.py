@@ -1,5 +1,5 @@
 """target.batched_reduce_tails: a grid kernel's reductions load each thread's
-elements in batches (FULL_REDUCE_LOADS, COLUMN_LOADS) and used to take the rest
+elements in batches (target.full_reduce_loads, COLUMN_LOADS) and used to take the rest
 one at a time, a global round trip each (small's loss leaves 11 a thread,
 mlp4's bias-gradient slices of 11 rows are all rest). With the switch the rest
 is one more batch, guarded, folded in the same order: the same bits (perf-log

@@ -64,7 +64,6 @@ def _switches() -> dict[str, str]:
         "timer_values_per_line": repr(cuda_target.TIMER_VALUES_PER_LINE),
         "final_fence": repr(cuda_target.FINAL_FENCE),
         "column_loads": repr(cuda_target.COLUMN_LOADS),
-        "full_reduce_loads": repr(cuda_target.FULL_REDUCE_LOADS),
         "printer_target": repr(cuda_target.TARGET),  # the resident printer's launch settings
     }
 

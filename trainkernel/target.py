@@ -28,16 +28,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-FULL_REDUCE_LOADS = 16
-"""Elements a thread of a grid tile.reduce that is not a column sum (a whole
-block or a warp an output) loads before folding them (at most as many as it
-has), folded in the order of one at a time (same bits). One at a time, mlp4's
-loss sum (32768 elements, one block) waited ~85 load latencies, about half of
-its 30k-cycle phase; 16 measured small 33.7 -> 30.7 and mlp4 59.9 -> 51.0 us,
-medium unchanged (perf-log step 19, resident_probe --full-loads). The CUDA
-printer issues them; sched-to-tile's row_warps counts load rounds with it."""
-
-
 def wgmma_hands_registers_back(bn: int) -> bool:
     """Mirror of tk::hopper::grid_gemm_units' `Shape::BN > 128`: a wgmma tile
     this wide needs more accumulator registers than a megakernel thread has,
@@ -169,6 +159,14 @@ class TargetOptions:
     # rule of sched_to_tile.row_warps says so; False: always one output a
     # block (the probe's baseline, perf-log step 29).
     reduce_row_warps: bool = True
+    # Elements a thread of a grid tile.reduce that is not a column sum (a whole
+    # block or a warp an output) loads before folding them (at most as many as
+    # it has), folded in the order of one at a time (same bits). One at a time,
+    # mlp4's loss sum (32768 elements, one block) waited ~85 load latencies,
+    # about half of its 30k-cycle phase; 16 measured small 33.7 -> 30.7 and mlp4
+    # 59.9 -> 51.0 us, medium unchanged (perf-log step 19). The CUDA printer
+    # issues them; sched-to-tile's row_warps counts load rounds with it.
+    full_reduce_loads: int = 16
     # A grid kernel's phase runs its reductions before its gemms (each block
     # takes its items of the phase's ops in order): a column sum reads what the
     # previous phase stored, in 64-byte pieces a row apart, and after the gemms
@@ -453,7 +451,7 @@ class TargetOptions:
     # 1.7-1.8 s, the one workload over issue 10's 5 s cold compile. The
     # consumers' code is unchanged; the run time is unmeasured: off until then.
     wgmma_producer_calls: bool = False
-    # A grid kernel's reductions load a thread's elements FULL_REDUCE_LOADS (or
+    # A grid kernel's reductions load a thread's elements full_reduce_loads (or
     # COLUMN_LOADS) at a time, then the rest one at a time, a global round trip
     # each: small's loss (16384 elements, 384 threads) leaves 11 a thread,
     # mlp4's bias-gradient slices (11 rows each) are all tail. With this, the

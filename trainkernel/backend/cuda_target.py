@@ -33,7 +33,6 @@ from xdsl.utils.target import Target
 from trainkernel.dialects import sched, tile, tk
 from trainkernel.elements import byte_size, c_type
 from trainkernel.target import DEFAULT as TARGET
-from trainkernel.target import FULL_REDUCE_LOADS  # a module global here: resident_probe --full-loads replaces it
 from trainkernel.target import WGMMA_TILES
 from trainkernel.util import align_up, ceil_div, numel
 
@@ -1020,7 +1019,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         ix = self.index_type
         # Batches only where a thread has that many elements (an 8-element argmax
         # stays one at a time).
-        n = max(1, min(FULL_REDUCE_LOADS, length // self.kernel.threads))
+        n = max(1, min(TARGET.full_reduce_loads, length // self.kernel.threads))
         value, element = self._reduced_element(op, red, kidx, n)
         if n > 1:
             # A thread's elements r, r + blockDim.x, ... n at a time: every load of
@@ -1045,7 +1044,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
     def row_reduce(self, op: tile.ReduceOp, red: tk.ReductionOp) -> None:
         """Reduction over trailing axes, `rows` outputs an item: warp w of the
         block folds output item * rows + w, lane l its elements l, l + 32, ...
-        (FULL_REDUCE_LOADS in flight, folded in that order), then the warp's
+        (target.full_reduce_loads in flight, folded in that order), then the warp's
         shuffle tree combines the lanes: deterministic, and no block barrier
         (sched-to-tile's row_warps chose it over one output a block)."""
         src = red.input
@@ -1065,7 +1064,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         for d in kdecls:
             self.w("      " + d)
         self.w(f"      {_accum_decl(red)}")
-        n = max(1, min(FULL_REDUCE_LOADS, length // 32))
+        n = max(1, min(TARGET.full_reduce_loads, length // 32))
         value, element = self._reduced_element(op, red, kidx, n)
         self.w(f"      {ix} r = tk_lane;")
         if n > 1:

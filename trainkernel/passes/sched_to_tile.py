@@ -31,7 +31,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import sched, tile, tk
 from trainkernel.elements import mma_kind
-from trainkernel.target import DEFAULT, FULL_REDUCE_LOADS, TargetOptions, pass_target, wgmma_hands_registers_back
+from trainkernel.target import DEFAULT, TargetOptions, pass_target, wgmma_hands_registers_back
 from trainkernel.util import align_up, ceil_div, numel
 
 
@@ -64,10 +64,10 @@ def row_warps(n_out: int, length: int, target: TargetOptions) -> int:
     each, combined by shuffles) or 1 (the whole block, combined through
     shared memory and two block barriers), whichever needs fewer dependent
     load rounds on the busiest block of a full grid. Each thread keeps the
-    target's FULL_REDUCE_LOADS loads in flight either way. large's 2048
+    target's full_reduce_loads in flight either way. large's 2048
     loss rows of 2048 elements: 16 rows a block one after another, 2 rounds
     and a combine each (32), against 2 items of 12 rows at 4 rounds (8)."""
-    loads = FULL_REDUCE_LOADS
+    loads = target.full_reduce_loads
     warps = target.threads // 32
     if warps < 2 or not target.reduce_row_warps:
         return 1
