@@ -1,0 +1,48 @@
+"""The switches prepared and off until the H200 measures them (perf-log steps 69,
+73, 74, 75 and keep_state_homes), all on together, on steps the suite does not
+contain (odd widths and batches, three and four layers, fp16, resident and
+forced grid kernels): each kernel uses the switches it can and builds for
+sm_90a. The next device session flips the winners together; this is where a
+combination's printing or compiling fails first."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+import trainkernel
+from trainkernel.workloads import WORKLOADS
+
+INCLUDE = Path(trainkernel.__file__).resolve().parent / "backend" / "include"
+PREPARED = dict(carried_cast_copies=True, batched_reduce_tails=True, wgmma_producer_calls=True,
+                stage_loads_in_flight=8, keep_state_homes=True)
+
+CASES = [  # (workload, batch, widths, dtype, resident, what the kernel must show)
+    ("online", 64, (128, 256, 256, 16), torch.bfloat16, "auto", "_next = "),  # three layers: copies
+    ("online", 5, (33, 65, 10), torch.float16, "auto", "stage_rows<8>"),  # odd rows: batched copies
+    ("mlp4", 130, (256, 264, 128, 72), torch.bfloat16, "off", ", true>(&p.maps"),  # grid, wgmma: producer calls
+    ("online-adam", 9, (40, 72, 6), torch.bfloat16, "off", "the tail: its loads"),  # grid, odd: batched tails
+]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
+@pytest.mark.parametrize("name,batch,widths,dtype,resident,shows", CASES, ids=lambda v: str(v))
+def test_every_prepared_switch_together_builds_on_unseen_steps(target_fields, tmp_path, name, batch, widths,
+                                                               dtype, resident, shows):
+    from trainkernel.workloads import TWINS
+
+    target_fields(**PREPARED)
+    w = {**WORKLOADS, **TWINS}[name].with_sizes(batch, widths)
+    src = trainkernel.compile_training(w.make_step(dtype), w.example_args(dtype=dtype), build=False,
+                                       resident=resident).cuda_source
+    assert shows in src
+    cu = tmp_path / "k.cu"
+    cu.write_text(src)
+    proc = subprocess.run(["nvcc", "-std=c++17", "-O3", "-cubin", "-gencode=arch=compute_90a,code=sm_90a",
+                           "-I", str(INCLUDE), str(cu), "-o", str(tmp_path / "k.cubin")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
