@@ -336,7 +336,7 @@ class CompiledTrainingStep:
     """
 
     def __init__(self, *, step, captured, lowered, in_spec, leaves, arg_names, n_state, state_spec,
-                 inplace, cache_dir, arch, out_types=None, gemm_engine="auto"):
+                 inplace, cache_dir, arch, out_types, gemm_engine="auto"):
         self.step = step
         self.gemm_engine = gemm_engine
         self.captured = captured
@@ -387,24 +387,16 @@ class CompiledTrainingStep:
                 raise RuntimeError(f"internal error: result {k} maps to {res!r}")
 
     def _check_results(self, out_types):
-        """The last result is the new state and must mirror the state pytree.
-
-        `out_types` are the (shape, dtype) of the step's flat results as
-        captured, or None; the kernel's own buffers then stand in (an in-place
-        result is the state buffer, so a dtype change of the new state cannot
-        be seen there).
+        """The kernel's result buffers must be the step's results: `out_types`,
+        the (shape, dtype) of its flat results as captured, which compile_training
+        has checked against the state (the last result mirrors the state pytree).
         """
         out_spec = self.captured.out_spec
         meta = self.meta
         n = len(meta.results)
-        if out_spec.num_leaves != n:
-            raise RuntimeError(f"internal error: the step returns {out_spec.num_leaves} tensors, the kernel {n}")
-        kernel_types = [(tuple(meta.buffers[pos].shape), meta.buffers[pos].dtype) for _, pos in meta.results]
-        if out_types is None:
-            out_types = kernel_types
-        elif len(out_types) != n:
+        if out_spec.num_leaves != n or len(out_types) != n:
             raise RuntimeError(f"internal error: the step returns {len(out_types)} tensors, the kernel {n}")
-        _check_structure(out_spec, out_types, self._state_spec, self._leaves[: self._n_state], self._arg_names[0])
+        kernel_types = [(tuple(meta.buffers[pos].shape), meta.buffers[pos].dtype) for _, pos in meta.results]
         for k, ((shape, dtype), (kshape, kdtype)) in enumerate(zip(out_types, kernel_types)):
             if shape != kshape or dtype != kdtype:
                 raise RuntimeError(
