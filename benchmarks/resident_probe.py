@@ -99,6 +99,22 @@ def check(w, dtype, compiled, steps: int = 10, device: str = "cuda") -> float:
     return worst
 
 
+def capture_matches_calls(w, dtype, compiled, steps: int = STEPS) -> bool:
+    """Whether `steps` steps recorded by `capture` (one launch of a step loop, or a
+    chain of launches that carries casts) leave the bits of `steps` plain calls in
+    the state: what `check` cannot see, since it makes plain calls."""
+    from torch.utils import _pytree as pytree
+
+    batches = w.make_batches(4, seed=1, device="cuda", dtype=dtype)
+    s_calls = pytree.tree_map(torch.clone, w.init_state(0, "cuda"))
+    for i in range(steps):
+        s_calls = compiled(s_calls, *batches[i % 4])[-1]
+    s_cap = pytree.tree_map(torch.clone, w.init_state(0, "cuda"))
+    compiled.capture(s_cap, *batches[0], steps=steps, batches=batches).replay()
+    torch.cuda.synchronize()
+    return all(torch.equal(a, b) for a, b in zip(pytree.tree_leaves(s_calls), pytree.tree_leaves(s_cap)))
+
+
 def timer_run(specs: list[str], flags: str = "", timer: str = "PHASE_TIMER") -> None:
     """Three launches of each step's kernel (resident or grid, as the compiler
     chooses) with per-op (resident) or per-phase (grid) cycle counts printed by block 0.
@@ -229,7 +245,7 @@ def target_variant(spec: str):
     changes, nested = {}, {}
     for item in filter(None, spec.split(";")):
         name, _, value = (part.strip() for part in item.partition("="))  # "| field=v" has spaces
-        if not name:
+        if not name or name == "input_casts":  # input_casts: tk-fuse's, not the target's (the caller sets it)
             continue
         outer, _, inner = name.partition(".")
         if inner:
@@ -337,6 +353,8 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
             mode, casts = label[6:].partition("+")[::2] if label.startswith("merge=") else (FUSE_MERGE, "")
             pipeline.FUSE_MERGE = mode
             pipeline.FUSE_INPUT_CASTS = {"casts": True, "nocasts": False}.get(casts, FUSE_INPUT_CASTS)
+            if label.startswith("target:") and "input_casts=1" in label:  # a target variant with tk-fuse's input_casts
+                pipeline.FUSE_INPUT_CASTS = True
             if label.startswith("threads="):  # the h200 target with another resident_threads
                 from trainkernel import target
 
@@ -350,12 +368,15 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
                                                  gemm_engine=engine)
                 compile_s = time.perf_counter() - t0
                 err = check(w, dtype, c)
+                same = capture_matches_calls(w, dtype, c)
                 prog = c.capture(params, *batches[0], steps=STEPS, batches=batches)
                 med, samples = time_program(prog)
                 cluster = "grid" if c.meta.grid_barriers or "resident" not in c.cuda_source[:400] else c.meta.grid
                 results[key] = {"median_us": med, "samples": samples, "max_rel_err": err, "compile_s": compile_s,
-                                "grid": c.meta.grid, "smem": c.meta.smem_bytes, "resident": "resident" in c.cuda_source[:400]}
-                rows.append(f"{spec:28s} {label:11s} {str(cluster):>5s} smem {c.meta.smem_bytes:7d}  {med:8.2f} us/step  err {err:.2e}")
+                                "grid": c.meta.grid, "smem": c.meta.smem_bytes, "resident": "resident" in c.cuda_source[:400],
+                                "capture_matches_calls": same}
+                rows.append(f"{spec:28s} {label:11s} {str(cluster):>5s} smem {c.meta.smem_bytes:7d}  {med:8.2f} us/step  "
+                            f"err {err:.2e}  capture {'=' if same else '!= (WRONG)'} calls")
             except Exception as e:  # a probe: report and go on
                 results[key] = {"error": repr(e)[:2000]}
                 rows.append(f"{spec:28s} {label:11s} ERROR {repr(e)[:300]}")

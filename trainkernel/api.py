@@ -660,8 +660,11 @@ class CompiledTrainingStep:
         A resident kernel compiled in place runs all `steps` in ONE launch
         when `feed_back` is on: the kernel loops over the steps, keeping the
         state on chip and reading step i's batch through a table of pointers
-        (`.launches` is then 1; otherwise one launch a step). The results are
-        the bits of `steps` separate launches.
+        (`.launches` is then 1; otherwise one launch a step). A grid kernel
+        compiled in place with target.grid_carried_casts runs the steps as one
+        chain of launches: the first casts the weights to the compute dtype,
+        each update stores the next launch's cast. The results are the bits of
+        `steps` separate launches.
         """
         if warmup < 0 or steps < 1:
             raise ValueError(f"need warmup >= 0 and steps >= 1, got warmup={warmup}, steps={steps}")
@@ -695,8 +698,19 @@ class CompiledTrainingStep:
                 if src is not dst:
                     commits.append((dst, src))
 
-        def one_step(i: int):
-            self._launch(lib, bound[i % len(bound)], arena, device)
+        # A grid kernel that carries its casts of the state from launch to launch
+        # (target.grid_carried_casts): the graph's launches are one chain, in
+        # place, where nothing but them writes the state between them.
+        chained = feed_back and self.inplace and lib.chains()
+
+        def one_step(i: int, count: int):
+            if chained:
+                with torch.cuda.device(device):
+                    grid = lib.co_resident_grid(int(self.meta.grid), device.index)
+                    lib.launch_chain(bound[i % len(bound)], arena, grid, torch.cuda.current_stream(device).cuda_stream,
+                                     i, count)
+            else:
+                self._launch(lib, bound[i % len(bound)], arena, device)
             for dst, src in commits:
                 dst.copy_(src)
 
@@ -711,7 +725,7 @@ class CompiledTrainingStep:
         def all_steps():
             if not one_launch:
                 for i in range(steps):
-                    one_step(i)
+                    one_step(i, steps)
                 return
             with torch.cuda.device(device):
                 grid = lib.co_resident_grid(int(self.meta.grid), device.index)
@@ -725,7 +739,7 @@ class CompiledTrainingStep:
             try:
                 with torch.cuda.stream(side):
                     for i in range(warmup):
-                        one_step(i)
+                        one_step(i, warmup)
             finally:
                 # Whether warm-up finished or failed, the caller's state is restored.
                 torch.cuda.current_stream(device).wait_stream(side)

@@ -173,9 +173,11 @@ def state_leaves(captured) -> int:
     return state_spec.num_leaves
 
 
-def _meta(kernel, captured, inplace: bool, smem_bytes: int | None = None) -> KernelMeta:
-    """The kernel's launch facts; `smem_bytes`: the printed kernel's, where the
-    printer adds to the placement's (ResidentPrinter.plan_receive_copies)."""
+def _meta(kernel, captured, inplace: bool, smem_bytes: int | None = None, arena_bytes: int | None = None) -> KernelMeta:
+    """The kernel's launch facts; `smem_bytes`, `arena_bytes`: the printed
+    kernel's, where the printer adds to the placement's
+    (ResidentPrinter.plan_receive_copies) or to the arena's
+    (CudaPrinter.plan_chained_casts)."""
     from trainkernel.dialects import tile
     from trainkernel.elements import torch_dtype
 
@@ -193,7 +195,7 @@ def _meta(kernel, captured, inplace: bool, smem_bytes: int | None = None) -> Ker
     return KernelMeta(
         buffers=buffers,
         results=[("buffer", r) for r in results],
-        arena_bytes=kernel.arena_bytes.data,
+        arena_bytes=kernel.arena_bytes.data if arena_bytes is None else arena_bytes,
         grid=kernel.grid,
         block=kernel.threads,
         smem_bytes=kernel.smem if smem_bytes is None else smem_bytes,
@@ -230,7 +232,7 @@ def lower(captured, inplace: bool = True, grid: int = 0, resident: str = "auto",
         cuda_source=source,
         kernel_name=printer.kname,
         pass_seconds=time.perf_counter() - start,
-        meta=_meta(kernel, captured, inplace, getattr(printer, "smem_bytes", None)),
+        meta=_meta(kernel, captured, inplace, getattr(printer, "smem_bytes", None), printer.arena_bytes),
         pipeline=pass_pipeline("tile", inplace, grid, resident, state, target, engine),
         stage_seconds=seconds,
     )

@@ -458,6 +458,17 @@ class TargetOptions:
     # tail is one more batch, its loads guarded and issued together, folded in
     # the same order (the same bits; perf-log step 75). Off until measured.
     batched_reduce_tails: bool = False
+    # A grid kernel's casts of state (the fp32 weights' compute-dtype copies,
+    # tile_resident.state_casts) are carried from one launch to the next within
+    # one chain of launches (CompiledTrainingStep.capture: the launches of one
+    # replay, where nothing else writes the state between them): the first
+    # launch casts, every update also writes the cast of the new value for the
+    # next launch (in two copies the launch's parity picks where a reader of
+    # the cast shares a phase with the update), and a phase left with nothing
+    # but such casts skips its grid barrier after the first launch
+    # (CudaPrinter.plan_carried_casts, perf-log step 76). A plain call casts as
+    # before. Off until measured.
+    grid_carried_casts: bool = False
     final_grid_sync: str = "wide"  # never | wide | always: see sched_to_tile.ends_with_grid_sync
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.

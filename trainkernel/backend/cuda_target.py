@@ -354,6 +354,12 @@ class BodyPrinter:
     # flag where an operand is outside their range (target.fast_paths); None: `/`, sqrtf.
     fast_flag: str | None = None
     decl: str = "const float "  # how emit_ops introduces a value ("" assigns an earlier one)
+    # A grid kernel's carried casts (CudaPrinter.plan_chained_casts): a state
+    # argument an update stores whole -> the pointer of the cast the next launch
+    # reads and the cast's element type, stored too when another launch follows.
+    next_casts: dict[SSAValue, tuple[str, Attribute]] = dataclass_field(default_factory=dict)
+    # The state arguments this printer stored a carried cast of (checked by the kernel's printer).
+    stored_casts: set[SSAValue] = dataclass_field(default_factory=set)
 
     def fresh(self) -> str:
         self.counter += 1
@@ -436,7 +442,13 @@ class BodyPrinter:
                 continue
             shape = tuple(tk.shape_of(v))
             val = self.value_at(v, index, env)
-            self.line(f"{self.names[buf]}[{_linear(index, shape, self.wide)}] = {_store(buf.type, val)};")
+            at = _linear(index, shape, self.wide)
+            self.line(f"{self.names[buf]}[{at}] = {_store(buf.type, val)};")
+            cast = self.next_casts.get(buf)
+            if cast is not None:  # the cast of the value as stored: the bits the next launch's cast map gives
+                ptr, cast_type = cast
+                self.line(f"if (tk_more) {ptr}[{at}] = {_store(cast_type, _round(val, buf.type))};")
+                self.stored_casts.add(buf)
 
 
 def _accumulate(is_sum: bool, value: str) -> str:
@@ -576,6 +588,82 @@ class CudaPrinter:
         # The gemms on the wgmma pipeline (all of a kernel's or none), in order:
         # gemm g's operands have tensor maps 2g and 2g + 1.
         self.wgmma = [op for op in kernel.block.ops if isinstance(op, tile.GemmOp) and op.engine == "wgmma"]
+        # Carried casts (plan_chained_casts; none until it runs, none in a resident kernel).
+        self.next_casts: dict[SSAValue, tuple[str, Attribute]] = {}
+        self.stored_casts: set[SSAValue] = set()
+        self.first_only: set[tile.TileWorkOp] = set()
+        self.cast_offsets: dict[SSAValue, tuple[int, int | None]] = {}
+        self.cast_of: dict[SSAValue, SSAValue] = {}  # state argument -> its carried cast's temporary
+        self.alt_maps: dict[int, int] = {}
+        self.arena_bytes = kernel.arena_bytes.data
+
+    def _carrying(self) -> dict:
+        """The carried-cast fields of this kernel's body printers."""
+        return {"next_casts": self.next_casts, "stored_casts": self.stored_casts}
+
+    @property
+    def chained(self) -> bool:
+        """Whether the kernel carries casts from launch to launch (its params hold
+        first, more and parity; it exports tk_launch_chain)."""
+        return bool(self.first_only)
+
+    def plan_chained_casts(self) -> None:
+        """The casts of state a chain of launches carries (target.grid_carried_casts).
+
+        A map that only casts a state argument into an arena temporary
+        (tile_resident.state_casts) runs in a chain's first launch alone
+        (`p.first`) when nothing else writes the temporary, it has the
+        argument's shape, and every update of the state is an op of a later
+        phase that stores the whole argument (not a view). Each update then
+        also stores the cast of the value it stores, when another launch of
+        the chain follows (`p.more`): the bits the cast map would give the next
+        launch. The temporary moves past the arena's bytes (sched-allocate
+        gave its bytes to later temporaries once its last reader was done),
+        and where an update shares a phase with a reader of the cast, or comes
+        before one, it has two copies: launch i reads copy i % 2 (`p.parity`)
+        and its updates write the other; a wgmma operand then has a second
+        tensor map, of the odd copy. Sound within a chain because nothing but
+        the kernel writes the state between its launches (the runtime's
+        capture records the chain; a plain call is a chain of one)."""
+        from trainkernel.passes.tile_resident import state_casts
+
+        if not TARGET.grid_carried_casts:
+            return
+        k = self.kernel
+        phase_of: dict[tile.TileWorkOp, int] = {}
+        phase = 0
+        for op in k.block.ops:
+            if isinstance(op, tile.SyncOp):
+                phase += 1
+            elif isinstance(op, tile.TileWorkOp):
+                phase_of[op] = phase
+        work = list(phase_of)
+        at = align_up(self.arena_bytes, sched.ARENA_ALIGNMENT)
+        for op in state_casts(k):
+            src, dst = sched.root_buffer(op.ins[0]), op.outs[0]
+            if not isinstance(dst.owner, sched.BufferOp) or not isinstance(src, BlockArgument):
+                continue
+            if tuple(dst.type.get_shape()) != tuple(src.type.get_shape()):
+                continue
+            writers = [o for o in work if any(sched.root_buffer(v) is dst for v in o.outs)]
+            updates = [o for o in work if any(sched.root_buffer(v) is src for v in o.outs)]
+            if writers != [op] or not updates or any(
+                    phase_of[u] <= phase_of[op] or any(sched.root_buffer(v) is src and v is not src for v in u.outs)
+                    for u in updates):
+                continue
+            readers = [phase_of[o] for o in work if o is not op and any(sched.root_buffer(v) is dst for v in o.ins)]
+            two = any(phase_of[u] <= max(readers, default=-1) for u in updates)
+            size = sched.arena_footprint(dst.type)
+            even, at = at, at + size
+            odd, at = (at, at + size) if two else (None, at)
+            self.cast_offsets[dst] = (even, odd)
+            self.first_only.add(op)
+            self.cast_of[src] = dst  # next_casts: once the temporary has its name
+        if self.cast_offsets:
+            self.arena_bytes = at
+        for g, op in enumerate(self.wgmma):  # a second pair of tensor maps where an operand has two copies
+            if any(self.cast_offsets.get(sched.root_buffer(v), (0, None))[1] is not None for v in op.ins):
+                self.alt_maps[g] = 2 * len(self.wgmma) + 2 * len(self.alt_maps)
 
     def w(self, text: str = "") -> None:
         self.out.write(text + "\n")
@@ -583,21 +671,25 @@ class CudaPrinter:
     def print(self) -> str:
         k = self.kernel
         nbuf = len(k.block.args)
+        self.plan_chained_casts()
+        # A chain's launch flags (plan_chained_casts): its first launch, another follows, the launch's index % 2.
+        flags = " int first; int more; int parity;" if self.chained else ""
         if self.wgmma:
             self.w(header() + '#include "tk/hopper_gemm.cuh"\n' + WGMMA_REQUIRES)
         else:
             self.w(header())
-        self.w(f"// kernel {k.sym_name.data}: {nbuf} buffers, arena {k.arena_bytes.data} bytes, "
+        self.w(f"// kernel {k.sym_name.data}: {nbuf} buffers, arena {self.arena_bytes} bytes, "
                f"grid {k.grid}, {k.threads} threads" + (", 64-bit indices" if self.wide else ""))
         if self.wgmma:
             # The wgmma operands' tensor maps travel in the parameters
             # (__grid_constant__: TMA reads them where they are).
             bn = self.wgmma[0].tile_shape[1]
-            self.w(f"struct TkParams {{ CUtensorMap maps[{2 * len(self.wgmma)}]; void* buf[{max(nbuf, 1)}]; char* arena; }};")
+            nmaps = 2 * len(self.wgmma) + 2 * len(self.alt_maps)
+            self.w(f"struct TkParams {{ CUtensorMap maps[{nmaps}]; void* buf[{max(nbuf, 1)}]; char* arena;{flags} }};")
             self.w(f"using TkShape = tk::hopper::TileById<{WGMMA_TILES[bn][0]}>::type;")
             self.w("static constexpr int kSmem = TkShape::SMEM_BYTES;")
         else:
-            self.w(f"struct TkParams {{ void* buf[{max(nbuf, 1)}]; char* arena; }};")
+            self.w(f"struct TkParams {{ void* buf[{max(nbuf, 1)}]; char* arena;{flags} }};")
             gemm_cfgs = sorted({self._gemm_cfg(op) for op in k.block.ops if isinstance(op, tile.GemmOp)})
             smem_terms = [f"tk::gemm_smem_bytes<{t}, {bm}, {bn}, {bk}>()" for t, bm, bn, bk in gemm_cfgs]
             self.w(f"static constexpr int kSmem = {self._cmax(smem_terms)};")
@@ -617,6 +709,8 @@ class CudaPrinter:
             self.w("  if (threadIdx.x == 0) tk::hopper::pipeline_init<TkShape>(tk_hbase);")
             self.w("  __syncthreads();")
             self.w("  tk::hopper::PipeState tk_pipe;")
+        if self.chained:
+            self.w("  const bool tk_first = p.first, tk_more = p.more, tk_parity = p.parity;  // this launch of its chain")
         # PHASE_TIMER: block 0 reads its clock after every grid barrier, so each
         # interval is a phase's critical path over the whole grid.
         timer = PHASE_TIMER
@@ -630,18 +724,24 @@ class CudaPrinter:
             self.w("  long long tk_ph = clock64();  // this block's clock at its phase's start")
         labels: list[str] = []
         phase = 0
+        phase_ops: list[Operation] = []  # the work ops of the phase being printed
         self.w(f"  // ---- phase {phase}")
         for op in k.block.ops:
             if isinstance(op, sched.BufferOp):
                 name = f"t{len(self.names)}" + (f"_{op.result.name_hint}" if op.result.name_hint else "")
                 self.names[op.result] = name
-                self.w(f"  {c_type(op.result.type)}* {name} = ({c_type(op.result.type)}*)(p.arena + {op.offset_value});")
+                self._declare_temporary(op.result, name)
             elif isinstance(op, sched.ViewOp):
                 name = f"{self.names[op.source]}_v{len(self.names)}"
                 self.names[op.result] = name
                 self.w(f"  {c_type(op.result.type)}* {name} = {self.names[op.source]};")
             elif isinstance(op, tile.SyncOp):
                 phase += 1
+                # A phase of casts that only a chain's first launch runs: so is its barrier.
+                first_only = bool(phase_ops) and all(o in self.first_only for o in phase_ops)
+                phase_ops = []
+                if first_only:
+                    self.w("  if (tk_first) {  // the phase's casts run in a chain's first launch alone")
                 if self.wgmma and op.scope.data == "grid":
                     # The next phase's TMA (async proxy) reads what this one stored.
                     self.w("  tk::hopper::fence_proxy_async_global();")
@@ -649,12 +749,17 @@ class CudaPrinter:
                     self.w("  tk::hopper::fence_proxy_async_global();")
                 else:
                     self.w("  tk::grid_sync();" if op.scope.data == "grid" else "  __syncthreads();")
+                if first_only:
+                    self.w("  }")
                 if timer:
                     self.w(f"  tk_t[{phase}] = clock64();")
                 if OP_TIMER:
                     self.w("  tk_ph = clock64();")
                 self.w(f"  // ---- phase {phase}")
             elif isinstance(op, tile.GemmOp | tile.ReduceOp | tile.MapOp):
+                phase_ops.append(op)
+                if op in self.first_only:
+                    self.w("  if (tk_first)  // a carried cast: later launches of the chain read the updates' copy")
                 {tile.GemmOp: self.gemm, tile.ReduceOp: self.reduce, tile.MapOp: self.map}[type(op)](op)
                 if OP_TIMER:
                     self._op_timer(op, len(labels))
@@ -679,9 +784,40 @@ class CudaPrinter:
         elif FINAL_FENCE:
             self.w("  __threadfence(); __syncthreads();  // probe: a block's stores performed before it exits")
         self.w("}")
+        missing = [a for a in self.cast_of if a not in self.stored_casts]
+        if missing:  # an update whose stores this printer does not carry: the next launch would read a stale cast
+            raise DiagnosticException(
+                f"cuda: no update of {', '.join(buffer_name(a.index, a) for a in missing)} stored its carried cast")
         self.kernel_handle()
         self.launcher()
         return self.out.getvalue()
+
+    def _declare_temporary(self, v: SSAValue, name: str) -> None:
+        """The pointer of an arena temporary; a carried cast's (plan_chained_casts)
+        past the arena's other temporaries, in the copy this launch reads, and
+        the copy its updates write for the next launch."""
+        ct = c_type(v.type)
+        offsets = self.cast_offsets.get(v)
+        if offsets is None:
+            self.w(f"  {ct}* {name} = ({ct}*)(p.arena + {v.owner.offset_value});")
+            return
+        even, odd = offsets
+        state = next(a for a, d in self.cast_of.items() if d is v)
+        if odd is None:
+            self.w(f"  {ct}* {name} = ({ct}*)(p.arena + {even});  // a carried cast, written by the updates too")
+            self.next_casts[state] = (name, v.type)
+            return
+        self.w(f"  {ct}* {name} = ({ct}*)(p.arena + (tk_parity ? {odd} : {even}));  // a carried cast: this launch's copy")
+        self.w(f"  {ct}* {name}_next = ({ct}*)(p.arena + (tk_parity ? {even} : {odd}));  // the next launch's")
+        self.next_casts[state] = (f"{name}_next", v.type)
+
+    def _map_ref(self, g: int, operand: int) -> str:
+        """The tensor map of wgmma gemm g's operand (0: A, 1: B); where an operand is
+        a carried cast in two copies, the pair of the launch's parity."""
+        alt = self.alt_maps.get(g)
+        if alt is None:
+            return f"&p.maps[{2 * g + operand}]"
+        return f"&p.maps[tk_parity ? {alt + operand} : {2 * g + operand}]"
 
     @staticmethod
     def _cmax(terms: list[str]) -> str:
@@ -761,7 +897,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         # The body first, into its own buffer: printing it names every load
         # (`hoisted`), which the load loop then issues.
         body = io.StringIO()
-        bp = BodyPrinter(body, self.names, op, "          ", wide=self.wide, hoisted={})
+        bp = BodyPrinter(body, self.names, op, "          ", wide=self.wide, hoisted={}, **self._carrying())
         env: dict[SSAValue, str] = {}
         bp.emit_ops(index, env)
         bp.store_outputs(index, env)
@@ -894,7 +1030,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         call = ", true" if TARGET.wgmma_producer_calls and not wgmma_hands_registers_back(bn) else ""
         self.w(f"    tk::hopper::grid_gemm_units<{t}, TkShape, {str(ta).lower()}, {str(tb).lower()}, "
                f"{str(whole).lower()}{call}>("
-               f"&p.maps[{2 * g}], &p.maps[{2 * g + 1}], tk_gp,")
+               f"{self._map_ref(g, 0)}, {self._map_ref(g, 1)}, tk_gp,")
         partials = op.column_partials()
         if partials is None:
             self._epilogue_functor(op, mm, "      ")
@@ -920,27 +1056,31 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         self.w(f"  if (threadIdx.x == 0 && (int)((blockIdx.x + G - {op.offset} % G) % G) < {op.items})"
                f" atomicMax(&tk_op_max[{index}], (unsigned long long)(clock64() - tk_ph));")
 
-    def _host_pointer(self, v: SSAValue) -> str:
+    def _host_pointer(self, v: SSAValue, odd: bool = False) -> str:
         """The launcher's expression for the address of buffer `v` (a kernel
-        argument or an arena buffer, through views)."""
+        argument or an arena buffer, through views); `odd`: a carried cast's
+        odd copy where it has two (plan_chained_casts)."""
         v = sched.root_buffer(v)
         if isinstance(v, BlockArgument) and v.owner is self.kernel.block:
             return f"buffers[{v.index}]"
         if isinstance(v.owner, sched.BufferOp):
-            return f"(char*)arena + {v.owner.offset_value}"
+            even, second = self.cast_offsets.get(v, (v.owner.offset_value, None))
+            return f"(char*)arena + {second if odd and second is not None else even}"
         raise DiagnosticException("cuda: a wgmma operand must be a kernel argument or an arena buffer")
 
     def wgmma_maps(self) -> str:
         """Launcher lines that encode every wgmma operand's tensor map into p."""
         lines = []
-        for g, op in enumerate(self.wgmma):
+        pairs = [(g, 2 * g, False) for g in range(len(self.wgmma))] + [(g, a, True) for g, a in self.alt_maps.items()]
+        for g, at, odd in pairs:  # the odd copies' pairs after the others (_map_ref)
+            op = self.wgmma[g]
             mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
             ta, tb, m, n, kdim, lda, ldb = self._gemm_geometry(mm)
-            a = self._host_pointer(op.ins[mm.lhs.index])
-            b = self._host_pointer(op.ins[mm.rhs.index])
+            a = self._host_pointer(op.ins[mm.lhs.index], odd)
+            b = self._host_pointer(op.ins[mm.rhs.index], odd)
             lines.append(
                 f"    if ((e = tk::hopper::operand_maps<{c_type(mm.result.type)}, TkShape, {str(ta).lower()}, "
-                f"{str(tb).lower()}>(&p.maps[{2 * g}], &p.maps[{2 * g + 1}], {a}, {lda}, {b}, {ldb}, {m}, {n}, "
+                f"{str(tb).lower()}>(&p.maps[{at}], &p.maps[{at + 1}], {a}, {lda}, {b}, {ldb}, {m}, {n}, "
                 f"{kdim})) != cudaSuccess) return (int)e;")
         return "\n".join(lines)
 
@@ -950,7 +1090,8 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         before their stores) where the epilogue reads operands, else a plain
         per-element lambda."""
         body = io.StringIO()
-        bp = BodyPrinter(body, self.names, op, indent + "    ", wide=self.wide, hoisted={}, hoist_ref="tk_l.v[{}]")
+        bp = BodyPrinter(body, self.names, op, indent + "    ", wide=self.wide, hoisted={}, hoist_ref="tk_l.v[{}]",
+                         **self._carrying())
         env: dict[SSAValue, str] = {mm.result: "mmv"}
         bp.line(f"const float mmv = {_round('acc', mm.result.type)};")
         # Column partials (tile-column-partials): the functor returns the value
@@ -988,7 +1129,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
     def _gemm_epilogue(self, op: tile.GemmOp, mm: tk.MatmulOp, indent: str, bp: "BodyPrinter | None" = None) -> None:
         """The gemm's pointwise epilogue at output (i, j), from the fp32 `acc`
         (`bp`: the body printer to use, by default the grid kernel's)."""
-        bp = bp or BodyPrinter(self.out, self.names, op, indent, wide=self.wide)
+        bp = bp or BodyPrinter(self.out, self.names, op, indent, wide=self.wide, **self._carrying())
         env: dict[SSAValue, str] = {mm.result: "mmv"}
         self.w(f"{indent}const float mmv = {_round('acc', mm.result.type)};")
         bp.emit_ops(["i", "j"], env, skip=(mm,))
@@ -1160,7 +1301,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
     def reduce_epilogue(self, op: tile.ReduceOp, red: tk.ReductionOp, out_index: list[str]) -> None:
         """Round the accumulator to the reduction's type, run the pointwise
         epilogue at the output index and store every output."""
-        bp = BodyPrinter(self.out, self.names, op, "        ", wide=self.wide)
+        bp = BodyPrinter(self.out, self.names, op, "        ", wide=self.wide, **self._carrying())
         env = {red.result: "rv"}
         self.w(f"        {_result_decl(red)}")
         bp.emit_ops(out_index, env, skip=(red,))
@@ -1250,7 +1391,7 @@ static int tk_configure() {{
 }}
 
 extern "C" int tk_num_buffers() {{ return {nbuf}; }}
-extern "C" long long tk_arena_bytes() {{ return {k.arena_bytes.data}LL; }}
+extern "C" long long tk_arena_bytes() {{ return {self.arena_bytes}LL; }}
 extern "C" int tk_grid() {{ return {k.grid}; }}
 extern "C" int tk_threads() {{ return kThreads; }}
 extern "C" int tk_smem_bytes() {{ return kSmem; }}
@@ -1261,8 +1402,8 @@ extern "C" int tk_max_active_blocks_per_sm() {{
   int blocks = 0;
   cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, tk_kernel, kThreads, kSmem);
   return e == cudaSuccess ? blocks : -(int)e;
-}}
-
+}}""")
+        self.w(f"""
 extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
   int err = tk_configure();
   if (err) return err;
@@ -1270,6 +1411,25 @@ extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
   void* args[] = {{&p}};
   return (int)cudaLaunchCooperativeKernel(tk_kernel, dim3(grid), dim3(kThreads), args, kSmem,
                                           (cudaStream_t)stream);
+}}""" if not self.chained else f"""
+// Launch `index` of a chain of `count` launches on one arena, with nothing
+// but these launches writing the state between them: the first casts the
+// state, the others read the casts the launch before stored (plan_chained_casts).
+extern "C" int tk_launch_chain(void** buffers, void* arena, int grid, void* stream, int index, int count) {{
+  if (index < 0 || index >= count) return (int)cudaErrorInvalidValue;
+  int err = tk_configure();
+  if (err) return err;
+{self._launch_params(nbuf)}
+  p.first = index == 0;
+  p.more = index + 1 < count;
+  p.parity = index & 1;
+  void* args[] = {{&p}};
+  return (int)cudaLaunchCooperativeKernel(tk_kernel, dim3(grid), dim3(kThreads), args, kSmem,
+                                          (cudaStream_t)stream);
+}}
+
+extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
+  return tk_launch_chain(buffers, arena, grid, stream, 0, 1);
 }}""")
 
     def _launch_params(self, nbuf: int) -> str:
@@ -2921,7 +3081,9 @@ class CudaTarget(Target):
     two copies where their own home cannot carry them (target.carried_cast_copies);
     `producer_calls`, a grid kernel's wgmma producers called out of line
     (target.wgmma_producer_calls); `reduce_tails`, a grid reduction's last
-    loads of a thread issued together (target.batched_reduce_tails).
+    loads of a thread issued together (target.batched_reduce_tails);
+    `grid_casts`, a grid kernel's casts of state carried through a chain of
+    launches (target.grid_carried_casts).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -2941,6 +3103,7 @@ class CudaTarget(Target):
     cast_copies: str = "target"
     producer_calls: str = "target"
     reduce_tails: str = "target"
+    grid_casts: str = "target"
     stage_loads: int = 0
 
     # option -> the target field it sets
@@ -2950,7 +3113,8 @@ class CudaTarget(Target):
               "padded_columns": "gemm_padded_columns", "double_receive": "double_receive",
               "prefetch_inputs": "prefetch_step_inputs", "async_pushes": "exchange_async_pushes",
               "async_publish": "exchange_async_publish", "cast_copies": "carried_cast_copies",
-              "producer_calls": "wgmma_producer_calls", "reduce_tails": "batched_reduce_tails"}
+              "producer_calls": "wgmma_producer_calls", "reduce_tails": "batched_reduce_tails",
+              "grid_casts": "grid_carried_casts"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}
 

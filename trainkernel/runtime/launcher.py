@@ -12,6 +12,11 @@ and a resident kernel also (several training steps a launch)::
     extern "C" int tk_step_inputs();        // columns of the step table
     extern "C" int tk_step_input(int c);    // buffer position of column c
 
+and a grid kernel that carries casts from launch to launch (target.grid_carried_casts)::
+
+    extern "C" int tk_launch_chain(void** buffers, void* arena, int grid, void* stream,
+                                   int index, int count);  // launch `index` of a chain of `count`
+
 `tk_launch` launches the cooperative kernel with cudaLaunchCooperativeKernel
 on `stream` (a cudaStream_t) and returns the cudaError_t as an int. A
 cooperative launch fails unless every block is co-resident, so the grid is
@@ -122,6 +127,11 @@ class KernelLibrary:
             launch_steps.argtypes = launch.argtypes + [ctypes.c_int, ctypes.c_void_p]
             launch_steps.restype = count.restype = column.restype = ctypes.c_int
             count.argtypes, column.argtypes = [], [ctypes.c_int]
+        # A chain of launches that carry casts (grid kernels, target.grid_carried_casts).
+        self._chain = getattr(self._lib, "tk_launch_chain", None)
+        if self._chain is not None:
+            self._chain.argtypes = launch.argtypes + [ctypes.c_int, ctypes.c_int]
+            self._chain.restype = ctypes.c_int
         self._grid_cache: dict[tuple[int, int], int] = {}
         self._lock = threading.Lock()
 
@@ -203,6 +213,23 @@ class KernelLibrary:
                                   _void_p(table)))
         if code != 0:
             raise CudaError(f"tk_launch_steps ({self.path.name}, steps={steps})", code)
+
+    def chains(self) -> bool:
+        """Whether the kernel carries casts through a chain of launches (`tk_launch_chain`)."""
+        return self._chain is not None
+
+    def launch_chain(self, buffers: Sequence, arena, grid: int, stream: int | None, index: int, count: int) -> None:
+        """Call `tk_launch_chain`: launch `index` of a chain of `count` on one arena,
+        nothing but the chain writing the state between its launches (the first
+        casts the state; the others read the casts the launch before stored).
+
+        Raises `CudaError` when the launch returns an error code."""
+        if self._chain is None:
+            raise RuntimeError(f"{self.path.name} carries nothing between launches (no tk_launch_chain)")
+        code = int(self._chain(_pointers(buffers), _void_p(arena), int(grid), _void_p(stream), int(index),
+                               int(count)))
+        if code != 0:
+            raise CudaError(f"tk_launch_chain ({self.path.name}, launch {index} of {count})", code)
 
     def launch(self, buffers: Sequence, arena, grid: int, stream: int | None) -> None:
         """Call `tk_launch`. `buffers` are tensors or raw pointers, in launcher order.
