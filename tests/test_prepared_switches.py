@@ -1,5 +1,5 @@
 """The switches prepared and off until the H200 measures them (perf-log steps 69,
-73, 74, 75, 76 and keep_state_homes), all on together, on steps the suite does not
+73, 74, 75, 76, 77 and keep_state_homes), all on together, on steps the suite does not
 contain (odd widths and batches, three and four layers, fp16, resident and
 forced grid kernels): each kernel uses the switches it can and builds for
 sm_90a. The next device session flips the winners together; this is where a
@@ -19,7 +19,8 @@ from trainkernel.workloads import WORKLOADS
 
 INCLUDE = Path(trainkernel.__file__).resolve().parent / "backend" / "include"
 PREPARED = dict(carried_cast_copies=True, batched_reduce_tails=True, wgmma_producer_calls=True,
-                stage_loads_in_flight=8, keep_state_homes=True, grid_carried_casts=True)
+                stage_loads_in_flight=8, keep_state_homes=True, grid_carried_casts=True,
+                full_sum_partials=True)
 
 CASES = [  # (workload, batch, widths, dtype, resident, what the kernel must show)
     ("online", 64, (128, 256, 256, 16), torch.bfloat16, "auto", "_next = "),  # three layers: copies
@@ -27,6 +28,7 @@ CASES = [  # (workload, batch, widths, dtype, resident, what the kernel must sho
     ("mlp4", 130, (256, 264, 128, 72), torch.bfloat16, "off", ", true>(&p.maps"),  # grid, wgmma: producer calls
     ("online-adam", 9, (40, 72, 6), torch.bfloat16, "off", "the tail: its loads"),  # grid, odd: batched tails
     ("online-adam", 17, (48, 80, 24), torch.bfloat16, "off", "if (tk_more) "),  # grid: carried casts
+    ("small", 300, (264, 520, 72), torch.float16, "off", "tk::hopper::column_partials("),  # grid: the loss's partials
 ]
 
 

@@ -190,6 +190,12 @@ class TargetOptions:
     # stores then only lengthen the gemm's epilogue. 32 MB (with the phase's
     # fp32 weight traffic) is not. Between the two brackets: a quarter of L2.
     column_partials_min_bytes: int = 12 * 2**20
+    # A full sum of a gemm's output (a mean loss) reads the gemm's column
+    # partials too, summing all of them, where the one block that sums it would
+    # load more than one batch a thread (full_reduce_loads x threads elements):
+    # small's loss 16384 -> 1024 elements, mlp4's 32768 -> 2048; the phase's
+    # gemm units wait for that one block (perf-log step 77). Off until measured.
+    full_sum_partials: bool = False
     # tile-row-local (grid kernels): a run of phases whose ops all work row by
     # row (maps of whole rows, row reductions) over one row count, the same
     # rows to an item and block, ordered by block barriers instead of grid

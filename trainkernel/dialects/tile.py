@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
 )
-from xdsl.ir import Attribute, BlockArgument, Dialect, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Dialect, OpResult, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     IRDLOperation,
@@ -260,8 +260,9 @@ class GemmOp(TileWorkOp):
 
     def _verify_column_partials(self, partials) -> None:
         # The row walk of the wgmma engine sums them (tk::hopper::ColumnPartials);
-        # it hands each thread one output value at a time: one run of rows, of
-        # one value, yielded straight to an output.
+        # it hands each thread one element of the body at a time: one run of rows,
+        # of one value the body computes (stored or not: a full sum's partials
+        # may replace the output they sum), yielded straight to an output.
         from trainkernel.dialects.tk import ColumnPartialsOp
 
         found = sum(1 for op in self.body.block.ops if isinstance(op, ColumnPartialsOp))
@@ -273,8 +274,8 @@ class GemmOp(TileWorkOp):
         uses = [u for u in partials.result.uses]
         if len(uses) != 1 or uses[0].operation is not term:
             raise VerifyException("tile.gemm: a tk.column_partials result must only be yielded")
-        if partials.input not in term.operands:
-            raise VerifyException("tile.gemm: tk.column_partials must sum a value the gemm stores (a yielded value)")
+        if not isinstance(partials.input, OpResult) or partials.input.owner.parent_block() is not self.body.block:
+            raise VerifyException("tile.gemm: tk.column_partials must sum a value its body computes")
 
     def _verify_wgmma(self, mm) -> None:
         from trainkernel.target import WGMMA_TILES
