@@ -128,3 +128,38 @@ def test_the_same_bits_on_gpu(target_fields, name):
                                                        run=run)
         assert "_next = " in src_on and "_next = " not in src_off
         assert same
+
+
+IDLE_BARRIER = "  if (tk_first) __syncthreads();\n  // ---- phase 1\n"
+
+
+@pytest.mark.parametrize("name", ["online", "tiny", "classification"])
+def test_a_phase_of_carried_casts_alone_skips_its_barrier_after_the_first_step(target_fields, monkeypatch, name):
+    """With the batch's cast read where it is used (tk-fuse input_casts, perf-log step 70)
+    and the copies, phase 0 holds carried casts alone: a middle step runs nothing there,
+    and the block barrier that ends it runs in the first step alone (the step's end
+    barrier already orders the phases around it). Either switch alone leaves it (and
+    the three-layer step, whose first weights' casts stay per step, keeps it)."""
+    from trainkernel import pipeline
+
+    target_fields(carried_cast_copies=True)
+    assert IDLE_BARRIER not in _source(name)
+    monkeypatch.setattr(pipeline, "FUSE_INPUT_CASTS", True)
+    on = _source(name)
+    phase0 = on.split("// ---- phase 0\n")[1].split("// ---- phase 1\n")[0]
+    assert phase0.count(CARRIED) >= 2 and IDLE_BARRIER in on
+    target_fields(carried_cast_copies=False)
+    assert IDLE_BARRIER not in _source(name)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["online", "classification", "tiny"])
+def test_the_idle_barrier_gives_the_same_bits_on_gpu(target_fields, monkeypatch, name):
+    """7 steps in one launch with input casts and the copies (phase 0's barrier in the
+    first step alone) against the same steps without the copies, bit for bit."""
+    from trainkernel import pipeline
+
+    monkeypatch.setattr(pipeline, "FUSE_INPUT_CASTS", True)
+    same, (src_off, src_on) = same_bits_off_and_on(target_fields, "carried_cast_copies", name, 7, 4, run=looped)
+    assert IDLE_BARRIER in src_on and IDLE_BARRIER not in src_off
+    assert same

@@ -1886,10 +1886,11 @@ class ResidentPrinter(CudaPrinter):
         small_maps = self.plan_small_maps()
         offsets = self.plan_spread_ops(small_maps)
         self.w(f"  // ---- phase {phase}")
+        idle = self._idle_phases()
         for op in k.block.ops:
             if isinstance(op, tile.SyncOp):
+                self.w(f"  {idle.get(phase, '')}__syncthreads();")
                 phase += 1
-                self.w("  __syncthreads();")
                 self.w(f"  // ---- phase {phase}")
             elif isinstance(op, tile.TileWorkOp):
                 if op in self.last_step_ops:
@@ -1950,6 +1951,27 @@ class ResidentPrinter(CudaPrinter):
         self.kernel_handle()
         self.launcher()
         return self.out.getvalue()
+
+    def _idle_phases(self) -> dict[int, str]:
+        """The phases that some steps run nothing in, with the guard of the block
+        barrier that ends them: a phase of carried casts alone (first_step_only)
+        runs in the first step, one of last-step ops alone (last_step_ops) in the
+        last. Where such a phase runs nothing, the barrier before it already
+        orders the phases around it (the step's end barrier before phase 0).
+        Only for a kernel that updates its state in place: the one whose steps
+        `capture` loops (a staged kernel runs one step a launch)."""
+        if not self.written_inputs:
+            return {}
+        ops: dict[int, list[tile.TileWorkOp]] = {}
+        for op, phase in self.phase_of.items():
+            ops.setdefault(phase, []).append(op)
+        idle = {}
+        for phase, work in ops.items():
+            if all(op in self.first_step_only for op in work):
+                idle[phase] = "if (tk_first) "
+            elif all(op in self.last_step_ops for op in work):
+                idle[phase] = "if (!tk_more) "
+        return idle
 
     def plan_places(self) -> None:
         """The name and place of every buffer argument, home and view (the
