@@ -78,35 +78,13 @@ def _writer(ops: list, index: int, buf: SSAValue) -> tile.GemmOp | None:
     return None
 
 
-def _with_partials(gemm: tile.GemmOp, out: int, partials: SSAValue, rows: int) -> tile.GemmOp:
-    """`gemm` with `tk.column_partials` of its output `out` yielded to `partials`."""
+def _rebuilt(gemm: tile.GemmOp, values: list[SSAValue], outs: list[SSAValue]) -> tile.GemmOp:
+    """`gemm` yielding `values` to `outs` (the body's ops as they are), in its place."""
     term = gemm.body.block.last_op
     assert isinstance(term, tk.YieldOp)
-    cp = tk.ColumnPartialsOp(term.values[out], rows)
-    gemm.body.block.insert_op_before(cp, term)
-    new_term = tk.YieldOp(*term.values, cp.result)
-    gemm.body.block.insert_op_before(new_term, term)
-    term.detach()
-    term.erase()
-    new = tile.GemmOp(list(gemm.ins), [*gemm.outs, partials], gemm.detach_region(gemm.body), dict(gemm.properties))
-    block = gemm.parent_block()
-    assert block is not None
-    block.insert_op_before(new, gemm)
-    gemm.detach()
-    gemm.erase()
-    return new
-
-
-def _without_output(gemm: tile.GemmOp, out: int) -> tile.GemmOp:
-    """`gemm` no longer storing its output `out` (whose only reader now reads the
-    partials of its value instead: a full sum's)."""
-    term = gemm.body.block.last_op
-    assert isinstance(term, tk.YieldOp)
-    values = [v for k, v in enumerate(term.values) if k != out]
     gemm.body.block.insert_op_before(tk.YieldOp(*values), term)
     term.detach()
     term.erase()
-    outs = [v for k, v in enumerate(gemm.outs) if k != out]
     new = tile.GemmOp(list(gemm.ins), outs, gemm.detach_region(gemm.body), dict(gemm.properties))
     block = gemm.parent_block()
     assert block is not None
@@ -114,6 +92,24 @@ def _without_output(gemm: tile.GemmOp, out: int) -> tile.GemmOp:
     gemm.detach()
     gemm.erase()
     return new
+
+
+def _with_partials(gemm: tile.GemmOp, out: int, partials: SSAValue, rows: int) -> tile.GemmOp:
+    """`gemm` with `tk.column_partials` of its output `out` yielded to `partials`."""
+    term = gemm.body.block.last_op
+    assert isinstance(term, tk.YieldOp)
+    cp = tk.ColumnPartialsOp(term.values[out], rows)
+    gemm.body.block.insert_op_before(cp, term)
+    return _rebuilt(gemm, [*term.values, cp.result], [*gemm.outs, partials])
+
+
+def _without_output(gemm: tile.GemmOp, out: int) -> tile.GemmOp:
+    """`gemm` no longer storing its output `out` (whose only reader now reads the
+    partials of its value instead: a full sum's)."""
+    term = gemm.body.block.last_op
+    assert isinstance(term, tk.YieldOp)
+    return _rebuilt(gemm, [v for k, v in enumerate(term.values) if k != out],
+                    [v for k, v in enumerate(gemm.outs) if k != out])
 
 
 def _read_partials(op: tile.ReduceOp, arg: BlockArgument, partials: SSAValue) -> None:
@@ -197,11 +193,10 @@ def column_partials(kernel: tile.KernelOp, target: TargetOptions, min_bytes: int
         gemm = next(o for o in ops if isinstance(o, tile.GemmOp) and id(o) == key[0])
         if full and not any(buf in o.ins for o in ops if isinstance(o, tile.TileWorkOp)) \
                 and not any(isinstance(use.operation, sched.ViewOp) for use in buf.uses):
-            # the sum read the output only to sum it: the gemm stores its partials alone
-            new = _without_output(gemm, out)
-            ops[ops.index(gemm)] = new
-            made = {(id(new) if k[0] == key[0] else k[0], k[1] - (k[0] == key[0] and k[1] > out)): v
-                    for k, v in made.items()}
+            # The sum read the output only to sum it: the gemm stores its partials alone
+            # (and no later sum asks for this output's partials: nothing reads it now).
+            ops[ops.index(gemm)] = _without_output(gemm, out)
+            del made[key]
             if not list(buf.uses):
                 buf.owner.detach()
                 buf.owner.erase()
