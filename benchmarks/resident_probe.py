@@ -25,7 +25,7 @@ from trainkernel.passes.tk_split_reductions import SplitLongReduction
 from trainkernel.workloads import LARGE, TWINS, WORKLOADS
 
 from trainkernel.backend.cuda_target import COLUMN_LOADS  # restored after a `col-loads=` variant
-from trainkernel.pipeline import FUSE_INPUT_CASTS, FUSE_MERGE  # every variant but `merge=` uses the defaults
+from trainkernel.pipeline import FUSE_INPUT_CASTS, FUSE_MERGE, SINK_SOURCES  # the defaults, unless a variant says
 
 SPLIT = SplitLongReduction.match_and_rewrite  # `--reduce` swaps it for a no-op and back
 
@@ -245,7 +245,7 @@ def target_variant(spec: str):
     changes, nested = {}, {}
     for item in filter(None, spec.split(";")):
         name, _, value = (part.strip() for part in item.partition("="))  # "| field=v" has spaces
-        if not name or name == "input_casts":  # input_casts: tk-fuse's, not the target's (the caller sets it)
+        if not name or name in ("input_casts", "sink_sources"):  # the pipeline's, not the target's (the caller sets them)
             continue
         outer, _, inner = name.partition(".")
         if inner:
@@ -353,8 +353,10 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
             mode, casts = label[6:].partition("+")[::2] if label.startswith("merge=") else (FUSE_MERGE, "")
             pipeline.FUSE_MERGE = mode
             pipeline.FUSE_INPUT_CASTS = {"casts": True, "nocasts": False}.get(casts, FUSE_INPUT_CASTS)
-            if label.startswith("target:") and "input_casts=1" in label:  # a target variant with tk-fuse's input_casts
+            # A target variant may set the pipeline's switches too: tk-fuse's input_casts, tk-to-sched's sink_sources.
+            if label.startswith("target:") and "input_casts=1" in label:
                 pipeline.FUSE_INPUT_CASTS = True
+            pipeline.SINK_SOURCES = SINK_SOURCES or (label.startswith("target:") and "sink_sources=1" in label)
             if label.startswith("threads="):  # the h200 target with another resident_threads
                 from trainkernel import target
 

@@ -118,8 +118,8 @@ def test_probe_target_variants_read_fields_as_the_call_script_spells_them():
     assert target_variant(" resident_map_unroll=16").resident_map_unroll == 16
     assert target_variant(" wgmma_tiles_n = 64,128 ; resident_map_unroll=4 ").wgmma_tiles_n == (64, 128)
     assert target_variant(" ") == dataclasses.replace(target.H200)
-    # input_casts is tk-fuse's switch (the probe sets pipeline.FUSE_INPUT_CASTS), not a target field
-    assert target_variant(" grid_carried_casts=1;input_casts=1") == dataclasses.replace(
+    # input_casts and sink_sources are the pipeline's switches (the probe sets them), not target fields
+    assert target_variant(" grid_carried_casts=1;input_casts=1;sink_sources=1") == dataclasses.replace(
         target.H200, grid_carried_casts=True)
 
 

@@ -60,6 +60,7 @@ def _switches() -> dict[str, str]:
     return {
         "fuse_merge": repr(pipeline.FUSE_MERGE),
         "fuse_input_casts": repr(pipeline.FUSE_INPUT_CASTS),
+        "sink_sources": repr(pipeline.SINK_SOURCES),
         "phase_timer": repr(cuda_target.PHASE_TIMER),
         "timer_values_per_line": repr(cuda_target.TIMER_VALUES_PER_LINE),
         "final_fence": repr(cuda_target.FINAL_FENCE),

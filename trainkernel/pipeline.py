@@ -29,7 +29,7 @@ STAGES = ("tk", "sched", "tile")
 # Passes that take the module from the previous stage to this one.
 _STAGE_PASSES = {
     "tk": "tk-mark-state-updates{{state={state}}},canonicalize,tk-decompose,tk-split-reductions,tk-legalize-masks,canonicalize,cse,dce,tk-fuse{fuse}",
-    "sched": "tk-to-sched{{inplace={inplace}}},sched-inplace-state,sched-allocate",
+    "sched": "tk-to-sched{{inplace={inplace}{sink}}},sched-inplace-state,sched-allocate",
     "tile": "sched-to-tile{{grid={grid}{target}{engine}}},tile-resident{{mode={resident}{target}}},tile-stage-casts{target_only},"
             "tile-column-partials{target_only},tile-reductions-first{target_only},tile-row-local{target_only}",
 }
@@ -43,6 +43,10 @@ FUSE_MERGE = "maps"
 # y.float()) joins the one group that reads it (perf-log step 70). Off until
 # measured; the probe's --merge labels MODE+casts set it.
 FUSE_INPUT_CASTS = False
+# tk-to-sched's sink_sources: a compute that reads only arguments runs in the
+# phase before its first reader (perf-log step 79). Off until measured; the
+# probe's target variants take sink_sources=1.
+SINK_SOURCES = False
 
 
 def stage_passes(
@@ -75,6 +79,7 @@ def stage_passes(
         target_only=f"{{{spelled.strip()}}}" if spelled else "",
         engine="" if engine == "auto" else f" engine={engine}",
         fuse=_fuse_options(FUSE_MERGE if merge is None else merge, FUSE_INPUT_CASTS),
+        sink=" sink_sources=true" if SINK_SOURCES else "",
     )
 
 

@@ -13,6 +13,12 @@ Scheduling. Each compute's phase is one more than the latest phase of the
 computes producing its inputs (as soon as possible), so independent ops share a
 phase; one `sched.barrier grid` separates consecutive phases because, by that
 rule, every phase after the first reads something the previous one wrote.
+With `sink_sources`, a compute without a product that depends on nothing but
+the function's arguments (a weight's cast, a label mask and its count, the
+optimizer's step powers) runs in the phase before its first reader instead of as soon as
+possible: the first phase then holds only what the second reads (perf-log
+step 79: a chain of launches that carries the casts skips a first phase of
+nothing but them).
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ class Work:
 class Lowering:
     func_op: func.FuncOp
     inplace: bool
+    sink_sources: bool = False
     block: Block = field(init=False)
     buffer: dict[SSAValue, SSAValue] = field(default_factory=dict)  # tk value -> memref value
     writer: dict[SSAValue, Work] = field(default_factory=dict)  # tk value -> work computing it
@@ -167,6 +174,8 @@ class Lowering:
         # Phases: as soon as possible.
         for w in self.works:
             w.phase = 1 + max((self._phase_of(v) for v in w.inputs), default=-1)
+        if self.sink_sources:
+            self._sink_sources()
         nphases = max((w.phase for w in self.works), default=-1) + 1
 
         phases = [sched.PhaseOp() for _ in range(nphases)]
@@ -213,6 +222,35 @@ class Lowering:
             return False
         return True
 
+    def _sink_sources(self) -> None:
+        """Move each compute that depends on nothing but the arguments (no product
+        of its own; it reads arguments, or values only such computes make: a label
+        mask and the count of its valid rows) to the phase before its first
+        reader, latest readers first (program order is a topological order). Its readers keep their
+        phases, and it never moves before its earliest phase; nothing it reads is
+        written before it runs: an argument updated in place is written by its
+        staged commit, after the last reader of the old value."""
+        readers: dict[int, list[Work]] = {}
+        for r in self.works:
+            for v in r.inputs:
+                w = self._writer_of(v)
+                if w is not None:
+                    readers.setdefault(id(w), []).append(r)
+        sources: set[int] = set()
+        for w in self.works:
+            if w.copy_target is None and not any(isinstance(op, tk.MatmulOp) for op in w.body.walk()) \
+                    and all(id(p) in sources for v in w.inputs if (p := self._writer_of(v))):
+                sources.add(id(w))
+        for w in reversed(self.works):
+            first = min((r.phase for r in readers.get(id(w), [])), default=None)
+            if id(w) in sources and first is not None:
+                w.phase = max(w.phase, first - 1)
+
+    def _writer_of(self, value: SSAValue) -> Work | None:
+        while isinstance(value.owner, tk.ReshapeOp):
+            value = value.owner.input
+        return self.writer.get(value)
+
     def _phase_of(self, value: SSAValue) -> int:
         while isinstance(value.owner, tk.ReshapeOp):
             value = value.owner.input
@@ -229,11 +267,11 @@ class Lowering:
         return -1
 
 
-def lower_function(f: func.FuncOp, inplace: bool) -> sched.ProgramOp:
+def lower_function(f: func.FuncOp, inplace: bool, sink_sources: bool = False) -> sched.ProgramOp:
     for op in f.body.block.ops:
         if isinstance(op, tk.AddmmOp | tk.MeanOp):
             raise DiagnosticException(f"tk-to-sched: run tk-decompose first ({op.name} is not in the core set)")
-    return Lowering(f, inplace).run()
+    return Lowering(f, inplace, sink_sources).run()
 
 
 @dataclass(frozen=True)
@@ -243,11 +281,12 @@ class TkToSchedPass(ModulePass):
     name = "tk-to-sched"
 
     inplace: bool = True
+    sink_sources: bool = False  # argument-only computes in the phase before their first reader
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for f in list(op.ops):
             if isinstance(f, func.FuncOp):
-                program = lower_function(f, self.inplace)
+                program = lower_function(f, self.inplace, self.sink_sources)
                 op.body.block.insert_op_before(program, f)
                 f.detach()
                 f.erase(safe_erase=False)

@@ -1,0 +1,52 @@
+// tk-to-sched{sink_sources=true}: a compute without a product that depends on
+// nothing but the arguments runs in the phase before its first reader, latest
+// readers first; as soon as possible otherwise (the default). Here %c (a relu
+// of the argument %v, read by the second product in phase 2) and %m -> %s (a
+// mask of %y and its sum, read by the last compute in phase 3) would run in
+// phases 0 and 1; sunk, %c and %m run in phase 1, %s in phase 2. The products
+// and the relu between them never move; the phase count stays.
+// RUN: trainkernel-opt %s -p 'tk-to-sched{sink_sources=true}' | filecheck %s
+// RUN: trainkernel-opt %s -p tk-to-sched | filecheck %s --check-prefix=ASAP
+
+// CHECK-LABEL: sched.program @step(
+// CHECK:         sched.phase {
+// CHECK-NEXT:      sched.compute ins(%x, %w : memref<2x4xf32>, memref<4x4xf32>) outs(%a : memref<2x4xf32>) {
+// CHECK:             tk.matmul
+// CHECK:       {{^    [}]$}}
+// CHECK-NEXT:    sched.barrier grid
+// CHECK-NEXT:    sched.phase {
+// CHECK-NEXT:      sched.compute ins(%a : memref<2x4xf32>) outs(%b : memref<2x4xf32>) {
+// CHECK:           sched.compute ins(%v : memref<4x4xf32>) outs(%c : memref<4x4xf32>) {
+// CHECK:           sched.compute ins(%y : memref<2x4xf32>) outs(%m : memref<2x4xf32>) {
+// CHECK:       {{^    [}]$}}
+// CHECK-NEXT:    sched.barrier grid
+// CHECK-NEXT:    sched.phase {
+// CHECK-NEXT:      sched.compute ins(%m : memref<2x4xf32>) outs(%s : memref<f32>) {
+// CHECK:           sched.compute ins(%b, %c : memref<2x4xf32>, memref<4x4xf32>) outs(%out0 : memref<2x4xf32>) {
+// CHECK:       {{^    [}]$}}
+// CHECK-NEXT:    sched.barrier grid
+// CHECK-NEXT:    sched.phase {
+// CHECK-NEXT:      sched.compute ins(%out0, %s : memref<2x4xf32>, memref<f32>) outs(%out1 : memref<2x4xf32>) {
+// CHECK-NEXT:      ^bb0
+// CHECK-NEXT:        tk.mul
+
+// ASAP-LABEL: sched.program @step(
+// ASAP:         sched.phase {
+// ASAP-NEXT:      sched.compute ins(%x, %w : memref<2x4xf32>, memref<4x4xf32>) outs(%a : memref<2x4xf32>) {
+// ASAP:           sched.compute ins(%v : memref<4x4xf32>) outs(%c : memref<4x4xf32>) {
+// ASAP:           sched.compute ins(%y : memref<2x4xf32>) outs(%m : memref<2x4xf32>) {
+// ASAP:       {{^    [}]$}}
+// ASAP-NEXT:    sched.barrier grid
+// ASAP-NEXT:    sched.phase {
+// ASAP-NEXT:      sched.compute ins(%a : memref<2x4xf32>) outs(%b : memref<2x4xf32>) {
+// ASAP:           sched.compute ins(%m : memref<2x4xf32>) outs(%s : memref<f32>) {
+func.func @step(%w: tensor<4x4xf32>, %v: tensor<4x4xf32>, %x: tensor<2x4xf32>, %y: tensor<2x4xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>) {
+  %a = tk.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %b = tk.relu %a : tensor<2x4xf32>
+  %c = tk.relu %v : tensor<4x4xf32>
+  %m = tk.neg %y : tensor<2x4xf32>
+  %s = tk.sum %m axes [0, 1] : tensor<2x4xf32> -> tensor<f32>
+  %h = tk.matmul %b, %c : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %o = tk.mul %h, %s : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  func.return %h, %o : tensor<2x4xf32>, tensor<2x4xf32>
+}
