@@ -1,5 +1,5 @@
 """The switches prepared and off until the H200 measures them (perf-log steps 69,
-73, 74, 75, 76, 77 and keep_state_homes), all on together, on steps the suite does not
+70, 73-77, 79 and keep_state_homes), all on together, on steps the suite does not
 contain (odd widths and batches, three and four layers, fp16, resident and
 forced grid kernels): each kernel uses the switches it can and builds for
 sm_90a. The next device session flips the winners together; this is where a
@@ -18,6 +18,7 @@ import trainkernel
 from trainkernel.workloads import WORKLOADS
 
 INCLUDE = Path(trainkernel.__file__).resolve().parent / "backend" / "include"
+PIPELINE = ("FUSE_INPUT_CASTS", "SINK_SOURCES")  # the pipeline's prepared switches (steps 70 and 79)
 PREPARED = dict(carried_cast_copies=True, batched_reduce_tails=True, wgmma_producer_calls=True,
                 stage_loads_in_flight=8, keep_state_homes=True, grid_carried_casts=True,
                 full_sum_partials=True)
@@ -34,11 +35,14 @@ CASES = [  # (workload, batch, widths, dtype, resident, what the kernel must sho
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
 @pytest.mark.parametrize("name,batch,widths,dtype,resident,shows", CASES, ids=lambda v: str(v))
-def test_every_prepared_switch_together_builds_on_unseen_steps(target_fields, tmp_path, name, batch, widths,
-                                                               dtype, resident, shows):
+def test_every_prepared_switch_together_builds_on_unseen_steps(target_fields, monkeypatch, tmp_path, name, batch,
+                                                               widths, dtype, resident, shows):
+    from trainkernel import pipeline
     from trainkernel.workloads import TWINS
 
     target_fields(**PREPARED)
+    for switch in PIPELINE:
+        monkeypatch.setattr(pipeline, switch, True)
     w = {**WORKLOADS, **TWINS}[name].with_sizes(batch, widths)
     src = trainkernel.compile_training(w.make_step(dtype), w.example_args(dtype=dtype), build=False,
                                        resident=resident).cuda_source
