@@ -475,6 +475,13 @@ class TargetOptions:
     # (CudaPrinter.plan_carried_casts, perf-log step 76). A plain call casts as
     # before. Off until measured.
     grid_carried_casts: bool = False
+    # A split-K gemm's fix-up shared by the tile's slices: each sums the row
+    # walk's passes it owns (pass i to slice i % splits) once every slice has
+    # stored its partial, instead of the last slice summing the whole tile
+    # alone (medium's h @ W2: 8 x 64 KB read by one block while 127 wait).
+    # The same additions per element: the same bits (tk::hopper::
+    # splitk_shared_fixup, perf-log step 80). Off until measured.
+    split_k_shared_fixup: bool = False
     final_grid_sync: str = "wide"  # never | wide | always: see sched_to_tile.ends_with_grid_sync
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.

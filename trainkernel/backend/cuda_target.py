@@ -1027,7 +1027,10 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         whole = m % bm == 0 and n % bn == 0
         # The producer's part out of line (target.wgmma_producer_calls), never where
         # the producer hands its registers to the consumers (setmaxnreg).
-        call = ", true" if TARGET.wgmma_producer_calls and not wgmma_hands_registers_back(bn) else ""
+        producer_call = TARGET.wgmma_producer_calls and not wgmma_hands_registers_back(bn)
+        call = ", true" if producer_call else ""
+        if TARGET.split_k_shared_fixup and ks > 1:  # the slices share the fix-up (tk::hopper::splitk_shared_fixup)
+            call = f", {str(producer_call).lower()}, true"
         self.w(f"    tk::hopper::grid_gemm_units<{t}, TkShape, {str(ta).lower()}, {str(tb).lower()}, "
                f"{str(whole).lower()}{call}>("
                f"{self._map_ref(g, 0)}, {self._map_ref(g, 1)}, tk_gp,")
@@ -3105,7 +3108,8 @@ class CudaTarget(Target):
     (target.wgmma_producer_calls); `reduce_tails`, a grid reduction's last
     loads of a thread issued together (target.batched_reduce_tails);
     `grid_casts`, a grid kernel's casts of state carried through a chain of
-    launches (target.grid_carried_casts).
+    launches (target.grid_carried_casts); `shared_fixup`, split-K's fix-up
+    shared by a tile's slices (target.split_k_shared_fixup).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -3126,6 +3130,7 @@ class CudaTarget(Target):
     producer_calls: str = "target"
     reduce_tails: str = "target"
     grid_casts: str = "target"
+    shared_fixup: str = "target"
     stage_loads: int = 0
 
     # option -> the target field it sets
@@ -3136,7 +3141,7 @@ class CudaTarget(Target):
               "prefetch_inputs": "prefetch_step_inputs", "async_pushes": "exchange_async_pushes",
               "async_publish": "exchange_async_publish", "cast_copies": "carried_cast_copies",
               "producer_calls": "wgmma_producer_calls", "reduce_tails": "batched_reduce_tails",
-              "grid_casts": "grid_carried_casts"}
+              "grid_casts": "grid_carried_casts", "shared_fixup": "split_k_shared_fixup"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}
 

@@ -1042,6 +1042,72 @@ __device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit
   return true;
 }
 
+// Split-K with the fix-up shared by the tile's slices (kSharedFixup: the
+// megakernel's target.split_k_shared_fixup). splitk_fixup leaves the whole
+// sum to the last slice to arrive: one block reads every slice's partial of
+// the tile (medium's h @ W2: 8 x 64 KB) while the others wait at the phase's
+// end. Here every slice stores its partial, each consumer warp waits until
+// the same warp of every slice has (a counter a tile and warp, spun on with
+// acquire loads), then sums only the row walk's passes (kRowCols columns)
+// that its slice owns, pass i to slice i % splits, in slice order: the same
+// additions per element as splitk_fixup, so the same bits. The epilogue then
+// runs those passes alone (shared_fixup_owns). The counter counts the
+// arrivals, then the departures; the last departure resets it for the next
+// launch. A warp waits only for units of other blocks that reach the tile no
+// later than it in their own order (units are taken in increasing order, a
+// tile's slices are consecutive units), so no cycle forms while no block
+// holds two slices of one tile: the caller checks splits <= stride.
+template <int BM, int BN>
+__device__ __forceinline__ void splitk_shared_fixup(const GemmParams& p, const WorkUnit& w,
+                                                    float (&acc)[BN / 2], int ctid) {
+  constexpr int kConsumerThreads = 128 * kConsumers;
+  constexpr int kTile = BM * BN;
+  float4* tile_ws = reinterpret_cast<float4*>(p.workspace + (size_t)w.tile * p.splits * kTile);
+  float4* mine = tile_ws + (size_t)w.split * (kTile / 4);
+#pragma unroll
+  for (int q = 0; q < BN / 8; ++q)
+    mine[q * kConsumerThreads + ctid] =
+        make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
+  __threadfence();
+  __syncwarp();
+  int* counter = p.counters + w.tile * kTileWarps + (ctid >> 5);
+  if ((ctid & 31) == 0) {
+    atomicAdd(counter, 1);
+    int seen;
+    do {
+      asm volatile("ld.acquire.gpu.b32 %0, [%1];" : "=r"(seen) : "l"(counter) : "memory");
+    } while (seen < p.splits);
+  }
+  __syncwarp();
+  __threadfence();
+#pragma unroll
+  for (int c0 = 0; c0 < BN; c0 += kRowCols) {
+    if ((c0 / kRowCols) % p.splits != w.split) continue;  // another slice's pass
+#pragma unroll
+    for (int q = c0 / 8; q < (c0 + kRowCols) / 8; ++q)
+      acc[4 * q] = acc[4 * q + 1] = acc[4 * q + 2] = acc[4 * q + 3] = 0.0f;
+    for (int s = 0; s < p.splits; ++s) {
+      const float4* part = tile_ws + (size_t)s * (kTile / 4);
+#pragma unroll
+      for (int q = c0 / 8; q < (c0 + kRowCols) / 8; ++q) {
+        const float4 v = __ldcg(part + q * kConsumerThreads + ctid);
+        acc[4 * q] += v.x;
+        acc[4 * q + 1] += v.y;
+        acc[4 * q + 2] += v.z;
+        acc[4 * q + 3] += v.w;
+      }
+    }
+  }
+  __syncwarp();  // every lane has read the partials before the warp leaves
+  if ((ctid & 31) == 0 && atomicAdd(counter, 1) == 2 * p.splits - 1) *counter = 0;
+}
+
+// Whether a unit's thread runs the row walk's pass at column c0 of its tile:
+// every pass, but under a shared split-K fix-up the passes its slice owns.
+__device__ __forceinline__ bool shared_fixup_owns(bool shared, const GemmParams& p, const WorkUnit& w, int c0) {
+  return !shared || (c0 / kRowCols) % p.splits == w.split;
+}
+
 // A pipeline's position, per thread: the stage the next K step uses and the
 // parity of that stage's current use. The producer thread and every consumer
 // thread walk the same work units, so their copies agree; a persistent caller
@@ -1161,7 +1227,7 @@ struct RowsTimer {
 constexpr int kEpiloguePrefetchSteps = TK_EPILOGUE_PREFETCH_STEPS;
 
 // The consumer warpgroups' part of gemm_units.
-template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles, class Epi>
+template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles, bool kSharedFixup = false, class Epi>
 __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& epi, uint32_t base,
                                               int first, int stride, PipeState& pipe) {
 #if TK_HOPPER_DEVICE
@@ -1227,7 +1293,15 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
     const long long tk_u2 = clock64();
 #endif
 
-    if (p.splits > 1 && !splitk_fixup<BM, BN>(p, w, acc, ctid)) continue;
+    // The row walk's epilogues may share the fix-up (kSharedFixup) where no block
+    // holds two slices of a tile (splits <= stride); the fragment-order ones cannot.
+    constexpr bool kRowWalk = !detail::has_fragment_hook<Epi>::value &&
+                              (has_staged_halves<Epi> || kRowsPlain || has_column_partials<Epi>);
+    const bool shared = kSharedFixup && kRowWalk && p.splits > 1 && p.splits <= stride;
+    if (shared)
+      splitk_shared_fixup<BM, BN>(p, w, acc, ctid);
+    else if (p.splits > 1 && !splitk_fixup<BM, BN>(p, w, acc, ctid))
+      continue;
 #if defined(TK_UNIT_TIMER)
     const long long tk_u3 = clock64();
 #endif
@@ -1245,6 +1319,7 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
 #pragma unroll
         for (int c0 = 0; c0 < BN; c0 += kRowCols) {
           if (kGuard && w.n0 + c0 >= p.N) break;
+          if (!shared_fixup_owns(shared, p, w, c0)) continue;
           tk_rows.start();
           frag_to_rows<BN>(acc, scratch, t, c0);
           tk_rows.lap(0);
@@ -1295,7 +1370,7 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
 // kProducerCall: the producer's part as a call (produce_units_call), for a
 // producer at the block's register count.
 template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles = false, bool kProducerCall = false,
-          class Epi>
+          bool kSharedFixup = false, class Epi>
 __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                            const GemmParams& p, const Epi& epi, uint32_t base,
                                            int first, int stride, PipeState& pipe) {
@@ -1306,7 +1381,7 @@ __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUten
     else
       produce_units<T, Shape, TA, TB>(tma_a, tma_b, p, base, first, stride, pipe);
   } else
-    consume_units<T, Shape, TA, TB, kWholeTiles>(p, epi, base, first, stride, pipe);
+    consume_units<T, Shape, TA, TB, kWholeTiles, kSharedFixup>(p, epi, base, first, stride, pipe);
 #else
   (void)tma_a;
   (void)tma_b;
@@ -1331,7 +1406,9 @@ __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUten
 // consumers took them, and their setmaxnreg.inc would wait forever. So the
 // producer does not run ahead into the next gemm here.
 // kProducerCall (gemm_units'): tiles up to 128 wide only, whose producer keeps its registers.
+// kSharedFixup: split-K's fix-up shared by the tile's slices (splitk_shared_fixup).
 template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles = false, bool kProducerCall = false,
+          bool kSharedFixup = false,
           class Epi>
 __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                                 const GemmParams& p, const Epi& epi, uint32_t base,
@@ -1348,14 +1425,15 @@ __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const 
       ptx::setmaxnreg_inc<kBaseRegs>();
     } else {
       ptx::setmaxnreg_inc<kConsumerRegs>();
-      consume_units<T, Shape, TA, TB, kWholeTiles>(p, epi, base, first, stride, pipe);
+      consume_units<T, Shape, TA, TB, kWholeTiles, kSharedFixup>(p, epi, base, first, stride, pipe);
       ptx::setmaxnreg_dec<kBaseRegs>();
       ptx::named_barrier(kRegsBarrier, kThreads);
     }
     return;
   }
 #endif
-  gemm_units<T, Shape, TA, TB, kWholeTiles, kProducerCall>(tma_a, tma_b, p, epi, base, first, stride, pipe);
+  gemm_units<T, Shape, TA, TB, kWholeTiles, kProducerCall, kSharedFixup>(tma_a, tma_b, p, epi, base, first, stride,
+                                                                        pipe);
 }
 
 // Generic-proxy writes to global memory (a previous phase's stores) and the

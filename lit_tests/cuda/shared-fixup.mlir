@@ -1,0 +1,24 @@
+// -t cuda, shared_fixup (target.split_k_shared_fixup) on the split-K schedule
+// of passes/sched-to-tile/split-k.mlir on the wgmma engine (grid 64: both
+// gemms split 8 ways). A split gemm's call gains grid_gemm_units' seventh
+// template argument, kSharedFixup (the sixth, kProducerCall, spelled out):
+// the slices share the fix-up (tk::hopper::splitk_shared_fixup). An unsplit
+// gemm prints as before; without the switch nothing changes.
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma}' -t 'cuda{shared_fixup=on}' | filecheck %s
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma}' -t 'cuda{shared_fixup=on producer_calls=on}' | filecheck %s --check-prefix=CALLS
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma}' -t 'cuda{shared_fixup=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=1 engine=wgmma}' -t 'cuda{shared_fixup=on}' | filecheck %s --check-prefix=ONE
+
+// CHECK:      split-K: 8 slices of 512
+// CHECK:      tk::hopper::grid_gemm_units<__nv_bfloat16, TkShape, false, false, true, false, true>(&p.maps[0], &p.maps[1], tk_gp,
+// CHECK:      split-K: 8 slices of 512
+// CHECK:      tk::hopper::grid_gemm_units<__nv_bfloat16, TkShape, false, false, true, false, true>(&p.maps[2], &p.maps[3], tk_gp,
+
+// CALLS:      tk::hopper::grid_gemm_units<__nv_bfloat16, TkShape, false, false, true, true, true>(&p.maps[0], &p.maps[1], tk_gp,
+
+// OFF:        tk::hopper::grid_gemm_units<__nv_bfloat16, TkShape, false, false, true>(&p.maps[0], &p.maps[1], tk_gp,
+// OFF:        tk::hopper::grid_gemm_units<__nv_bfloat16, TkShape, false, false, true>(&p.maps[2], &p.maps[3], tk_gp,
+
+// One block: no split, nothing to share.
+// ONE-NOT:    split-K
+// ONE:        tk::hopper::grid_gemm_units<__nv_bfloat16, TkShape, false, false, true>(&p.maps[0], &p.maps[1], tk_gp,

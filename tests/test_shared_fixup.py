@@ -1,0 +1,88 @@
+"""target.split_k_shared_fixup: a split-K gemm's fix-up shared by the tile's
+slices (tk::hopper::splitk_shared_fixup, perf-log step 80). Each slice stores
+its partial, waits until every slice has, and sums the row walk's passes it
+owns (pass i to slice i % splits) in slice order: the same additions per
+element as the last-arrival fix-up, so the same bits, with the tile's reads
+spread over its slices' blocks instead of one."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import trainkernel
+from trainkernel import target as T
+from trainkernel.workloads import WORKLOADS
+
+from _variants import same_bits_off_and_on, stepped
+from _variants import suite_source as _source
+
+INCLUDE = Path(trainkernel.__file__).resolve().parent / "backend" / "include"
+CALL = re.compile(r"// tile\.gemm [^\n]*?(, split-K: \d+ slices of \d+)?\n[^\n]*\n\s*tk::hopper::grid_gemm_units<([^>]*)>\(")
+# small at odd sizes: its second product (130 x 24, K = 2048) splits K 4 ways over
+# edge tiles (a 2-row m-tile; 24 of a 64-wide tile's columns: one pass of two
+# with columns, slices 1-3 own none)
+ODD = WORKLOADS["small"].with_sizes(130, (264, 2048, 24))
+
+
+def _calls(src: str) -> list[tuple[bool, int]]:
+    """(split, template arguments) of every wgmma gemm call."""
+    return [(bool(m.group(1)), m.group(2).count(",") + 1) for m in CALL.finditer(src)]
+
+
+def test_off_until_measured():
+    assert T.DEFAULT.split_k_shared_fixup is False
+    assert {n for _, n in _calls(_source("medium"))} == {5}
+
+
+@pytest.mark.parametrize("name", ["medium", "small"])
+def test_only_split_gemms_share_their_fix_up(target_fields, name):
+    off = _calls(_source(name))
+    target_fields(split_k_shared_fixup=True)
+    on = _calls(_source(name))
+    assert [s for s, _ in on] == [s for s, _ in off] and any(s for s, _ in on)
+    assert all(n == (7 if split else 5) for split, n in on)
+
+
+def test_resident_kernels_are_unchanged(target_fields):
+    off = _source("online")
+    target_fields(split_k_shared_fixup=True)
+    assert _source("online") == off
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
+@pytest.mark.parametrize("name,fields", [("medium", {}), ("small", {"full_sum_partials": True}),
+                                         (ODD, {"wgmma_producer_calls": True})], ids=str)
+def test_builds_for_sm90a(target_fields, tmp_path, name, fields):
+    """With column partials on the split gemm's epilogue (small's loss) and with the
+    producer as a call (both template arguments spelled out)."""
+    target_fields(split_k_shared_fixup=True, **fields)
+    src = trainkernel.compile_training(*_args(name), build=False, resident="off").cuda_source
+    assert any(split and n == 7 for split, n in _calls(src))
+    cu = tmp_path / "k.cu"
+    cu.write_text(src)
+    proc = subprocess.run(["nvcc", "-std=c++17", "-O3", "-cubin", "-gencode=arch=compute_90a,code=sm_90a",
+                           "-I", str(INCLUDE), str(cu), "-o", str(tmp_path / "k.cubin")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def _args(name):
+    import torch
+
+    w = WORKLOADS[name] if isinstance(name, str) else name
+    return w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name,fixed", [("medium", {}), ("small", {}), ("small", {"full_sum_partials": True}),
+                                        (ODD, {})], ids=str)
+def test_the_same_bits_on_gpu(target_fields, name, fixed):
+    same, (src_off, src_on) = same_bits_off_and_on(target_fields, "split_k_shared_fixup", name, 4, 2, run=stepped,
+                                                   **fixed)
+    assert any(split and n == 7 for split, n in _calls(src_on))
+    assert same
