@@ -482,6 +482,11 @@ class TargetOptions:
     # The same additions per element: the same bits (tk::hopper::
     # splitk_shared_fixup, perf-log step 80). Off until measured.
     split_k_shared_fixup: bool = False
+    # A grid kernel prefetches the tensor maps of each phase's wgmma gemms before
+    # the grid barrier in front of the phase (prefetch.tensormap; the standalone
+    # gemm kernel does it at its start): the first copy of a phase otherwise
+    # waits for its map's fetch too (perf-log step 81). Off until measured.
+    prefetch_tensor_maps: bool = False
     final_grid_sync: str = "wide"  # never | wide | always: see sched_to_tile.ends_with_grid_sync
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.

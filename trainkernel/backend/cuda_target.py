@@ -726,6 +726,7 @@ class CudaPrinter:
         phase = 0
         phase_ops: list[Operation] = []  # the work ops of the phase being printed
         self.w(f"  // ---- phase {phase}")
+        self._prefetch_maps(0)
         for op in k.block.ops:
             if isinstance(op, sched.BufferOp):
                 name = f"t{len(self.names)}" + (f"_{op.result.name_hint}" if op.result.name_hint else "")
@@ -740,6 +741,7 @@ class CudaPrinter:
                 # A phase of casts that only a chain's first launch runs: so is its barrier.
                 first_only = bool(phase_ops) and all(o in self.first_only for o in phase_ops)
                 phase_ops = []
+                self._prefetch_maps(phase)
                 if first_only:
                     self.w("  if (tk_first) {  // the phase's casts run in a chain's first launch alone")
                 if self.wgmma and op.scope.data == "grid":
@@ -810,6 +812,20 @@ class CudaPrinter:
         self.w(f"  {ct}* {name} = ({ct}*)(p.arena + (tk_parity ? {odd} : {even}));  // a carried cast: this launch's copy")
         self.w(f"  {ct}* {name}_next = ({ct}*)(p.arena + (tk_parity ? {even} : {odd}));  // the next launch's")
         self.next_casts[state] = (f"{name}_next", v.type)
+
+    def _prefetch_maps(self, phase: int) -> None:
+        """target.prefetch_tensor_maps: the tensor maps of phase `phase`'s wgmma gemms,
+        asked for before the barrier in front of it (at the kernel's start for phase 0)."""
+        if not (TARGET.prefetch_tensor_maps and self.wgmma):
+            return
+        at, gemms = 0, []
+        for op in self.kernel.block.ops:
+            if isinstance(op, tile.SyncOp):
+                at += 1
+            elif at == phase and op in self.wgmma:
+                gemms.append(self.wgmma.index(op))
+        for g in gemms:
+            self.w(f"  tk::hopper::prefetch_maps({self._map_ref(g, 0)}, {self._map_ref(g, 1)});  // phase {phase}'s")
 
     def _map_ref(self, g: int, operand: int) -> str:
         """The tensor map of wgmma gemm g's operand (0: A, 1: B); where an operand is
@@ -3109,7 +3125,9 @@ class CudaTarget(Target):
     loads of a thread issued together (target.batched_reduce_tails);
     `grid_casts`, a grid kernel's casts of state carried through a chain of
     launches (target.grid_carried_casts); `shared_fixup`, split-K's fix-up
-    shared by a tile's slices (target.split_k_shared_fixup).
+    shared by a tile's slices (target.split_k_shared_fixup); `prefetch_maps`,
+    each phase's tensor maps asked for before its barrier
+    (target.prefetch_tensor_maps).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -3131,6 +3149,7 @@ class CudaTarget(Target):
     reduce_tails: str = "target"
     grid_casts: str = "target"
     shared_fixup: str = "target"
+    prefetch_maps: str = "target"
     stage_loads: int = 0
 
     # option -> the target field it sets
@@ -3141,7 +3160,8 @@ class CudaTarget(Target):
               "prefetch_inputs": "prefetch_step_inputs", "async_pushes": "exchange_async_pushes",
               "async_publish": "exchange_async_publish", "cast_copies": "carried_cast_copies",
               "producer_calls": "wgmma_producer_calls", "reduce_tails": "batched_reduce_tails",
-              "grid_casts": "grid_carried_casts", "shared_fixup": "split_k_shared_fixup"}
+              "grid_casts": "grid_carried_casts", "shared_fixup": "split_k_shared_fixup",
+              "prefetch_maps": "prefetch_tensor_maps"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}
 

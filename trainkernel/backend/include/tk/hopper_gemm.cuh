@@ -1436,6 +1436,23 @@ __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const 
                                                                         pipe);
 }
 
+// The tensor maps of a gemm the block runs next, asked for ahead of their first
+// use (the megakernel: before the grid barrier in front of the gemm's phase,
+// target.prefetch_tensor_maps). Otherwise the TMA unit fetches a map's 128
+// bytes at the phase's first copy, in front of its data. The standalone
+// kernel does the same at its start.
+__device__ __forceinline__ void prefetch_maps(const CUtensorMap* a, const CUtensorMap* b) {
+#if TK_HOPPER_DEVICE
+  if (threadIdx.x == 0) {
+    ptx::prefetch_tensormap(a);
+    ptx::prefetch_tensormap(b);
+  }
+#else
+  (void)a;
+  (void)b;
+#endif
+}
+
 // Generic-proxy writes to global memory (a previous phase's stores) and the
 // async proxy's reads of them (TMA) are ordered only through a proxy fence:
 // the megakernel issues one on both sides of each grid barrier.
