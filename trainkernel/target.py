@@ -487,6 +487,14 @@ class TargetOptions:
     # gemm kernel does it at its start): the first copy of a phase otherwise
     # waits for its map's fetch too (perf-log step 81). Off until measured.
     prefetch_tensor_maps: bool = False
+    # A grid kernel's cooperative launch also allows programmatic stream
+    # serialization (cudaLaunchKernelEx with both attributes): the kernel calls
+    # tk::launch_dependents and waits at tk::wait_prior_grid before its first
+    # global access, as resident kernels do (programmatic_launch: -0.3..-0.7
+    # us a step there, perf-log step 7). Whether the driver takes the two
+    # together is the first thing the probe shows (perf-log step 82). Off
+    # until measured.
+    grid_programmatic_launch: bool = False
     final_grid_sync: str = "wide"  # never | wide | always: see sched_to_tile.ends_with_grid_sync
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.

@@ -711,6 +711,11 @@ class CudaPrinter:
             self.w("  tk::hopper::PipeState tk_pipe;")
         if self.chained:
             self.w("  const bool tk_first = p.first, tk_more = p.more, tk_parity = p.parity;  // this launch of its chain")
+        if TARGET.grid_programmatic_launch:
+            # Launched with programmatic stream serialization: nothing above reads or
+            # writes global memory (parameters and shared memory only).
+            self.w("  tk::launch_dependents();")
+            self.w("  tk::wait_prior_grid();  // the previous kernel of the stream has finished")
         # PHASE_TIMER: block 0 reads its clock after every grid barrier, so each
         # interval is a phase's critical path over the whole grid.
         timer = PHASE_TIMER
@@ -1428,8 +1433,7 @@ extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
   if (err) return err;
 {self._launch_params(nbuf)}
   void* args[] = {{&p}};
-  return (int)cudaLaunchCooperativeKernel(tk_kernel, dim3(grid), dim3(kThreads), args, kSmem,
-                                          (cudaStream_t)stream);
+  {self._cooperative_launch()}
 }}""" if not self.chained else f"""
 // Launch `index` of a chain of `count` launches on one arena, with nothing
 // but these launches writing the state between them: the first casts the
@@ -1443,13 +1447,34 @@ extern "C" int tk_launch_chain(void** buffers, void* arena, int grid, void* stre
   p.more = index + 1 < count;
   p.parity = index & 1;
   void* args[] = {{&p}};
-  return (int)cudaLaunchCooperativeKernel(tk_kernel, dim3(grid), dim3(kThreads), args, kSmem,
-                                          (cudaStream_t)stream);
+  {self._cooperative_launch()}
 }}
 
 extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
   return tk_launch_chain(buffers, arena, grid, stream, 0, 1);
 }}""")
+
+    @staticmethod
+    def _cooperative_launch() -> str:
+        """The launcher's cooperative launch of the grid kernel `args` holds; with
+        target.grid_programmatic_launch through cudaLaunchKernelEx with programmatic
+        stream serialization too (the kernel waits at tk::wait_prior_grid)."""
+        if not TARGET.grid_programmatic_launch:
+            return ("return (int)cudaLaunchCooperativeKernel(tk_kernel, dim3(grid), dim3(kThreads), args, kSmem,\n"
+                    "                                          (cudaStream_t)stream);")
+        return """cudaLaunchAttribute attr[2];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // may start before the previous kernel ends
+  attr[1].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = kSmem;
+  cfg.stream = (cudaStream_t)stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 2;
+  return (int)cudaLaunchKernelExC(&cfg, tk_kernel, args);"""
 
     def _launch_params(self, nbuf: int) -> str:
         """tk_launch's parameter block. With wgmma gemms it holds their tensor
@@ -3127,7 +3152,8 @@ class CudaTarget(Target):
     launches (target.grid_carried_casts); `shared_fixup`, split-K's fix-up
     shared by a tile's slices (target.split_k_shared_fixup); `prefetch_maps`,
     each phase's tensor maps asked for before its barrier
-    (target.prefetch_tensor_maps).
+    (target.prefetch_tensor_maps); `grid_pdl`, a grid kernel's cooperative
+    launch with programmatic stream serialization (target.grid_programmatic_launch).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -3150,6 +3176,7 @@ class CudaTarget(Target):
     grid_casts: str = "target"
     shared_fixup: str = "target"
     prefetch_maps: str = "target"
+    grid_pdl: str = "target"
     stage_loads: int = 0
 
     # option -> the target field it sets
@@ -3161,7 +3188,7 @@ class CudaTarget(Target):
               "async_publish": "exchange_async_publish", "cast_copies": "carried_cast_copies",
               "producer_calls": "wgmma_producer_calls", "reduce_tails": "batched_reduce_tails",
               "grid_casts": "grid_carried_casts", "shared_fixup": "split_k_shared_fixup",
-              "prefetch_maps": "prefetch_tensor_maps"}
+              "prefetch_maps": "prefetch_tensor_maps", "grid_pdl": "grid_programmatic_launch"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}
 

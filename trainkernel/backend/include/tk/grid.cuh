@@ -49,6 +49,22 @@ __device__ __forceinline__ void grid_sync() {
   __syncthreads();
 }
 
+// ---------------------------------------------------------------------------
+// Programmatic dependent launch (sm_90)
+// ---------------------------------------------------------------------------
+// A kernel launched with cudaLaunchAttributeProgrammaticStreamSerialization
+// may start while the previous kernel of its stream still runs. Once every
+// block of this kernel has called launch_dependents(), the next kernel's
+// blocks may be scheduled onto the SMs left free; wait_prior_grid() returns
+// when the previous kernel has completed and its memory is visible. A kernel
+// that touches global memory only after its wait overlaps its launch latency
+// and set-up with its predecessor, never data. Both are no-ops in a kernel
+// launched without the attribute. Resident kernels use them
+// (target.programmatic_launch); grid kernels where target.grid_programmatic_launch
+// says (a cooperative launch with the attribute).
+__device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+__device__ __forceinline__ void wait_prior_grid() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+
 // Flat block index / count for 1-D persistent grids.
 __device__ __forceinline__ int block_id() { return (int)blockIdx.x; }
 __device__ __forceinline__ int num_blocks() { return (int)gridDim.x; }

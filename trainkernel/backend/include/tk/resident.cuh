@@ -25,7 +25,7 @@
 //   CastRows<S, N>: rows staged cast to another element type (L2 loads,
 //       every cast home's in flight together, then from_float); stage_wait()
 //       publishes them with the copies.
-//   launch_dependents(), wait_prior_grid()
+//   launch_dependents(), wait_prior_grid() (grid.cuh)
 //       programmatic dependent launch: let the next step's kernel be
 //       scheduled now; wait until the previous one has finished.
 //   push_partial<CLUSTER>(recv, n, e, v, rank), exchange<CLUSTER, Op>(recv, n, rank, epi[, copy])
@@ -45,24 +45,11 @@
 #include <type_traits>  // with_slice_extent's constants
 
 #include "gemm.cuh"
+#include "grid.cuh"  // launch_dependents, wait_prior_grid
 #include "reduce.cuh"
 #include "types.cuh"
 
 namespace tk {
-
-// ---------------------------------------------------------------------------
-// Programmatic dependent launch (sm_90)
-// ---------------------------------------------------------------------------
-// A kernel launched with cudaLaunchAttributeProgrammaticStreamSerialization
-// may start while the previous kernel of its stream still runs. Once every
-// block of this kernel has called launch_dependents(), the next kernel's
-// blocks may be scheduled onto the SMs left free; wait_prior_grid() returns
-// when the previous kernel has completed and its memory is visible. A kernel
-// that touches global memory only after its wait overlaps its launch latency
-// and set-up with its predecessor, never data. Both are no-ops in a kernel
-// launched without the attribute.
-__device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
-__device__ __forceinline__ void wait_prior_grid() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 
 // ---------------------------------------------------------------------------
 // Prologue copies
