@@ -10,9 +10,6 @@ plain call is a chain of one. The results are the bits of separate launches."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 import torch
@@ -27,10 +24,10 @@ from trainkernel.ir import parse_module
 from trainkernel.util import align_up
 from trainkernel.workloads import WORKLOADS
 
+from _nvcc import needs_nvcc, nvcc_errors
 from _variants import _workload
 from _variants import suite_source as _source
 
-INCLUDE = Path(trainkernel.__file__).resolve().parent / "backend" / "include"
 FIRST = "if (tk_first)  // a carried cast"
 GUARDED_BARRIER = "if (tk_first) {  // the phase's casts run in a chain's first launch alone"
 CARRIED_STORE = re.compile(r"if \(tk_more\) (t\d+\w*)\[")
@@ -138,7 +135,7 @@ def test_an_update_that_does_not_store_the_cast_is_an_error(target_fields, monke
         CudaPrinter(kernel).print()
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
+@needs_nvcc
 @pytest.mark.parametrize("name,dtype,engine", [("small", torch.bfloat16, "auto"), (ODD, torch.float16, "auto"),
                                                ("small", torch.bfloat16, "mma")])
 def test_builds_for_sm90a(target_fields, monkeypatch, tmp_path, name, dtype, engine):
@@ -147,12 +144,7 @@ def test_builds_for_sm90a(target_fields, monkeypatch, tmp_path, name, dtype, eng
     target_fields(grid_carried_casts=True)
     src = _compiled(name, dtype, engine=engine).cuda_source
     assert "tk_launch_chain" in src
-    cu = tmp_path / "k.cu"
-    cu.write_text(src)
-    proc = subprocess.run(["nvcc", "-std=c++17", "-O3", "-c", "-Xcompiler", "-fPIC",
-                           "-gencode=arch=compute_90a,code=sm_90a", "-I", str(INCLUDE), str(cu),
-                           "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert nvcc_errors(src, tmp_path) == ""
 
 
 def _chained(name, steps: int, seed: int, dtype=torch.bfloat16, replays: int = 1):

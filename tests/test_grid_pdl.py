@@ -7,9 +7,6 @@ tk::wait_prior_grid before its first global access, as resident kernels do
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 import torch
@@ -17,10 +14,10 @@ import torch
 import trainkernel
 from trainkernel import target as T
 
+from _nvcc import needs_nvcc, nvcc_errors
 from _variants import same_bits_off_and_on, stepped
 from _variants import suite_source as _source
 
-INCLUDE = Path(trainkernel.__file__).resolve().parent / "backend" / "include"
 WAIT = "  tk::wait_prior_grid();"
 
 
@@ -53,7 +50,7 @@ def test_resident_kernels_are_unchanged(target_fields):
     assert _source("online") == off
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
+@needs_nvcc
 @pytest.mark.parametrize("engine", ["auto", "mma"])
 def test_builds_with_its_launcher(target_fields, tmp_path, engine):
     target_fields(grid_programmatic_launch=True, grid_carried_casts=True)
@@ -62,12 +59,7 @@ def test_builds_with_its_launcher(target_fields, tmp_path, engine):
     w = WORKLOADS["small"]
     src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16),
                                        build=False, gemm_engine=engine).cuda_source
-    cu = tmp_path / "k.cu"
-    cu.write_text(src)
-    arch = "-gencode=arch=compute_90a,code=sm_90a" if "sm_90a" in src else "-arch=sm_90"
-    proc = subprocess.run(["nvcc", "-std=c++17", "-O3", "-c", "-Xcompiler", "-fPIC", arch, "-I", str(INCLUDE),
-                           str(cu), "-o", str(tmp_path / "k.o")], capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert nvcc_errors(src, tmp_path) == ""
 
 
 @pytest.mark.cuda

@@ -6,19 +6,15 @@ first copies do not also wait for their maps' fetch (perf-log step 81)."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
-import trainkernel
 from trainkernel import target as T
 
+from _nvcc import needs_nvcc, nvcc_errors
 from _variants import same_bits_off_and_on, stepped
 from _variants import suite_source as _source
 
-INCLUDE = Path(trainkernel.__file__).resolve().parent / "backend" / "include"
 PREFETCH = re.compile(r"  tk::hopper::prefetch_maps\((&p\.maps\[\d+\]), (&p\.maps\[\d+\])\);  // phase (\d+)'s\n")
 CALL = re.compile(r"grid_gemm_units<[^>]*>\((&p\.maps\[\d+\]), (&p\.maps\[\d+\]), ")
 
@@ -55,17 +51,12 @@ def test_resident_kernels_are_unchanged(target_fields):
     assert _source("online") == off
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
+@needs_nvcc
 def test_builds_for_sm90a(target_fields, tmp_path):
     target_fields(prefetch_tensor_maps=True, grid_carried_casts=True)
     src = _source("small")
     assert "prefetch_maps(&p.maps[tk_parity ? " in src
-    cu = tmp_path / "k.cu"
-    cu.write_text(src)
-    proc = subprocess.run(["nvcc", "-std=c++17", "-O3", "-cubin", "-gencode=arch=compute_90a,code=sm_90a",
-                           "-I", str(INCLUDE), str(cu), "-o", str(tmp_path / "k.cubin")],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert nvcc_errors(src, tmp_path, host=False) == ""
 
 
 @pytest.mark.cuda

@@ -8,9 +8,6 @@ spread over its slices' blocks instead of one."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -18,10 +15,10 @@ import trainkernel
 from trainkernel import target as T
 from trainkernel.workloads import WORKLOADS
 
+from _nvcc import needs_nvcc, nvcc_errors
 from _variants import same_bits_off_and_on, stepped
 from _variants import suite_source as _source
 
-INCLUDE = Path(trainkernel.__file__).resolve().parent / "backend" / "include"
 CALL = re.compile(r"// tile\.gemm [^\n]*?(, split-K: \d+ slices of \d+)?\n[^\n]*\n\s*tk::hopper::grid_gemm_units<([^>]*)>\(")
 # small at odd sizes: its second product (130 x 24, K = 2048) splits K 4 ways over
 # edge tiles (a 2-row m-tile; 24 of a 64-wide tile's columns: one pass of two
@@ -54,7 +51,7 @@ def test_resident_kernels_are_unchanged(target_fields):
     assert _source("online") == off
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found")
+@needs_nvcc
 @pytest.mark.parametrize("name,fields", [("medium", {}), ("small", {"full_sum_partials": True}),
                                          (ODD, {"wgmma_producer_calls": True})], ids=str)
 def test_builds_for_sm90a(target_fields, tmp_path, name, fields):
@@ -63,12 +60,7 @@ def test_builds_for_sm90a(target_fields, tmp_path, name, fields):
     target_fields(split_k_shared_fixup=True, **fields)
     src = trainkernel.compile_training(*_args(name), build=False, resident="off").cuda_source
     assert any(split and n == 7 for split, n in _calls(src))
-    cu = tmp_path / "k.cu"
-    cu.write_text(src)
-    proc = subprocess.run(["nvcc", "-std=c++17", "-O3", "-cubin", "-gencode=arch=compute_90a,code=sm_90a",
-                           "-I", str(INCLUDE), str(cu), "-o", str(tmp_path / "k.cubin")],
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert nvcc_errors(src, tmp_path, host=False) == ""
 
 
 def _args(name):

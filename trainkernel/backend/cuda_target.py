@@ -597,6 +597,16 @@ class CudaPrinter:
         self.alt_maps: dict[int, int] = {}
         self.arena_bytes = kernel.arena_bytes.data
 
+    def _grid_phases(self) -> dict[tile.TileWorkOp, int]:
+        """Each tile op's phase: the tile.syncs before it."""
+        phase_of, phase = {}, 0
+        for op in self.kernel.block.ops:
+            if isinstance(op, tile.SyncOp):
+                phase += 1
+            elif isinstance(op, tile.TileWorkOp):
+                phase_of[op] = phase
+        return phase_of
+
     def _carrying(self) -> dict:
         """The carried-cast fields of this kernel's body printers."""
         return {"next_casts": self.next_casts, "stored_casts": self.stored_casts}
@@ -630,13 +640,7 @@ class CudaPrinter:
         if not TARGET.grid_carried_casts:
             return
         k = self.kernel
-        phase_of: dict[tile.TileWorkOp, int] = {}
-        phase = 0
-        for op in k.block.ops:
-            if isinstance(op, tile.SyncOp):
-                phase += 1
-            elif isinstance(op, tile.TileWorkOp):
-                phase_of[op] = phase
+        phase_of = self._grid_phases()
         work = list(phase_of)
         at = align_up(self.arena_bytes, sched.ARENA_ALIGNMENT)
         for op in state_casts(k):
@@ -823,13 +827,8 @@ class CudaPrinter:
         asked for before the barrier in front of it (at the kernel's start for phase 0)."""
         if not (TARGET.prefetch_tensor_maps and self.wgmma):
             return
-        at, gemms = 0, []
-        for op in self.kernel.block.ops:
-            if isinstance(op, tile.SyncOp):
-                at += 1
-            elif at == phase and op in self.wgmma:
-                gemms.append(self.wgmma.index(op))
-        for g in gemms:
+        phase_of = self._grid_phases()
+        for g in [g for g, op in enumerate(self.wgmma) if phase_of[op] == phase]:
             self.w(f"  tk::hopper::prefetch_maps({self._map_ref(g, 0)}, {self._map_ref(g, 1)});  // phase {phase}'s")
 
     def _map_ref(self, g: int, operand: int) -> str:

@@ -1004,9 +1004,12 @@ struct AnyStoreEpilogue {
 // publishing its own. Returns false (for the warp) when another unit of the
 // tile is still missing: only the last one continues. The sum is in slice
 // order whoever arrives last (same bits).
+// A split tile's slice stores its fp32 partial in fragment order (thread ctid's
+// float4 q at q * consumer threads + ctid: coalesced, and read back by the same
+// thread) and fences it: the tile's partials (splits x BM x BN) in slice order.
 template <int BM, int BN>
-__device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit& w,
-                                             float (&acc)[BN / 2], int ctid) {
+__device__ __forceinline__ const float4* store_split_partial(const GemmParams& p, const WorkUnit& w,
+                                                             const float (&acc)[BN / 2], int ctid) {
   constexpr int kConsumerThreads = 128 * kConsumers;
   constexpr int kTile = BM * BN;
   float4* tile_ws = reinterpret_cast<float4*>(p.workspace + (size_t)w.tile * p.splits * kTile);
@@ -1016,6 +1019,15 @@ __device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit
     mine[q * kConsumerThreads + ctid] =
         make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
   __threadfence();
+  return tile_ws;
+}
+
+template <int BM, int BN>
+__device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit& w,
+                                             float (&acc)[BN / 2], int ctid) {
+  constexpr int kConsumerThreads = 128 * kConsumers;
+  constexpr int kTile = BM * BN;
+  const float4* tile_ws = store_split_partial<BM, BN>(p, w, acc, ctid);
   // A warp reads back only its own lanes' partials: it votes alone.
   __syncwarp();
   int last = 0;
@@ -1062,13 +1074,7 @@ __device__ __forceinline__ void splitk_shared_fixup(const GemmParams& p, const W
                                                     float (&acc)[BN / 2], int ctid) {
   constexpr int kConsumerThreads = 128 * kConsumers;
   constexpr int kTile = BM * BN;
-  float4* tile_ws = reinterpret_cast<float4*>(p.workspace + (size_t)w.tile * p.splits * kTile);
-  float4* mine = tile_ws + (size_t)w.split * (kTile / 4);
-#pragma unroll
-  for (int q = 0; q < BN / 8; ++q)
-    mine[q * kConsumerThreads + ctid] =
-        make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
-  __threadfence();
+  const float4* tile_ws = store_split_partial<BM, BN>(p, w, acc, ctid);
   __syncwarp();
   int* counter = p.counters + w.tile * kTileWarps + (ctid >> 5);
   if ((ctid & 31) == 0) {
