@@ -1004,6 +1004,30 @@ struct AnyStoreEpilogue {
 // publishing its own. Returns false (for the warp) when another unit of the
 // tile is still missing: only the last one continues. The sum is in slice
 // order whoever arrives last (same bits).
+// acc's float4s [q0, q0 + NQ) as the sum, in slice order, of the tile's
+// `splits` partials (store_split_partial's layout; __ldcg: other SMs wrote
+// them). q0 must be known where it is inlined (an unrolled loop's index), so
+// that acc stays in registers.
+template <int BM, int BN, int NQ>
+__device__ __forceinline__ void sum_split_partials(const float4* tile_ws, int splits, float (&acc)[BN / 2],
+                                                   int ctid, int q0) {
+  constexpr int kConsumerThreads = 128 * kConsumers;
+  constexpr int kTile = BM * BN;
+#pragma unroll
+  for (int q = q0; q < q0 + NQ; ++q) acc[4 * q] = acc[4 * q + 1] = acc[4 * q + 2] = acc[4 * q + 3] = 0.0f;
+  for (int s = 0; s < splits; ++s) {
+    const float4* part = tile_ws + (size_t)s * (kTile / 4);
+#pragma unroll
+    for (int q = q0; q < q0 + NQ; ++q) {
+      const float4 v = __ldcg(part + q * kConsumerThreads + ctid);
+      acc[4 * q] += v.x;
+      acc[4 * q + 1] += v.y;
+      acc[4 * q + 2] += v.z;
+      acc[4 * q + 3] += v.w;
+    }
+  }
+}
+
 // A split tile's slice stores its fp32 partial in fragment order (thread ctid's
 // float4 q at q * consumer threads + ctid: coalesced, and read back by the same
 // thread) and fences it: the tile's partials (splits x BM x BN) in slice order.
@@ -1025,8 +1049,6 @@ __device__ __forceinline__ const float4* store_split_partial(const GemmParams& p
 template <int BM, int BN>
 __device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit& w,
                                              float (&acc)[BN / 2], int ctid) {
-  constexpr int kConsumerThreads = 128 * kConsumers;
-  constexpr int kTile = BM * BN;
   const float4* tile_ws = store_split_partial<BM, BN>(p, w, acc, ctid);
   // A warp reads back only its own lanes' partials: it votes alone.
   __syncwarp();
@@ -1038,19 +1060,7 @@ __device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit
   }
   if (__shfl_sync(0xffffffffu, last, 0) == 0) return false;
   __threadfence();
-#pragma unroll
-  for (int r = 0; r < BN / 2; ++r) acc[r] = 0.0f;
-  for (int s = 0; s < p.splits; ++s) {
-    const float4* part = tile_ws + (size_t)s * (kTile / 4);
-#pragma unroll
-    for (int q = 0; q < BN / 8; ++q) {
-      const float4 v = __ldcg(part + q * kConsumerThreads + ctid);
-      acc[4 * q] += v.x;
-      acc[4 * q + 1] += v.y;
-      acc[4 * q + 2] += v.z;
-      acc[4 * q + 3] += v.w;
-    }
-  }
+  sum_split_partials<BM, BN, BN / 8>(tile_ws, p.splits, acc, ctid, 0);
   return true;
 }
 
@@ -1072,8 +1082,6 @@ __device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit
 template <int BM, int BN>
 __device__ __forceinline__ void splitk_shared_fixup(const GemmParams& p, const WorkUnit& w,
                                                     float (&acc)[BN / 2], int ctid) {
-  constexpr int kConsumerThreads = 128 * kConsumers;
-  constexpr int kTile = BM * BN;
   const float4* tile_ws = store_split_partial<BM, BN>(p, w, acc, ctid);
   __syncwarp();
   int* counter = p.counters + w.tile * kTileWarps + (ctid >> 5);
@@ -1087,23 +1095,8 @@ __device__ __forceinline__ void splitk_shared_fixup(const GemmParams& p, const W
   __syncwarp();
   __threadfence();
 #pragma unroll
-  for (int c0 = 0; c0 < BN; c0 += kRowCols) {
-    if ((c0 / kRowCols) % p.splits != w.split) continue;  // another slice's pass
-#pragma unroll
-    for (int q = c0 / 8; q < (c0 + kRowCols) / 8; ++q)
-      acc[4 * q] = acc[4 * q + 1] = acc[4 * q + 2] = acc[4 * q + 3] = 0.0f;
-    for (int s = 0; s < p.splits; ++s) {
-      const float4* part = tile_ws + (size_t)s * (kTile / 4);
-#pragma unroll
-      for (int q = c0 / 8; q < (c0 + kRowCols) / 8; ++q) {
-        const float4 v = __ldcg(part + q * kConsumerThreads + ctid);
-        acc[4 * q] += v.x;
-        acc[4 * q + 1] += v.y;
-        acc[4 * q + 2] += v.z;
-        acc[4 * q + 3] += v.w;
-      }
-    }
-  }
+  for (int c0 = 0; c0 < BN; c0 += kRowCols)  // the passes this slice owns
+    if ((c0 / kRowCols) % p.splits == w.split) sum_split_partials<BM, BN, kRowCols / 8>(tile_ws, p.splits, acc, ctid, c0 / 8);
   __syncwarp();  // every lane has read the partials before the warp leaves
   if ((ctid & 31) == 0 && atomicAdd(counter, 1) == 2 * p.splits - 1) *counter = 0;
 }
