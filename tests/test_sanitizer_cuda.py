@@ -129,3 +129,38 @@ def test_compute_sanitizer_on_the_step_loop_of_the_fallback_forms(tool: str, wor
     one launch, on the suite's steps through TK_TARGET_FIELDS."""
     fields = "exchange_async_publish=0;prefetch_step_inputs=0"
     _step_loop_reports_nothing(tool, workload, tmp_path, TK_TARGET_FIELDS=fields)
+
+
+# Every grid-kernel switch prepared in the twenty-first session (perf-log steps
+# 76-82) with those before it (74, 75, 70): casts carried through a chain of
+# launches (parity copies, their tensor maps), the loss from column partials on a
+# split-K gemm whose fix-up its slices share (a spin wait across blocks), the
+# maps prefetched, programmatic launch.
+PREPARED_GRID = ("grid_carried_casts=1;input_casts=1;sink_sources=1;split_k_shared_fixup=1;prefetch_tensor_maps=1;"
+                 "grid_programmatic_launch=1;full_sum_partials=1;batched_reduce_tails=1;wgmma_producer_calls=1")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
+def test_compute_sanitizer_on_a_chain_with_the_prepared_grid_switches(tool: str, tmp_path):
+    """small's grid kernel, three steps captured as one chain of launches, every prepared
+    grid switch on (PREPARED_GRID)."""
+    sanitizer = _sanitizer()
+    if sanitizer is None:
+        pytest.skip("compute-sanitizer is not installed")
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+               TK_TARGET_FIELDS=PREPARED_GRID)
+    env.setdefault("TRAINKERNEL_CACHE_DIR", str(tmp_path / "cache"))
+    env.setdefault("NVCC_APPEND_FLAGS", "-lineinfo")
+    subprocess.run([sys.executable, str(SCRIPT), "small", "bfloat16", "1"], env=env, check=True,
+                   capture_output=True, timeout=300)
+    proc = subprocess.run(
+        [sanitizer, "--tool", tool, "--error-exitcode", "7", sys.executable, str(SCRIPT), "small", "bfloat16", "3",
+         "capture"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )
+    out = proc.stdout + proc.stderr
+    print(out[-4000:])
+    assert proc.returncode == 0, out[-4000:]
+    assert "in 3 launches (a chain)" in out, out[-4000:]
+    assert "ERROR SUMMARY: 0 errors" in out or "(0 errors, 0 warnings)" in out, out[-4000:]

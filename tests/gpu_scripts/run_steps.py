@@ -9,7 +9,8 @@ ENGINE: the grid kernel's gemm engine (auto, mma, wgmma); MAX_KSPLIT: the
 target's split-K limit (1: no split-K), to tell a sanitizer report's cause.
 TK_TARGET_FIELDS (environment): fields of the target to switch, as the probe's
 target variants spell them (benchmarks.resident_probe.target_variant), e.g.
-"exchange_async_publish=0;prefetch_step_inputs=0".
+"exchange_async_publish=0;prefetch_step_inputs=0"; input_casts=1 and
+sink_sources=1 there set the pipeline's switches, as in the probe.
 """
 
 import dataclasses
@@ -33,7 +34,12 @@ def main() -> None:
     from trainkernel import target
     from trainkernel.backend import cuda_target
 
-    chosen = target_variant(os.environ.get("TK_TARGET_FIELDS", ""))
+    from trainkernel import pipeline
+
+    fields = os.environ.get("TK_TARGET_FIELDS", "")
+    chosen = target_variant(fields)
+    pipeline.FUSE_INPUT_CASTS = pipeline.FUSE_INPUT_CASTS or "input_casts=1" in fields
+    pipeline.SINK_SOURCES = pipeline.SINK_SOURCES or "sink_sources=1" in fields
     if len(sys.argv) > 6:
         chosen = dataclasses.replace(chosen, max_ksplit=int(sys.argv[6]))
     target.TARGETS[target.H200.name] = cuda_target.TARGET = chosen
@@ -46,7 +52,8 @@ def main() -> None:
         program = compiled.capture(params, *batches[0], warmup=1, steps=steps, batches=batches)
         loss = program.replay()[0]
         torch.cuda.synchronize()
-        print("ran", name, steps, "steps in", program.launches, "launches, loss", float(loss))
+        chain = " (a chain)" if "tk_launch_chain" in compiled.cuda_source else ""
+        print("ran", name, steps, "steps in", program.launches, f"launches{chain}, loss", float(loss))
         return
     for s in range(steps):
         out = compiled(params, *batches[s % 2])  # (loss, grads, new) or a twin's (loss, new_state)
