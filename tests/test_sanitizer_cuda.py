@@ -132,12 +132,13 @@ def test_compute_sanitizer_on_the_step_loop_of_the_fallback_forms(tool: str, wor
 
 
 # Every grid-kernel switch prepared in the twenty-first session (perf-log steps
-# 76-82) with those before it (74, 75, 70): casts carried through a chain of
+# 76-83) with those before it (74, 75, 70): casts carried through a chain of
 # launches (parity copies, their tensor maps), the loss from column partials on a
 # split-K gemm whose fix-up its slices share (a spin wait across blocks), the
-# maps prefetched, programmatic launch.
+# maps prefetched, programmatic launch, outputs left to the chain's last launch.
 PREPARED_GRID = ("grid_carried_casts=1;input_casts=1;sink_sources=1;split_k_shared_fixup=1;prefetch_tensor_maps=1;"
-                 "grid_programmatic_launch=1;full_sum_partials=1;batched_reduce_tails=1;wgmma_producer_calls=1")
+                 "grid_programmatic_launch=1;full_sum_partials=1;batched_reduce_tails=1;wgmma_producer_calls=1;"
+                 "grid_last_launch_outputs=1")
 
 
 @pytest.mark.cuda

@@ -495,6 +495,13 @@ class TargetOptions:
     # together is the first thing the probe shows (perf-log step 82). Off
     # until measured.
     grid_programmatic_launch: bool = False
+    # A grid kernel in a chain of launches (capture) stores the outputs that are
+    # not state and that nothing in the kernel reads (the loss, the returned
+    # gradients: large's 128 MB a step) in the chain's last launch alone, and
+    # runs what only they need (the loss's sum) there alone: capture's outputs
+    # are its last step's. The resident step loop does the same
+    # (last_step_outputs). Perf-log step 83; off until measured.
+    grid_last_launch_outputs: bool = False
     final_grid_sync: str = "wide"  # never | wide | always: see sched_to_tile.ends_with_grid_sync
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.

@@ -360,6 +360,8 @@ class BodyPrinter:
     next_casts: dict[SSAValue, tuple[str, Attribute]] = dataclass_field(default_factory=dict)
     # The state arguments this printer stored a carried cast of (checked by the kernel's printer).
     stored_casts: set[SSAValue] = dataclass_field(default_factory=set)
+    # Outputs a chain's last launch alone stores (CudaPrinter.plan_last_launch_outputs).
+    last_only: frozenset[SSAValue] = frozenset()
 
     def fresh(self) -> str:
         self.counter += 1
@@ -443,7 +445,8 @@ class BodyPrinter:
             shape = tuple(tk.shape_of(v))
             val = self.value_at(v, index, env)
             at = _linear(index, shape, self.wide)
-            self.line(f"{self.names[buf]}[{at}] = {_store(buf.type, val)};")
+            guard = "if (!tk_more) " if sched.root_buffer(buf) in self.last_only else ""
+            self.line(f"{guard}{self.names[buf]}[{at}] = {_store(buf.type, val)};")
             cast = self.next_casts.get(buf)
             if cast is not None:  # the cast of the value as stored: the bits the next launch's cast map gives
                 ptr, cast_type = cast
@@ -596,6 +599,9 @@ class CudaPrinter:
         self.cast_of: dict[SSAValue, SSAValue] = {}  # state argument -> its carried cast's temporary
         self.alt_maps: dict[int, int] = {}
         self.arena_bytes = kernel.arena_bytes.data
+        # What a chain's last launch alone runs and stores (plan_last_launch_outputs).
+        self.last_only_ops: set[tile.TileWorkOp] = set()
+        self.last_only_bufs: frozenset[SSAValue] = frozenset()
 
     def _grid_phases(self) -> dict[tile.TileWorkOp, int]:
         """Each tile op's phase: the tile.syncs before it."""
@@ -609,13 +615,47 @@ class CudaPrinter:
 
     def _carrying(self) -> dict:
         """The carried-cast fields of this kernel's body printers."""
-        return {"next_casts": self.next_casts, "stored_casts": self.stored_casts}
+        return {"next_casts": self.next_casts, "stored_casts": self.stored_casts, "last_only": self.last_only_bufs}
 
     @property
     def chained(self) -> bool:
-        """Whether the kernel carries casts from launch to launch (its params hold
-        first, more and parity; it exports tk_launch_chain)."""
-        return bool(self.first_only)
+        """Whether the kernel runs differently in a chain of launches (its params
+        hold first, more and parity; it exports tk_launch_chain): it carries casts
+        from launch to launch, or leaves outputs to the chain's last launch."""
+        return bool(self.first_only or self.last_only_ops or self.last_only_bufs)
+
+    def plan_last_launch_outputs(self) -> None:
+        """What a chain's last launch alone needs (target.grid_last_launch_outputs),
+        as the resident step loop's plan_last_step_ops: `capture`'s outputs are its
+        last step's, so an output buffer that is not state and that no op reads
+        (the loss, the returned gradients) is stored by the last launch alone
+        (`!tk_more`), and an op whose every result is such an output, or a
+        temporary that only such ops read (medium's loss rows), runs in the last
+        launch alone. An op that writes state, or a temporary an every-launch op
+        reads, runs every launch. Only for state updated in place (a staged
+        kernel's new state is an output the caller copies back every launch)."""
+        if not TARGET.grid_last_launch_outputs:
+            return
+        k = self.kernel
+        work = [op for op in k.block.ops if isinstance(op, tile.TileWorkOp)]
+        n_in = k.num_inputs.data
+        if not any(isinstance(r := sched.root_buffer(v), BlockArgument) and r.index < n_in
+                   for op in work for v in op.outs):
+            return  # staged state: its new values are outputs the caller copies back after every launch
+        read = {sched.root_buffer(v) for op in work for v in op.ins}
+        self.last_only_bufs = frozenset(a for a in k.block.args[n_in:] if a not in read)
+        needed: set[SSAValue] = set()  # temporaries an every-launch op reads
+        for op in reversed(work):
+            roots = [sched.root_buffer(v) for v in op.outs]
+            if op not in self.first_only and all(
+                    r in self.last_only_bufs or (isinstance(r.owner, sched.BufferOp) and r not in needed) for r in roots):
+                self.last_only_ops.add(op)
+            else:
+                needed |= {sched.root_buffer(v) for v in op.ins}
+        # A temporary only last-launch ops read (small's squared errors, which only
+        # the loss sums) is stored by the last launch alone too.
+        self.last_only_bufs |= {r for op in work if op not in self.last_only_ops for v in op.outs
+                                if isinstance((r := sched.root_buffer(v)).owner, sched.BufferOp) and r not in needed}
 
     def plan_chained_casts(self) -> None:
         """The casts of state a chain of launches carries (target.grid_carried_casts).
@@ -676,6 +716,7 @@ class CudaPrinter:
         k = self.kernel
         nbuf = len(k.block.args)
         self.plan_chained_casts()
+        self.plan_last_launch_outputs()
         # A chain's launch flags (plan_chained_casts): its first launch, another follows, the launch's index % 2.
         flags = " int first; int more; int parity;" if self.chained else ""
         if self.wgmma:
@@ -747,12 +788,16 @@ class CudaPrinter:
                 self.w(f"  {c_type(op.result.type)}* {name} = {self.names[op.source]};")
             elif isinstance(op, tile.SyncOp):
                 phase += 1
-                # A phase of casts that only a chain's first launch runs: so is its barrier.
+                # A phase that only a chain's first launch (its casts) or last launch (its
+                # outputs) runs: so is its barrier.
                 first_only = bool(phase_ops) and all(o in self.first_only for o in phase_ops)
+                last_only = bool(phase_ops) and all(o in self.last_only_ops for o in phase_ops)
                 phase_ops = []
                 self._prefetch_maps(phase)
                 if first_only:
                     self.w("  if (tk_first) {  // the phase's casts run in a chain's first launch alone")
+                elif last_only:
+                    self.w("  if (!tk_more) {  // the phase's outputs: a chain's last launch alone")
                 if self.wgmma and op.scope.data == "grid":
                     # The next phase's TMA (async proxy) reads what this one stored.
                     self.w("  tk::hopper::fence_proxy_async_global();")
@@ -760,7 +805,7 @@ class CudaPrinter:
                     self.w("  tk::hopper::fence_proxy_async_global();")
                 else:
                     self.w("  tk::grid_sync();" if op.scope.data == "grid" else "  __syncthreads();")
-                if first_only:
+                if first_only or last_only:
                     self.w("  }")
                 if timer:
                     self.w(f"  tk_t[{phase}] = clock64();")
@@ -771,6 +816,8 @@ class CudaPrinter:
                 phase_ops.append(op)
                 if op in self.first_only:
                     self.w("  if (tk_first)  // a carried cast: later launches of the chain read the updates' copy")
+                elif op in self.last_only_ops:
+                    self.w("  if (!tk_more)  // only outputs read it: a chain's last launch alone")
                 {tile.GemmOp: self.gemm, tile.ReduceOp: self.reduce, tile.MapOp: self.map}[type(op)](op)
                 if OP_TIMER:
                     self._op_timer(op, len(labels))
@@ -1436,7 +1483,8 @@ extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
 }}""" if not self.chained else f"""
 // Launch `index` of a chain of `count` launches on one arena, with nothing
 // but these launches writing the state between them: the first casts the
-// state, the others read the casts the launch before stored (plan_chained_casts).
+// state, the others read the casts the launch before stored (plan_chained_casts);
+// the last stores the outputs that only the caller reads (plan_last_launch_outputs).
 extern "C" int tk_launch_chain(void** buffers, void* arena, int grid, void* stream, int index, int count) {{
   if (index < 0 || index >= count) return (int)cudaErrorInvalidValue;
   int err = tk_configure();
@@ -3152,7 +3200,9 @@ class CudaTarget(Target):
     shared by a tile's slices (target.split_k_shared_fixup); `prefetch_maps`,
     each phase's tensor maps asked for before its barrier
     (target.prefetch_tensor_maps); `grid_pdl`, a grid kernel's cooperative
-    launch with programmatic stream serialization (target.grid_programmatic_launch).
+    launch with programmatic stream serialization (target.grid_programmatic_launch);
+    `last_outputs`, a grid kernel's outputs left to a chain's last launch
+    (target.grid_last_launch_outputs).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -3176,6 +3226,7 @@ class CudaTarget(Target):
     shared_fixup: str = "target"
     prefetch_maps: str = "target"
     grid_pdl: str = "target"
+    last_outputs: str = "target"
     stage_loads: int = 0
 
     # option -> the target field it sets
@@ -3187,7 +3238,8 @@ class CudaTarget(Target):
               "async_publish": "exchange_async_publish", "cast_copies": "carried_cast_copies",
               "producer_calls": "wgmma_producer_calls", "reduce_tails": "batched_reduce_tails",
               "grid_casts": "grid_carried_casts", "shared_fixup": "split_k_shared_fixup",
-              "prefetch_maps": "prefetch_tensor_maps", "grid_pdl": "grid_programmatic_launch"}
+              "prefetch_maps": "prefetch_tensor_maps", "grid_pdl": "grid_programmatic_launch",
+              "last_outputs": "grid_last_launch_outputs"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}
 
