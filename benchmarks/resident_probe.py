@@ -101,18 +101,23 @@ def check(w, dtype, compiled, steps: int = 10, device: str = "cuda") -> float:
 
 def capture_matches_calls(w, dtype, compiled, steps: int = STEPS) -> bool:
     """Whether `steps` steps recorded by `capture` (one launch of a step loop, or a
-    chain of launches that carries casts) leave the bits of `steps` plain calls in
-    the state: what `check` cannot see, since it makes plain calls."""
+    chain of launches) leave the bits of `steps` plain calls in the state and in
+    the last step's other outputs: what `check` cannot see, since it makes plain
+    calls."""
     from torch.utils import _pytree as pytree
 
     batches = w.make_batches(4, seed=1, device="cuda", dtype=dtype)
     s_calls = pytree.tree_map(torch.clone, w.init_state(0, "cuda"))
     for i in range(steps):
-        s_calls = compiled(s_calls, *batches[i % 4])[-1]
+        out = compiled(s_calls, *batches[i % 4])
+        s_calls = out[-1]
+    want = [t.clone() for t in pytree.tree_leaves((s_calls, tuple(out)[:-1]))]
     s_cap = pytree.tree_map(torch.clone, w.init_state(0, "cuda"))
-    compiled.capture(s_cap, *batches[0], steps=steps, batches=batches).replay()
+    program = compiled.capture(s_cap, *batches[0], steps=steps, batches=batches)
+    program.replay()
     torch.cuda.synchronize()
-    return all(torch.equal(a, b) for a, b in zip(pytree.tree_leaves(s_calls), pytree.tree_leaves(s_cap)))
+    got = pytree.tree_leaves((s_cap, tuple(program.outputs)[:-1]))
+    return len(got) == len(want) and all(torch.equal(a, b) for a, b in zip(got, want))
 
 
 def timer_run(specs: list[str], flags: str = "", timer: str = "PHASE_TIMER") -> None:
