@@ -355,8 +355,8 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
                 cuda_target.TARGET = target.TARGETS[target.H200.name]  # the resident printer's fields too
             from trainkernel import pipeline  # tk-fuse: merge=MODE[+casts|+nocasts], else the pipeline's defaults
 
-            mode, casts = label[6:].partition("+")[::2] if label.startswith("merge=") else (FUSE_MERGE, "")
-            pipeline.FUSE_MERGE = mode
+            merge, casts = label[6:].partition("+")[::2] if label.startswith("merge=") else (FUSE_MERGE, "")
+            pipeline.FUSE_MERGE = merge
             pipeline.FUSE_INPUT_CASTS = {"casts": True, "nocasts": False}.get(casts, FUSE_INPUT_CASTS)
             # A target variant may set the pipeline's switches too: tk-fuse's input_casts, tk-to-sched's sink_sources.
             if label.startswith("target:") and "input_casts=1" in label:
