@@ -68,7 +68,10 @@ def test_compute_sanitizer_reports_nothing_on_the_step_loop(tool: str, workload:
     _step_loop_reports_nothing(tool, workload, tmp_path)
 
 
-def _step_loop_reports_nothing(tool: str, workload: str, tmp_path, **env_extra: str) -> None:
+def _step_loop_reports_nothing(tool: str, workload: str, tmp_path, launches: str = "in 1 launches",
+                               **env_extra: str) -> None:
+    """Three captured steps of `workload` under `tool`: no report, and the capture ran
+    as `launches` says (one launch of the step loop, or a chain of three)."""
     sanitizer = _sanitizer()
     if sanitizer is None:
         pytest.skip("compute-sanitizer is not installed")
@@ -85,7 +88,7 @@ def _step_loop_reports_nothing(tool: str, workload: str, tmp_path, **env_extra: 
     out = proc.stdout + proc.stderr
     print(out[-4000:])
     assert proc.returncode == 0, out[-4000:]
-    assert "in 1 launches" in out, out[-4000:]
+    assert launches in out, out[-4000:]
     assert "ERROR SUMMARY: 0 errors" in out or "(0 errors, 0 warnings)" in out, out[-4000:]
 
 
@@ -146,22 +149,5 @@ PREPARED_GRID = ("grid_carried_casts=1;input_casts=1;sink_sources=1;split_k_shar
 def test_compute_sanitizer_on_a_chain_with_the_prepared_grid_switches(tool: str, tmp_path):
     """small's grid kernel, three steps captured as one chain of launches, every prepared
     grid switch on (PREPARED_GRID)."""
-    sanitizer = _sanitizer()
-    if sanitizer is None:
-        pytest.skip("compute-sanitizer is not installed")
-    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-               TK_TARGET_FIELDS=PREPARED_GRID)
-    env.setdefault("TRAINKERNEL_CACHE_DIR", str(tmp_path / "cache"))
-    env.setdefault("NVCC_APPEND_FLAGS", "-lineinfo")
-    subprocess.run([sys.executable, str(SCRIPT), "small", "bfloat16", "1"], env=env, check=True,
-                   capture_output=True, timeout=300)
-    proc = subprocess.run(
-        [sanitizer, "--tool", tool, "--error-exitcode", "7", sys.executable, str(SCRIPT), "small", "bfloat16", "3",
-         "capture"],
-        env=env, capture_output=True, text=True, timeout=600,
-    )
-    out = proc.stdout + proc.stderr
-    print(out[-4000:])
-    assert proc.returncode == 0, out[-4000:]
-    assert "in 3 launches (a chain)" in out, out[-4000:]
-    assert "ERROR SUMMARY: 0 errors" in out or "(0 errors, 0 warnings)" in out, out[-4000:]
+    _step_loop_reports_nothing(tool, "small", tmp_path, launches="in 3 launches (a chain)",
+                               TK_TARGET_FIELDS=PREPARED_GRID)

@@ -609,10 +609,17 @@ class CompiledTrainingStep:
         """The launcher's buffer list: inputs from `flat`, outputs from `outputs`."""
         return [flat[b.index] if b.role == "input" else outputs[pos] for pos, b in enumerate(self.meta.buffers)]
 
-    def _launch(self, lib, buffers: list[torch.Tensor], arena: torch.Tensor, device: torch.device) -> None:
+    def _launch(self, lib, buffers: list[torch.Tensor], arena: torch.Tensor, device: torch.device,
+                chain: tuple[int, int] | None = None) -> None:
+        """One launch on the device's current stream; `chain` = (index, count): launch
+        `index` of a chain of `count` (lib.launch_chain) instead of a chain of one."""
         with torch.cuda.device(device):
             grid = lib.co_resident_grid(int(self.meta.grid), device.index)
-            lib.launch(buffers, arena, grid, torch.cuda.current_stream(device).cuda_stream)
+            stream = torch.cuda.current_stream(device).cuda_stream
+            if chain is None:
+                lib.launch(buffers, arena, grid, stream)
+            else:
+                lib.launch_chain(buffers, arena, grid, stream, *chain)
 
     def _results(self, buffers: list[torch.Tensor]):
         return pytree.tree_unflatten([buffers[pos] for _, pos in self.meta.results], self._out_spec)
@@ -704,13 +711,7 @@ class CompiledTrainingStep:
         chained = feed_back and self.inplace and lib.chains()
 
         def one_step(i: int, count: int):
-            if chained:
-                with torch.cuda.device(device):
-                    grid = lib.co_resident_grid(int(self.meta.grid), device.index)
-                    lib.launch_chain(bound[i % len(bound)], arena, grid, torch.cuda.current_stream(device).cuda_stream,
-                                     i, count)
-            else:
-                self._launch(lib, bound[i % len(bound)], arena, device)
+            self._launch(lib, bound[i % len(bound)], arena, device, (i, count) if chained else None)
             for dst, src in commits:
                 dst.copy_(src)
 

@@ -596,7 +596,7 @@ class CudaPrinter:
         self.stored_casts: set[SSAValue] = set()
         self.first_only: set[tile.TileWorkOp] = set()
         self.cast_offsets: dict[SSAValue, tuple[int, int | None]] = {}
-        self.cast_of: dict[SSAValue, SSAValue] = {}  # state argument -> its carried cast's temporary
+        self.state_of_cast: dict[SSAValue, SSAValue] = {}  # a carried cast's temporary -> its state argument
         self.alt_maps: dict[int, int] = {}
         self.arena_bytes = kernel.arena_bytes.data
         # What a chain's last launch alone runs and stores (plan_last_launch_outputs).
@@ -702,7 +702,7 @@ class CudaPrinter:
             odd, at = (at, at + size) if two else (None, at)
             self.cast_offsets[dst] = (even, odd)
             self.first_only.add(op)
-            self.cast_of[src] = dst  # next_casts: once the temporary has its name
+            self.state_of_cast[dst] = src  # next_casts: once the temporary has its name
         if self.cast_offsets:
             self.arena_bytes = at
         for g, op in enumerate(self.wgmma):  # a second pair of tensor maps where an operand has two copies
@@ -842,7 +842,7 @@ class CudaPrinter:
         elif FINAL_FENCE:
             self.w("  __threadfence(); __syncthreads();  // probe: a block's stores performed before it exits")
         self.w("}")
-        missing = [a for a in self.cast_of if a not in self.stored_casts]
+        missing = [a for a in self.state_of_cast.values() if a not in self.stored_casts]
         if missing:  # an update whose stores this printer does not carry: the next launch would read a stale cast
             raise DiagnosticException(
                 f"cuda: no update of {', '.join(buffer_name(a.index, a) for a in missing)} stored its carried cast")
@@ -860,7 +860,7 @@ class CudaPrinter:
             self.w(f"  {ct}* {name} = ({ct}*)(p.arena + {v.owner.offset_value});")
             return
         even, odd = offsets
-        state = next(a for a, d in self.cast_of.items() if d is v)
+        state = self.state_of_cast[v]
         if odd is None:
             self.w(f"  {ct}* {name} = ({ct}*)(p.arena + {even});  // a carried cast, written by the updates too")
             self.next_casts[state] = (name, v.type)
