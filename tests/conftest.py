@@ -84,11 +84,34 @@ def target_fields(monkeypatch):
     return lambda **fields: _use_target_fields(monkeypatch, **fields)
 
 
+# The switches of perf-log steps 70, 73 and 75-83 flipped on together (measured in
+# "Steps 69-83 measured"): the target fields, and the pipeline's tk-fuse input_casts.
+STEPS_69_83 = dict(carried_cast_copies=False, keep_state_homes=False, batched_reduce_tails=False,
+                   grid_carried_casts=False, full_sum_partials=False, split_k_shared_fixup=False,
+                   prefetch_tensor_maps=False, grid_last_launch_outputs=False)
+
+
 @pytest.fixture
-def before_steps_66_68(monkeypatch):
+def before_steps_69_83(monkeypatch):
+    """The default target and pipeline without the switches flipped after perf-log
+    steps 69-83 were measured: the printed form that the tests of each of those
+    switches (off against on, one at a time) and of earlier steps pin. The flipped
+    defaults themselves are tested by each switch's `test_on_as_measured`, the lit
+    tests of the suite's kernels, the fingerprints and the GPU suite.
+    target_fields then replaces fields of this target."""
+    import trainkernel.target as T
+    from trainkernel import pipeline
+
+    monkeypatch.setattr(pipeline, "FUSE_INPUT_CASTS", False)
+    monkeypatch.setattr(T, "DEFAULT", _use_target_fields(monkeypatch, **STEPS_69_83))
+
+
+@pytest.fixture
+def before_steps_66_68(monkeypatch, before_steps_69_83):
     """The default target without perf-log steps 66-68 (the next batch staged during
-    the step, the exchange's pushes and publish as st.async): the printed form that
-    tests of earlier steps pin. target_fields then replaces fields of this target."""
+    the step, the exchange's pushes and publish as st.async), nor the later ones: the
+    printed form that tests of earlier steps pin. target_fields then replaces fields
+    of this target."""
     import trainkernel.target as T
 
     monkeypatch.setattr(T, "DEFAULT", _use_target_fields(

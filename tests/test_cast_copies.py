@@ -22,6 +22,9 @@ from _nvcc import needs_nvcc, nvcc_errors
 from _variants import looped, resident_printer, same_bits_off_and_on, stepped
 from _variants import suite_source as _source
 
+# Each switch against the target before the flips (test_measured_defaults.py: on).
+pytestmark = pytest.mark.usefixtures("before_steps_69_83")
+
 CARRIED = "if (tk_first)  // carried from the previous step (plan_carried_casts)"
 DEEP = WORKLOADS["online"].with_sizes(64, (128, 256, 256, 16))  # three layers: two weights past the first
 
@@ -37,11 +40,6 @@ def _copies(src: str) -> dict[str, tuple[int, int]]:
                                       r"  \w+\* \1_next = ", src):
         out[name] = (int(even), int(odd))
     return out
-
-
-def test_off_until_measured():
-    assert T.DEFAULT.carried_cast_copies is False
-    assert "_next = " not in _source("online")
 
 
 def test_online_carries_the_last_weight_in_two_copies(target_fields):

@@ -16,6 +16,10 @@ from trainkernel import target as T
 from trainkernel.backend.build import include_dir
 from trainkernel.workloads import TWINS, WORKLOADS
 
+# Pinned to the target before the switches of perf-log steps 70, 73 and 75-83
+# were flipped (test_measured_defaults.py): the printed form these tests read.
+pytestmark = pytest.mark.usefixtures("before_steps_69_83")
+
 
 def _source(name: str, dtype=torch.bfloat16) -> str:
     w = {**WORKLOADS, **TWINS}[name]

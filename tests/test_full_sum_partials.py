@@ -20,6 +20,9 @@ from trainkernel.workloads import WORKLOADS
 
 from _tile_stage import tile_kernel
 
+# Each switch against the target before the flips (test_measured_defaults.py: on).
+pytestmark = pytest.mark.usefixtures("before_steps_69_83")
+
 
 @pytest.fixture
 def full_sums(variant):
@@ -36,11 +39,6 @@ def _full_sums(kernel: tile.KernelOp) -> list[tuple[int, ...]]:
     return [tk.shape_of(op.reduction().input) for op in kernel.block.ops
             if isinstance(op, tile.ReduceOp) and len(op.reduction().axes_list) == len(tk.shape_of(op.reduction().input))
             and len(op.reduction().axes_list) > 1]
-
-
-def test_off_until_measured():
-    assert T.DEFAULT.full_sum_partials is False
-    assert _full_sums(tile_kernel(_captured(WORKLOADS["small"]))) == [(256, 64)]
 
 
 @pytest.mark.parametrize("name,before,after", [("small", (256, 64), (16, 64)), ("mlp4", (128, 256), (8, 256))])

@@ -96,7 +96,8 @@ def test_merged_groups_give_the_same_bits(name, mode):
     ("classification-adamw-ce", (26, 18, 14), (11, 10, 10)),
     ("mlp4-adamw-ce", (42, 26, 18), (15, 13, 12)),
 ])
-def test_the_optimizer_updates_merge(name, maps, syncs):
+def test_the_optimizer_updates_merge(before_steps_69_83, name, maps, syncs):
+    """The counts of each merge mode alone (tk-fuse's input casts off)."""
     *_, captured = twin(name)
     kernels = [only(lower_stages(captured, m)["tile"], tile.KernelOp) for m in ("none", *MODES)]
     for kernel, n_maps, n_syncs in zip(kernels, maps, syncs):
@@ -116,9 +117,10 @@ def test_the_optimizer_updates_merge(name, maps, syncs):
 
 
 def test_the_pipeline_merges_maps_by_default():
-    """The pipeline asks tk-fuse for merge=maps; the pass alone merges nothing."""
-    assert stage_passes("tk").endswith(",tk-fuse{merge=maps}")
-    assert stage_passes("tk", merge="none").endswith(",tk-fuse")
+    """The pipeline asks tk-fuse for merge=maps (and input_casts, pipeline.
+    FUSE_INPUT_CASTS); the pass alone merges nothing."""
+    assert stage_passes("tk").endswith(",tk-fuse{merge=maps input_casts=true}")
+    assert stage_passes("tk", merge="none").endswith(",tk-fuse{input_casts=true}")
     from trainkernel.passes.tk_fuse import TkFusePass
 
     assert TkFusePass().merge == "none"

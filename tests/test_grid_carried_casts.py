@@ -17,7 +17,6 @@ from torch.utils import _pytree as pytree
 
 import trainkernel
 from trainkernel import pipeline
-from trainkernel import target as T
 from trainkernel.backend.cuda_target import BodyPrinter, CudaPrinter
 from trainkernel.dialects import sched, tile
 from trainkernel.ir import parse_module
@@ -27,6 +26,9 @@ from trainkernel.workloads import WORKLOADS
 from _nvcc import needs_nvcc, nvcc_errors
 from _variants import _workload
 from _variants import suite_source as _source
+
+# Each switch against the target before the flips (test_measured_defaults.py: on).
+pytestmark = pytest.mark.usefixtures("before_steps_69_83")
 
 FIRST = "if (tk_first)  // a carried cast"
 GUARDED_BARRIER = "if (tk_first) {  // the phase's casts run in a chain's first launch alone"
@@ -47,12 +49,6 @@ def _printer(compiled) -> CudaPrinter:
     printer = CudaPrinter(kernel)
     printer.print()
     return printer
-
-
-def test_off_until_measured():
-    assert T.DEFAULT.grid_carried_casts is False
-    src = _source("small")
-    assert "tk_launch_chain" not in src and FIRST not in src
 
 
 def test_small_carries_its_four_weight_casts(target_fields):

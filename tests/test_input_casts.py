@@ -50,10 +50,13 @@ def lower_stages(captured, input_casts: bool, monkeypatch) -> dict:
     return test_fuse_merge.lower_stages(captured, pipeline.FUSE_MERGE)
 
 
-def test_off_until_measured(monkeypatch):
+def test_the_pipeline_asks_for_it(monkeypatch):
+    """The pass alone leaves casts alone; the pipeline asks for input_casts as
+    pipeline.FUSE_INPUT_CASTS says (on since measured: test_measured_defaults.py)."""
     from trainkernel.passes.tk_fuse import TkFusePass
 
-    assert pipeline.FUSE_INPUT_CASTS is False and TkFusePass().input_casts is False
+    assert TkFusePass().input_casts is False
+    monkeypatch.setattr(pipeline, "FUSE_INPUT_CASTS", False)
     assert stage_passes("tk").endswith(",tk-fuse{merge=maps}")
     monkeypatch.setattr(pipeline, "FUSE_INPUT_CASTS", True)
     assert stage_passes("tk").endswith(",tk-fuse{merge=maps input_casts=true}")

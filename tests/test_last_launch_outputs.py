@@ -11,19 +11,16 @@ import re
 import pytest
 import torch
 
-from trainkernel import target as T
 from trainkernel.workloads import WORKLOADS
 
 from _nvcc import needs_nvcc, nvcc_errors
 from _variants import suite_source as _source
 
+# Each switch against the target before the flips (test_measured_defaults.py: on).
+pytestmark = pytest.mark.usefixtures("before_steps_69_83")
+
 GUARD = "if (!tk_more)"
 OP_GUARD = "  if (!tk_more)  // only outputs read it: a chain's last launch alone\n"
-
-
-def test_off_until_measured():
-    assert T.DEFAULT.grid_last_launch_outputs is False
-    assert GUARD not in _source("small")
 
 
 @pytest.mark.parametrize("name,ops,outputs", [("small", 1, 5), ("medium", 2, 5), ("mlp4", 1, 9)])

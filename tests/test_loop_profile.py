@@ -15,7 +15,7 @@ loop_profile = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(loop_profile)
 
 
-def test_every_op_of_a_resident_step_owns_its_lines():
+def test_every_op_of_a_resident_step_owns_its_lines(before_steps_69_83):
     src = suite_source("online").splitlines()
     owner = loop_profile.op_of_line(src)
     ops = [i for i, line in enumerate(src) if "{ // tile." in line]

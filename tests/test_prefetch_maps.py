@@ -9,11 +9,13 @@ import re
 
 import pytest
 
-from trainkernel import target as T
 
 from _nvcc import needs_nvcc, nvcc_errors
 from _variants import same_bits_off_and_on, stepped
 from _variants import suite_source as _source
+
+# Each switch against the target before the flips (test_measured_defaults.py: on).
+pytestmark = pytest.mark.usefixtures("before_steps_69_83")
 
 PREFETCH = re.compile(r"  tk::hopper::prefetch_maps\((&p\.maps\[\d+\]), (&p\.maps\[\d+\])\);  // phase (\d+)'s\n")
 CALL = re.compile(r"grid_gemm_units<[^>]*>\((&p\.maps\[\d+\]), (&p\.maps\[\d+\]), ")
@@ -24,11 +26,6 @@ def _phase_of_calls(src: str) -> list[tuple[str, str, int]]:
     for phase, text in enumerate(src.split("  // ---- phase ")[1:]):
         out += [(a, b, phase) for a, b in CALL.findall(text)]
     return out
-
-
-def test_off_until_measured():
-    assert T.DEFAULT.prefetch_tensor_maps is False
-    assert "prefetch_maps" not in _source("mlp4")
 
 
 @pytest.mark.parametrize("name", ["small", "mlp4", "mlp4-adamw-ce", "medium"])

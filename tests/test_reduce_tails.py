@@ -16,11 +16,13 @@ from pathlib import Path
 import pytest
 
 import trainkernel
-from trainkernel import target as T
 from trainkernel.backend.cuda_target import CudaPrinter
 
 from _variants import same_bits_off_and_on, stepped
 from _variants import suite_source as _source
+
+# Each switch against the target before the flips (test_measured_defaults.py: on).
+pytestmark = pytest.mark.usefixtures("before_steps_69_83")
 
 INCLUDE = Path(trainkernel.__file__).resolve().parent / "backend" / "include"
 TAIL = "the tail: its loads issued together too (target.batched_reduce_tails)"
@@ -41,11 +43,6 @@ def test_tail_is_the_most_any_thread_has_left():
         want = max(_left(length, n, stride, t) for t in range(stride))
         assert CudaPrinter._tail(length, n, stride, range(stride)) == want, (length, n, stride)
     assert CudaPrinter._tail(16384, 16, 384, range(384)) == 11  # small's loss
-
-
-def test_off_until_measured():
-    assert T.DEFAULT.batched_reduce_tails is False
-    assert TAIL not in _source("small")
 
 
 @pytest.mark.parametrize("name,tails", [("small", [11, 14, 14]), ("mlp4", [6, 11, 11, 11, 11]),

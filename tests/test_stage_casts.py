@@ -25,6 +25,11 @@ from trainkernel.workloads import TWINS, WORKLOADS
 from _nvcc import needs_nvcc, nvcc_errors
 from _tile_stage import tile_kernel
 
+# Pinned to the target before the switches of perf-log steps 70, 73 and 75-83
+# were flipped (test_measured_defaults.py): tk-fuse's input casts leave y's cast
+# no map of its own, the form these tests count.
+pytestmark = pytest.mark.usefixtures("before_steps_69_83")
+
 
 @pytest.fixture
 def casts_on(variant):

@@ -40,9 +40,10 @@ _STAGE_PASSES = {
 # an experiment.
 FUSE_MERGE = "maps"
 # tk-fuse's input_casts: a group that only casts arguments (a bf16 batch's
-# y.float()) joins the one group that reads it (perf-log step 70). Off until
-# measured; the probe's --merge labels MODE+casts set it.
-FUSE_INPUT_CASTS = False
+# y.float()) joins the one group that reads it (perf-log step 70). Measured
+# (runs 7000e65-a/c): part of every step's gain of that session: on. The
+# probe's --merge labels MODE+casts set it.
+FUSE_INPUT_CASTS = True
 # tk-to-sched's sink_sources: a compute that reads only arguments runs in the
 # phase before its first reader (perf-log step 79). Off until measured; the
 # probe's target variants take sink_sources=1.

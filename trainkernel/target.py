@@ -194,8 +194,9 @@ class TargetOptions:
     # partials too, summing all of them, where the one block that sums it would
     # load more than one batch a thread (full_reduce_loads x threads elements):
     # small's loss 16384 -> 1024 elements, mlp4's 32768 -> 2048; the phase's
-    # gemm units wait for that one block (perf-log step 77). Off until measured.
-    full_sum_partials: bool = False
+    # gemm units wait for that one block (perf-log step 77). Measured with the
+    # other grid winners (run 7000e65-c): part of small 23.3 -> 20.7 us: on.
+    full_sum_partials: bool = True
     # tile-row-local (grid kernels): a run of phases whose ops all work row by
     # row (maps of whole rows, row reductions) over one row count, the same
     # rows to an item and block, ordered by block barriers instead of grid
@@ -338,8 +339,10 @@ class TargetOptions:
     # a first-phase map updates, are staged anew every step, with the cluster
     # barriers that their store by rank 0 needs (perf-log step 63). Measured
     # with step_block_barrier (runs 1be1ae9-a/c): within +-0.1 us on every step
-    # (the twins' two scalars are not where their time goes): off.
-    keep_state_homes: bool = False
+    # (the twins' two scalars are not where their time goes); with input casts
+    # and cast copies (run 8ff8893-e): online-adam 8.01 -> 6.81, classification-
+    # adamw-ce 14.30 -> 13.21 us, SGD steps within 0.05: on.
+    keep_state_homes: bool = True
     # A resident gemm whose N is not a whole number of 16-column pairs (10
     # classes) reads its last pair whole where B's home rows are padded that far
     # (tk::smem_gemm's NREAD) and stores only the columns before N: ldmatrix and
@@ -410,8 +413,9 @@ class TargetOptions:
     # in two copies the step's parity picks (past the placement's bytes where
     # they fit): the update writes the next step's copy while this step's
     # readers read the other (ResidentPrinter.plan_carried_casts, perf-log step
-    # 73). Off until measured.
-    carried_cast_copies: bool = False
+    # 73). Measured with tk-fuse's input casts (run 7000e65-a): online 5.01 ->
+    # 4.80, classification 9.52 -> 9.10, tiny 3.17 -> 2.94 us: on.
+    carried_cast_copies: bool = True
     # tk.div and tk.sqrt print as calls of out-of-line IEEE functions (tk::div_rn,
     # tk::sqrt_rn: the same bits) instead of inline at every element: mlp4-adamw-ce's
     # ptxas 2.6 -> 2.0 s on the CI machine (perf-log step 53), its cold compile
@@ -462,8 +466,9 @@ class TargetOptions:
     # each: small's loss (16384 elements, 384 threads) leaves 11 a thread,
     # mlp4's bias-gradient slices (11 rows each) are all tail. With this, the
     # tail is one more batch, its loads guarded and issued together, folded in
-    # the same order (the same bits; perf-log step 75). Off until measured.
-    batched_reduce_tails: bool = False
+    # the same order (the same bits; perf-log step 75). Measured with the other
+    # grid winners (run 7000e65-c): on.
+    batched_reduce_tails: bool = True
     # A grid kernel's casts of state (the fp32 weights' compute-dtype copies,
     # tile_resident.state_casts) are carried from one launch to the next within
     # one chain of launches (CompiledTrainingStep.capture: the launches of one
@@ -473,20 +478,23 @@ class TargetOptions:
     # the cast shares a phase with the update), and a phase left with nothing
     # but such casts skips its grid barrier after the first launch
     # (CudaPrinter.plan_carried_casts, perf-log step 76). A plain call casts as
-    # before. Off until measured.
-    grid_carried_casts: bool = False
+    # before. Measured with steps 70, 75, 77, 81 and 83 (run 7000e65-c): large
+    # 716 -> 640, medium 96.5 -> 87.0, small 23.3 -> 20.7, mlp4 34.5 -> 30.9 us: on.
+    grid_carried_casts: bool = True
     # A split-K gemm's fix-up shared by the tile's slices: each sums the row
     # walk's passes it owns (pass i to slice i % splits) once every slice has
     # stored its partial, instead of the last slice summing the whole tile
     # alone (medium's h @ W2: 8 x 64 KB read by one block while 127 wait).
     # The same additions per element: the same bits (tk::hopper::
-    # splitk_shared_fixup, perf-log step 80). Off until measured.
-    split_k_shared_fixup: bool = False
+    # splitk_shared_fixup, perf-log step 80). Measured (run 7000e65-c): medium
+    # 87.0 -> 85.7 us with the other grid winners: on.
+    split_k_shared_fixup: bool = True
     # A grid kernel prefetches the tensor maps of each phase's wgmma gemms before
     # the grid barrier in front of the phase (prefetch.tensormap; the standalone
     # gemm kernel does it at its start): the first copy of a phase otherwise
-    # waits for its map's fetch too (perf-log step 81). Off until measured.
-    prefetch_tensor_maps: bool = False
+    # waits for its map's fetch too (perf-log step 81). Measured with the other
+    # grid winners (run 7000e65-c): on.
+    prefetch_tensor_maps: bool = True
     # A grid kernel's cooperative launch also allows programmatic stream
     # serialization (cudaLaunchKernelEx with both attributes): the kernel calls
     # tk::launch_dependents and waits at tk::wait_prior_grid before its first
@@ -500,8 +508,9 @@ class TargetOptions:
     # gradients: large's 128 MB a step) in the chain's last launch alone, and
     # runs what only they need (the loss's sum) there alone: capture's outputs
     # are its last step's. The resident step loop does the same
-    # (last_step_outputs). Perf-log step 83; off until measured.
-    grid_last_launch_outputs: bool = False
+    # (last_step_outputs). Perf-log step 83; measured with the other grid winners
+    # (run 7000e65-c, large's share the largest): on.
+    grid_last_launch_outputs: bool = True
     final_grid_sync: str = "wide"  # never | wide | always: see sched_to_tile.ends_with_grid_sync
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.

@@ -4,8 +4,8 @@
 // step's parity (tk_odd) picks one, and only the first step arrives at the cluster
 // barrier and waits on it before its first push; a block barrier ends each step.
 // Off: one buffer at the placement's offset, every step arrives and waits.
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{double_receive=on step_block_barrier=on prefetch_inputs=off async_pushes=off async_publish=off}' | filecheck %s --check-prefix=ON
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{double_receive=off step_block_barrier=on prefetch_inputs=off async_pushes=off async_publish=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{double_receive=on step_block_barrier=on prefetch_inputs=off async_pushes=off async_publish=off cast_copies=off}' | filecheck %s --check-prefix=ON
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{double_receive=off step_block_barrier=on prefetch_inputs=off async_pushes=off async_publish=off cast_copies=off}' | filecheck %s --check-prefix=OFF
 
 // ON:       void tk_step(void* const* tk_in, bool tk_first, bool tk_more, bool tk_odd) {
 // ON:       if (tk_first) tk::cluster_arrive();  // later steps push into the other copy

@@ -4,8 +4,8 @@
 // before its first global access (after the wgmma pipeline's shared-memory
 // set-up); the launcher's cooperative launch goes through cudaLaunchKernelEx
 // with the cooperative and programmatic-serialization attributes.
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{grid_pdl=on}' | filecheck %s
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{grid_pdl=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{grid_pdl=on grid_casts=off last_outputs=off prefetch_maps=off}' | filecheck %s
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{grid_pdl=off grid_casts=off last_outputs=off prefetch_maps=off}' | filecheck %s --check-prefix=OFF
 
 // CHECK:       tk::hopper::PipeState tk_pipe;
 // CHECK-NEXT:  tk::launch_dependents();

@@ -97,11 +97,12 @@ tile.kernel @edge_wide(%x: memref<2147483520xbf16>, %y: memref<2147483520xbf16>)
 // CHECK-NEXT:          const long long q0 = (rr) / 50000;
 // CHECK-NEXT:          const long long q1 = ((rr)) % 50000;
 // CHECK-NEXT:          tk_v[u] = tk::to_float(t3_h[(long long)(q0)*50000 + (q1)]);
-// CHECK:           for (; r < 2500000000; r += blockDim.x) {
-// CHECK-NEXT:        const long long rr = r;
-// CHECK-NEXT:        const long long q0 = (rr) / 50000;
-// CHECK-NEXT:        const long long q1 = ((rr)) % 50000;
-// CHECK-NEXT:        accum = __fadd_rn(accum, tk::to_float(t3_h[(long long)(q0)*50000 + (q1)]));
+// CHECK:           {  // the tail: its loads issued together too (target.batched_reduce_tails)
+// CHECK:               if (r + u * (long long)blockDim.x < 2500000000) {
+// CHECK-NEXT:            const long long rr = r + u * (long long)blockDim.x;
+// CHECK-NEXT:            const long long q0 = (rr) / 50000;
+// CHECK-NEXT:            const long long q1 = ((rr)) % 50000;
+// CHECK-NEXT:            tk_v[u] = tk::to_float(t3_h[(long long)(q0)*50000 + (q1)]);
 tile.kernel @wide_gemm(%x: memref<50000x64xbf16>, %w: memref<64x50000xbf16>, %s: memref<f32>) inputs 2 results [2] arena 10000000000 config {grid = 528 : i64, threads = 128 : i64, smem = 30720 : i64} {
   %h = sched.buffer offset 5000000000 : memref<50000x50000xbf16>
   tile.gemm ins(%x, %w : memref<50000x64xbf16>, memref<64x50000xbf16>) outs(%h : memref<50000x50000xbf16>) config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 611524 : i64, offset = 0 : i64} {

@@ -7,8 +7,8 @@
 // the loss reads. The state's stores (b0..b3) run every launch. The launcher
 // exports tk_launch_chain; tk_launch is a chain of one (its only launch is the
 // last).
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{last_outputs=on}' | filecheck %s
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{last_outputs=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{last_outputs=on grid_casts=off}' | filecheck %s
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{last_outputs=off grid_casts=off}' | filecheck %s --check-prefix=OFF
 
 // CHECK:       const bool tk_first = p.first, tk_more = p.more, tk_parity = p.parity;
 // CHECK:       if (!tk_more) [[SQ:t[0-9]+]][(i)*16 + (j)] = tk::from_float<float>(

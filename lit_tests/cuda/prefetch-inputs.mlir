@@ -5,8 +5,8 @@
 // is staged at a later step's start; once the step's own homes are staged it copies
 // the next step's batch (tk_next, the loop's next row) into the other parity's copy.
 // Off: the batch is staged at every step's start into its one home.
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on}' | filecheck %s --check-prefix=ON
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on cast_copies=off}' | filecheck %s --check-prefix=ON
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=off cast_copies=off}' | filecheck %s --check-prefix=OFF
 
 // ON:       static constexpr int kSmem = 88256;
 // ON:       void tk_step(void* const* tk_in, bool tk_first, bool tk_more, bool tk_odd, void* const* tk_next) {

@@ -4,9 +4,9 @@
 // of the phase's wgmma gemms (tk::hopper::prefetch_maps: prefetch.tensormap),
 // so the phase's first copies do not wait for their maps' fetch; phase 3 has
 // two gemms, phase 0 none. A carried cast's pair follows the launch's parity.
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{prefetch_maps=on}' | filecheck %s
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{prefetch_maps=on grid_casts=on}' | filecheck %s --check-prefix=CHAIN
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{prefetch_maps=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{prefetch_maps=on grid_casts=off last_outputs=off}' | filecheck %s
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{prefetch_maps=on grid_casts=on last_outputs=off}' | filecheck %s --check-prefix=CHAIN
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{prefetch_maps=off grid_casts=off last_outputs=off}' | filecheck %s --check-prefix=OFF
 
 // CHECK:       // ---- phase 0
 // CHECK:       tk::hopper::prefetch_maps(&p.maps[0], &p.maps[1]);  // phase 1's

@@ -129,12 +129,15 @@ tile.kernel @k(%x: memref<4x4xf32>, %w: memref<4x8xf32>, %h: memref<8x8xf16>, %b
 // reduction with rows = 128 outputs per item (as many as the threads) gives
 // each thread one column and adds all rows in order: one slice, no partials.
 // The rows go 16 loads at a time (all issued, then added in row order), the
-// remainder one by one.
+// remainder as one more batch, its loads guarded (target.batched_reduce_tails).
+// The sum is an output nothing reads: in a chain of launches only the last one
+// runs it (target.grid_last_launch_outputs).
 // CHECK:       // kernel one: 2 buffers, arena 0 bytes, grid 1, 128 threads
 // CHECK:       static constexpr int kSmem = 0;
 // CHECK:       { // tile.map: 12 elements
 // CHECK:       {{^  }}__syncthreads();
 // CHECK-NEXT:  // ---- phase 1
+// CHECK-NEXT:  if (!tk_more)  // only outputs read it: a chain's last launch alone
 // CHECK-NEXT:  { // tile.reduce tk.sum: 3 rows into 4 columns, 128 per item, rows in 1 slice of 3
 // CHECK-NOT:     tk_part
 // CHECK-NEXT:    for (int item = blockIdx.x; item < 1; item += G) {
@@ -144,7 +147,8 @@ tile.kernel @k(%x: memref<4x4xf32>, %w: memref<4x8xf32>, %h: memref<8x8xf16>, %b
 // CHECK-NEXT:          int r = r0;
 // CHECK-NEXT:          for (; r + 16 <= r1; r += 16) {
 // CHECK:                 for (int u = 0; u < 16; ++u) accum = __fadd_rn(accum, tk_v[u]);
-// CHECK:               for (; r < r1; ++r) {
+// CHECK:               {  // the tail: its loads issued together too (target.batched_reduce_tails)
+// CHECK-NEXT:            float tk_v[3];
 // CHECK-NOT:     tk_part
 // CHECK:           b1_s[(o0)] = tk::from_float<float>(
 // CHECK-NOT:   tk::grid_sync
@@ -180,7 +184,8 @@ tile.kernel @one(%x: memref<3x4xf32>, %s: memref<4xf32>) inputs 1 results [1] ar
 // CHECK-NEXT:        const int r1 = r0 + 3 < 10 ? r0 + 3 : 10;
 // CHECK-NEXT:        int r = r0;
 // CHECK-NEXT:        for (; r + 16 <= r1; r += 16) {
-// CHECK:             for (; r < r1; ++r) {
+// CHECK:             {  // the tail: its loads issued together too (target.batched_reduce_tails)
+// CHECK:               for (int u = 0; u < 3; ++u) if (r + u < r1) accum = tk::max_nan(accum, tk_v[u]);
 // CHECK:           tk_part[threadIdx.x] = accum;
 // CHECK-NEXT:      __syncthreads();
 // CHECK-NEXT:      if (threadIdx.x < 32 && c < 40) {

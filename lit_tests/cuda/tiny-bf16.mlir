@@ -11,8 +11,8 @@
 // CHECK:       #include <cuda_runtime.h>
 // CHECK-NEXT:  #include "tk/tk.cuh"
 // CHECK-NOT:   #include
-// CHECK:       // kernel tiny_sgd_bf16: 11 buffers, arena 8704 bytes, grid 1, 128 threads
-// CHECK-NEXT:  struct TkParams { void* buf[11]; char* arena; };
+// CHECK:       // kernel tiny_sgd_bf16: 11 buffers, arena 15360 bytes, grid 1, 128 threads
+// CHECK-NEXT:  struct TkParams { void* buf[11]; char* arena; int first; int more; int parity; };
 // CHECK-NEXT:  static constexpr int kSmem = (tk::gemm_smem_bytes<__nv_bfloat16, 64, 64, 32>() > 0 ? tk::gemm_smem_bytes<__nv_bfloat16, 64, 64, 32>() : 0);
 // CHECK-NEXT:  static constexpr int kThreads = 128;
 // CHECK:       #if !defined(TK_SEPARATE_IMAGE)
@@ -66,15 +66,19 @@
 // Launcher: cooperative launch with the kernel's shape, and the metadata the
 // runtime reads.
 // CHECK:       extern "C" int tk_num_buffers() { return 11; }
-// CHECK-NEXT:  extern "C" long long tk_arena_bytes() { return 8704LL; }
+// CHECK-NEXT:  extern "C" long long tk_arena_bytes() { return 15360LL; }
 // CHECK-NEXT:  extern "C" int tk_grid() { return 1; }
 // CHECK-NEXT:  extern "C" int tk_threads() { return kThreads; }
 // CHECK-NEXT:  extern "C" int tk_smem_bytes() { return kSmem; }
 // CHECK:       extern "C" int tk_max_active_blocks_per_sm() {
 // CHECK:         cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, tk_kernel, kThreads, kSmem);
-// CHECK:       extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {
+// A chain of launches (capture) tells each launch its place: the casts of the
+// weights are carried from launch to launch (target.grid_carried_casts).
+// CHECK:       extern "C" int tk_launch_chain(void** buffers, void* arena, int grid, void* stream, int index, int count) {
 // CHECK:         for (int i = 0; i < 11; ++i) p.buf[i] = buffers[i];
 // CHECK:         cudaLaunchCooperativeKernel(tk_kernel, dim3(grid), dim3(kThreads), args, kSmem,
+// CHECK:       extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {
+// CHECK-NEXT:    return tk_launch_chain(buffers, arena, grid, stream, 0, 1);
 
 // Five phases, so four barriers. The cost model runs this step on one block,
 // where a barrier is __syncthreads(): no grid barrier at all. With a forced
@@ -93,7 +97,7 @@
 // ONEBLOCK-NEXT:  // ---- phase 4
 // ONEBLOCK-NOT:   // ---- phase
 // ONEBLOCK-NOT:   tk::grid_sync();
-// GRID:           // kernel tiny_sgd_bf16: 11 buffers, arena 8704 bytes, grid 66, 128 threads
+// GRID:           // kernel tiny_sgd_bf16: 11 buffers, arena 15360 bytes, grid 66, 128 threads
 // GRID:           tk::grid_sync();
 // GRID-NEXT:      // ---- phase 1
 // GRID:           tk::grid_sync();

@@ -11,10 +11,12 @@ cannot show this."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+import pytest
 import torch
 from torch.func import grad_and_value
 
@@ -63,7 +65,12 @@ def _running_stat_step(state, x, y):
     return l, (*g, torch.zeros_like(running)), (*new, 0.9 * running + 0.1 * x.mean(0))
 
 
-def test_inplace_store_of_a_replicated_staged_argument_is_ordered_after_every_prologue():
+@pytest.mark.parametrize("keep_state", [False, True], ids=["restaged", "kept"])
+def test_inplace_store_of_a_replicated_staged_argument_is_ordered_after_every_prologue(target_fields, keep_state):
+    """Restaged state homes: a cluster barrier right after the prologue. Kept ones
+    (target.keep_state_homes): the store is the last step's alone, after the earlier
+    steps' exchanges, and a launch of one step waits for the cluster before it."""
+    target_fields(keep_state_homes=keep_state)
     I, H, O, B = 32, 256, 8, 16
     state = (torch.zeros(I, H), torch.zeros(H), torch.zeros(H, O), torch.zeros(O), torch.zeros(I))
     c, module, kernel = compile_tile(_running_stat_step, (state, torch.zeros(B, I), torch.zeros(B, O)))
@@ -75,9 +82,14 @@ def test_inplace_store_of_a_replicated_staged_argument_is_ordered_after_every_pr
     bad = unordered_inplace_stores(kernel)
     assert bad, "the probe step no longer has an unordered replicated in-place store"
     src = ResidentPrinter(kernel).print()
-    assert "tk::stage_wait();\n  tk::cluster_sync();" in src, (
-        f"rank 0 stores {bad} before any cluster barrier while other blocks may still be staging it"
-    )
+    if keep_state:
+        assert re.search(r"if \(rank == 0 && !tk_more\) b\d+\[", src), f"rank 0 stores {bad} in every step"
+        assert "tk::stage_wait();\n  if (tk_first && !tk_more) tk::cluster_wait();" in src, (
+            f"a one-step launch: rank 0 stores {bad} while other blocks may still be staging it")
+    else:
+        assert "tk::stage_wait();\n  tk::cluster_sync();" in src, (
+            f"rank 0 stores {bad} before any cluster barrier while other blocks may still be staging it"
+        )
 
 
 def test_no_prologue_barrier_where_an_exchange_orders_the_stores():

@@ -11,7 +11,7 @@
 // (outputs under the 12 MB threshold) stay as they are.
 // RUN: trainkernel-opt %S/Inputs/small-400.mlir -p 'sched-to-tile{grid=4 engine=wgmma},tile-column-partials{full_sums=on}' | filecheck %s
 // RUN: trainkernel-opt %S/Inputs/small-400.mlir -p 'sched-to-tile{grid=4 engine=wgmma},tile-column-partials{full_sums=off}' | filecheck %s --check-prefix=OFF
-// RUN: trainkernel-opt %S/Inputs/small-400.mlir -p 'sched-to-tile{grid=4 engine=wgmma},tile-column-partials' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %S/Inputs/small-400.mlir -p 'sched-to-tile{grid=4 engine=wgmma},tile-column-partials' | filecheck %s --check-prefix=CHECK
 // RUN: not trainkernel-opt %S/Inputs/small-400.mlir -p 'sched-to-tile{grid=4 engine=wgmma},tile-column-partials{full_sums=maybe}' 2>&1 | filecheck %s --check-prefix=ERR
 
 // CHECK:      tile.kernel @small_sgd_bf16({{.*}}) inputs 6 results [6, 7, 8, 9, 10, 0, 1, 2, 3] arena 139360 config
