@@ -1,11 +1,12 @@
 """tk-to-sched{sink_sources=true} (pipeline.SINK_SOURCES, perf-log step 79): a
 compute without a product that depends on nothing but the arguments (a weight's
 cast, a label mask and the count of its valid rows, the optimizer's step
-powers) runs in the phase before its first reader instead of as soon as
-possible. Phase 0 then holds only what phase 1 reads: the first layer's casts,
-which a chain of launches (target.grid_carried_casts) or the step loop carries,
-so that phase and its barrier run once. The same computes in other phases: the
-same bits."""
+powers) that phase 1 does not read leaves phase 0 for the earliest later phase,
+where that moves no other compute (perf-log step 84; step 79's first form sank
+each to the phase before its first reader). Phase 0 then holds only what phase
+1 reads: the first layer's casts, which a chain of launches
+(target.grid_carried_casts) or the step loop carries, so that phase and its
+barrier run once. The same computes in other phases: the same bits."""
 
 from __future__ import annotations
 
@@ -86,17 +87,44 @@ def test_the_same_bits_through_sched_and_tile(name, monkeypatch):
     test_fuse_merge.assert_same_bits(before, after, state, batches, name)
 
 
+def _sources(phases: list[list[sched.ComputeOp]]) -> set[sched.ComputeOp]:
+    """The computes without a product that read only arguments or what such computes write."""
+    made: set = set()
+    out = set()
+    for op in (op for p in phases for op in p):  # phase order is a topological order
+        if not _has_product(op) and all(not isinstance(r := sched.root_buffer(v), sched.BufferOp) or r in made
+                                        for v in op.ins):
+            out.add(op)
+            made.update(sched.root_buffer(v) for v in op.outs)
+    return out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_nothing_but_sources_moves(name, monkeypatch):
+    """Every compute that is not such a source keeps its phase."""
+    *_, captured = problem(name)
+    before, after = (_phases(only(lower_stages(captured, flag, monkeypatch)["sched"], sched.ProgramOp))
+                     for flag in (False, True))
+    key = lambda p, op: (p, [o.name for o in op.body.walk()], [str(v.type) for v in (*op.ins, *op.outs)])  # noqa: E731
+    fixed = lambda phases: sorted(key(i, op) for i, p in enumerate(phases) for op in p  # noqa: E731
+                                  if op not in _sources(phases))
+    assert fixed(after) == fixed(before)
+
+
 def test_mlp4_adamw_ce_phase_0_runs_once_a_chain(target_fields, monkeypatch):
     """With the batch's cast fused and the casts carried through a chain of launches,
     mlp4-adamw-ce's phase 0 keeps its labels' mask and the step powers as before;
-    with the sources sunk it holds the first layer's casts alone and its barrier
-    runs in a chain's first launch."""
+    with the sources sunk it holds casts alone and its barrier runs in a chain's
+    first launch; the cross-entropy's phases keep their block barriers (the
+    kernel's grid barriers: the same ten)."""
     monkeypatch.setattr(pipeline, "FUSE_INPUT_CASTS", True)
     target_fields(grid_carried_casts=True)
     guarded = "if (tk_first) {  // the phase's casts run in a chain's first launch alone"
-    assert guarded not in suite_source("mlp4-adamw-ce")
+    before = suite_source("mlp4-adamw-ce")
+    assert guarded not in before and before.count("tk::grid_sync();") == 10
     monkeypatch.setattr(pipeline, "SINK_SOURCES", True)
-    assert guarded in suite_source("mlp4-adamw-ce")
+    after = suite_source("mlp4-adamw-ce")
+    assert guarded in after and after.count("tk::grid_sync();") == 10
 
 
 @needs_nvcc

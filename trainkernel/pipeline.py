@@ -44,9 +44,10 @@ FUSE_MERGE = "maps"
 # (runs 7000e65-a/c): part of every step's gain of that session: on. The
 # probe's --merge labels MODE+casts set it.
 FUSE_INPUT_CASTS = True
-# tk-to-sched's sink_sources: a compute that reads only arguments runs in the
-# phase before its first reader (perf-log step 79). Off until measured; the
-# probe's target variants take sink_sources=1.
+# tk-to-sched's sink_sources: a compute that reads only arguments and that
+# phase 1 does not read leaves phase 0 where that moves nothing else (perf-log
+# step 84; step 79's first form, sunk to the phase before its first reader, was
+# refuted). Off until measured; the probe's target variants take sink_sources=1.
 SINK_SOURCES = False
 
 

@@ -15,10 +15,11 @@ phase; one `sched.barrier grid` separates consecutive phases because, by that
 rule, every phase after the first reads something the previous one wrote.
 With `sink_sources`, a compute without a product that depends on nothing but
 the function's arguments (a weight's cast, a label mask and its count, the
-optimizer's step powers) runs in the phase before its first reader instead of as soon as
-possible: the first phase then holds only what the second reads (perf-log
-step 79: a chain of launches that carries the casts skips a first phase of
-nothing but them).
+optimizer's step powers) and that the second phase does not read leaves the
+first phase for the earliest later one, where that moves nothing else: the
+first phase then holds only what the second reads (perf-log steps 79 and 84:
+a chain of launches that carries the casts skips a first phase of nothing but
+them).
 """
 
 from __future__ import annotations
@@ -223,28 +224,38 @@ class Lowering:
         return True
 
     def _sink_sources(self) -> None:
-        """Move each compute that depends on nothing but the arguments (no product
-        of its own; it reads arguments, or values only such computes make: a label
-        mask and the count of its valid rows) to the phase before its first
-        reader, latest readers first (program order is a topological order). Its readers keep their
-        phases, and it never moves before its earliest phase; nothing it reads is
-        written before it runs: an argument updated in place is written by its
-        staged commit, after the last reader of the old value."""
-        readers: dict[int, list[Work]] = {}
-        for r in self.works:
-            for v in r.inputs:
-                w = self._writer_of(v)
-                if w is not None:
-                    readers.setdefault(id(w), []).append(r)
+        """Move each compute of phase 0 that depends on nothing but the arguments (no
+        product of its own; it reads arguments, or values only such computes make)
+        and that no other compute needs in phase 1 out of phase 0: the phases are
+        recomputed as soon as possible with such a compute at phase 1 at the
+        earliest, and the move is kept only where no other compute's phase changes
+        (its source readers may follow it one phase on). Sources move no further:
+        sunk to the phase before their first reader (step 79's first form), a
+        label mask's count (a full sum) landed inside the cross-entropy's row-local
+        phases and cost mlp4-adamw-ce three grid barriers (perf-log step 84).
+        Nothing a moved compute reads is written before it runs: an argument
+        updated in place is written by its staged commit, after the last reader
+        of the old value."""
         sources: set[int] = set()
         for w in self.works:
             if w.copy_target is None and not any(isinstance(op, tk.MatmulOp) for op in w.body.walk()) \
                     and all(id(p) in sources for v in w.inputs if (p := self._writer_of(v))):
                 sources.add(id(w))
-        for w in reversed(self.works):
-            first = min((r.phase for r in readers.get(id(w), [])), default=None)
-            if id(w) in sources and first is not None:
-                w.phase = max(w.phase, first - 1)
+
+        def as_soon_as_possible(later: set[int]) -> None:
+            for w in self.works:  # program order is a topological order
+                w.phase = 1 + max((self._phase_of(v) for v in w.inputs), default=-1)
+                if id(w) in later:
+                    w.phase = max(w.phase, 1)
+
+        asap = {id(w): w.phase for w in self.works}
+        later: set[int] = set()
+        for w in self.works:
+            if id(w) in sources and asap[id(w)] == 0:
+                as_soon_as_possible(later | {id(w)})
+                if all(r.phase == asap[id(r)] for r in self.works if id(r) not in sources):
+                    later.add(id(w))
+        as_soon_as_possible(later)
 
     def _writer_of(self, value: SSAValue) -> Work | None:
         while isinstance(value.owner, tk.ReshapeOp):
@@ -281,7 +292,7 @@ class TkToSchedPass(ModulePass):
     name = "tk-to-sched"
 
     inplace: bool = True
-    sink_sources: bool = False  # argument-only computes in the phase before their first reader
+    sink_sources: bool = False  # argument-only computes that phase 1 does not read leave phase 0
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         for f in list(op.ops):
