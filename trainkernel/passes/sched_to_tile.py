@@ -190,7 +190,8 @@ def wgmma_fits(program: sched.ProgramOp, target: TargetOptions) -> bool:
 def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOptions,
                   engine: str = "auto") -> tile.KernelOp:
     """The tile kernel of `program`. `engine` auto: the gemm engine (mma.sync
-    tiles, or the wgmma one where `wgmma_fits`) with the smaller estimate;
+    tiles, or the wgmma one where `wgmma_fits`) with the smaller estimate (the
+    mma.sync one weighed by `GridCosts.mma_engine_calibration`);
     wgmma: its tile width (`target.wgmma_tiles_n`) with the smaller estimate."""
     if program.arena_bytes.data < 0:
         raise DiagnosticException("sched-to-tile: run sched-allocate first (the arena has no size)")
@@ -208,7 +209,10 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
     if len(choices) == 1:
         return _lower(program, max_grid, grid, target, *choices[0])[0]
     options = [_lower(program.clone(), max_grid, grid, target, e, bn) for e, bn in choices]
-    return min(options, key=lambda o: o[1])[0]
+    # The model prices both engines on one relative scale, which measurement
+    # does not bear out for mma.sync (GridCosts.mma_engine_calibration).
+    weight = {"mma": target.grid_costs.mma_engine_calibration, "wgmma": 1.0}
+    return min(zip(choices, options), key=lambda co: co[1][1] * weight[co[0][0]])[1][0]
 
 
 def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOptions,
