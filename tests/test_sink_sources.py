@@ -27,6 +27,7 @@ from _variants import stepped, suite_source  # noqa: E402
 from test_lowering import only  # noqa: E402
 from trainkernel import pipeline  # noqa: E402
 from trainkernel.dialects import sched, tk  # noqa: E402
+from trainkernel.passes.tk_to_sched import only_casts  # noqa: E402
 from trainkernel.pipeline import stage_passes  # noqa: E402
 from trainkernel.workloads import TWINS, WORKLOADS  # noqa: E402
 
@@ -62,10 +63,6 @@ def test_off_until_measured(monkeypatch):
     assert stage_passes("sched").startswith("tk-to-sched{inplace=true sink_sources=true},")
 
 
-def _only_casts(op: sched.ComputeOp) -> bool:
-    return all(isinstance(o, tk.CastOp | tk.YieldOp) for o in op.body.block.ops)
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_phase_0_holds_only_what_phase_1_reads(name, monkeypatch):
     """Every compute of phase 0 writes a buffer a compute of phase 1 reads, or only
@@ -79,7 +76,7 @@ def test_phase_0_holds_only_what_phase_1_reads(name, monkeypatch):
     assert len(new) == len(old)
     first_reads = {sched.root_buffer(v) for op in new[1] for v in op.ins}
     for op in new[0]:
-        assert _only_casts(op) or any(sched.root_buffer(v) in first_reads for v in op.outs), name
+        assert only_casts(op.body) or any(sched.root_buffer(v) in first_reads for v in op.outs), name
     moved = len(new[0]) < len(old[0])
     assert moved == (name in TWINS), name
     gemms = lambda phases: [[str(op.ins) for op in p if _has_product(op)] for p in phases]  # noqa: E731

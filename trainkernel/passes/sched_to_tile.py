@@ -208,11 +208,14 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
         choices += [("wgmma", bn) for bn in target.wgmma_tiles_n]
     if len(choices) == 1:
         return _lower(program, max_grid, grid, target, *choices[0])[0]
-    options = [_lower(program.clone(), max_grid, grid, target, e, bn) for e, bn in choices]
     # The model prices both engines on one relative scale, which measurement
     # does not bear out for mma.sync (GridCosts.mma_engine_calibration).
     weight = {"mma": target.grid_costs.mma_engine_calibration, "wgmma": 1.0}
-    return min(zip(choices, options), key=lambda co: co[1][1] * weight[co[0][0]])[1][0]
+    options = []
+    for e, bn in choices:
+        kernel, estimate = _lower(program.clone(), max_grid, grid, target, e, bn)
+        options.append((estimate * weight[e], kernel))
+    return min(options, key=lambda o: o[0])[1]
 
 
 def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOptions,

@@ -173,8 +173,7 @@ class Lowering:
             self.works.append(self.copy_work(value, target))
 
         # Phases: as soon as possible.
-        for w in self.works:
-            w.phase = 1 + max((self._phase_of(v) for v in w.inputs), default=-1)
+        self._schedule()
         if self.sink_sources:
             self._sink_sources()
         nphases = max((w.phase for w in self.works), default=-1) + 1
@@ -223,44 +222,40 @@ class Lowering:
             return False
         return True
 
+    def _schedule(self, later: frozenset[int] = frozenset()) -> None:
+        """Each compute's phase as soon as possible (program order is a topological
+        order); the computes in `later` (ids) at phase 1 at the earliest."""
+        for w in self.works:
+            w.phase = 1 + max((self._phase_of(v) for v in w.inputs), default=-1)
+            if id(w) in later:
+                w.phase = max(w.phase, 1)
+
     def _sink_sources(self) -> None:
         """Move each compute of phase 0 that depends on nothing but the arguments (no
         product of its own; it reads arguments, or values only such computes make)
         and that no other compute needs in phase 1 out of phase 0: the phases are
-        recomputed as soon as possible with such a compute at phase 1 at the
-        earliest, and the move is kept only where no other compute's phase changes
-        (its source readers may follow it one phase on). A compute that only casts
-        stays: a chain of launches or the step loop carries casts, so a phase 0 of
-        casts alone already skips its barrier, and moved, they were priced in
-        later phases every launch (mlp4's grid went from 48 blocks to 16: perf-log
-        step 84, measured). Sources move no further:
-        sunk to the phase before their first reader (step 79's first form), a
-        label mask's count (a full sum) landed inside the cross-entropy's row-local
-        phases and cost mlp4-adamw-ce three grid barriers (perf-log step 84).
-        Nothing a moved compute reads is written before it runs: an argument
-        updated in place is written by its staged commit, after the last reader
-        of the old value."""
+        rescheduled with such a compute at phase 1 at the earliest, and the move is
+        kept only where no other compute's phase changes (its source readers may
+        follow it one phase on). A compute that only casts stays: a chain of
+        launches or the step loop carries casts, so a phase 0 of casts alone
+        already skips its barrier (moved, they were priced in later phases every
+        launch: perf-log step 84). Nothing a moved compute reads is written before
+        it runs: an argument updated in place is written by its staged commit,
+        after the last reader of the old value."""
         sources: set[int] = set()
         for w in self.works:
-            if w.copy_target is None and not _only_casts(w) \
+            if w.copy_target is None and not only_casts(w.body) \
                     and not any(isinstance(op, tk.MatmulOp) for op in w.body.walk()) \
                     and all(id(p) in sources for v in w.inputs if (p := self._writer_of(v))):
                 sources.add(id(w))
-
-        def as_soon_as_possible(later: set[int]) -> None:
-            for w in self.works:  # program order is a topological order
-                w.phase = 1 + max((self._phase_of(v) for v in w.inputs), default=-1)
-                if id(w) in later:
-                    w.phase = max(w.phase, 1)
-
         asap = {id(w): w.phase for w in self.works}
-        later: set[int] = set()
+        later: frozenset[int] = frozenset()
         for w in self.works:
             if id(w) in sources and asap[id(w)] == 0:
-                as_soon_as_possible(later | {id(w)})
+                self._schedule(later | {id(w)})
                 if all(r.phase == asap[id(r)] for r in self.works if id(r) not in sources):
-                    later.add(id(w))
-        as_soon_as_possible(later)
+                    later |= {id(w)}
+        self._schedule(later)
 
     def _writer_of(self, value: SSAValue) -> Work | None:
         while isinstance(value.owner, tk.ReshapeOp):
@@ -283,9 +278,9 @@ class Lowering:
         return -1
 
 
-def _only_casts(w: Work) -> bool:
-    """Whether the compute does nothing but cast (a weight's compute-dtype copy)."""
-    ops = [op for op in w.body.block.ops if not isinstance(op, tk.YieldOp)]
+def only_casts(body: Region) -> bool:
+    """Whether a compute's body does nothing but cast (a weight's compute-dtype copy)."""
+    ops = [op for op in body.block.ops if not isinstance(op, tk.YieldOp)]
     return bool(ops) and all(isinstance(op, tk.CastOp) for op in ops)
 
 
