@@ -60,3 +60,21 @@ func.func @step(%w: tensor<4x4xf32>, %v: tensor<4x4xf32>, %x: tensor<2x4xf32>, %
   %r = tk.add %o, %q : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
   func.return %h, %r : tensor<2x4xf32>, tensor<2x4xf32>
 }
+
+// A compute that only casts stays where it is (a chain of launches or the step
+// loop carries casts; moved, they would be priced every launch): %k, the cast
+// of %v read by the second product in phase 2, stays in phase 0 beside %x's.
+// CHECK-LABEL: sched.program @casts(
+// CHECK:         sched.phase {
+// CHECK-NOT:       sched.barrier
+// CHECK:           sched.compute ins(%v{{.*}} : memref<4x4xf32>) outs(%k : memref<4x4xbf16>) {
+// CHECK:       {{^    [}]$}}
+// CHECK-NEXT:    sched.barrier grid
+func.func @casts(%w: tensor<4x4xbf16>, %v: tensor<4x4xf32>, %x: tensor<2x4xf32>) -> (tensor<2x4xbf16>) {
+  %xc = tk.cast %x : tensor<2x4xf32> to tensor<2x4xbf16>
+  %a = tk.matmul %xc, %w : (tensor<2x4xbf16>, tensor<4x4xbf16>) -> tensor<2x4xbf16>
+  %b = tk.relu %a : tensor<2x4xbf16>
+  %k = tk.cast %v : tensor<4x4xf32> to tensor<4x4xbf16>
+  %h = tk.matmul %b, %k : (tensor<2x4xbf16>, tensor<4x4xbf16>) -> tensor<2x4xbf16>
+  func.return %h : tensor<2x4xbf16>
+}
