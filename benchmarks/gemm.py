@@ -16,7 +16,9 @@ over enough input sets that they do not all sit in the 60 MB L2), replayed
 ``--samples`` times after warm-up, each replay timed with CUDA events; a
 sample is the replay time over the calls. Both sides run the same way:
 torch.matmul(out=...) into a preallocated bf16 output, the tile with its
-automatic plan and a bf16 output. ``--sweep`` also times every (tile shape,
+automatic plan and a bf16 output, stored through the row walk that generated
+kernels' epilogues use (since 2026-12-05; gemm.json measured before then
+stored in fragment order, eight partly used sectors a store). ``--sweep`` also times every (tile shape,
 split count) of the table, to refit the planner.
 
 Writes JSON (default results/h200/gemm.json) with, per shape, m, n, k, dtype,
@@ -253,6 +255,10 @@ def main(argv=None) -> int:
         return {
             "benchmark": "gemm",
             "description": "tk/hopper_gemm.cuh vs torch.matmul (cuBLAS), bf16 in / bf16 out, fp32 accumulate",
+            # What "the megakernel's tile" means here: its K loop, setmaxnreg split
+            # and row-walk epilogue (stores through shared memory, a warp's 32
+            # consecutive columns of a row), as generated code runs them.
+            "epilogue": "row walk (StoreEpilogue through AnyStoreEpilogue.visit)",
             "device": props.name,
             "sms": props.multi_processor_count,
             "torch": torch.__version__,

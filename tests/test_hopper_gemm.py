@@ -70,6 +70,10 @@ def test_launcher_compiles_for_sm90a_without_warnings(built, record_property):
     assert lib.is_file()
     warnings = [ln for ln in log.splitlines() if re.search(r"\bwarning\b", ln, re.IGNORECASE)]
     assert not warnings, "nvcc/ptxas warnings:\n" + "\n".join(warnings)
+    # C7507 is an info line, not a warning: ptxas dropped every setmaxnreg of a
+    # kernel, so its consumers stay at the launch bound's registers.
+    ignored = [ln for ln in log.splitlines() if "C7507" in ln]
+    assert not ignored, "setmaxnreg ignored:\n" + "\n".join(ignored)
     rows = parse_ptxas(log)
     tma = [r for r in rows if "gemm_kernel" in r["kernel"]]
     fallback = [r for r in rows if "fallback_kernel" in r["kernel"]]

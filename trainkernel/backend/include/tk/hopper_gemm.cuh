@@ -160,13 +160,10 @@
 //   epi.pair(int i, int j, float v0, float v1)    optional: elements (i, j)
 //       and (i, j+1), both in bounds, j even (vector stores); detected at
 //       compile time, else the scalar call is used twice.
-//   kFragmentEpilogue = true + template <int BN> epi.fragment(acc, t, row0,
-//       col0, M, N)                            optional: the kernel hands over
-//       the whole fragment instead (t: thread in the warpgroup, (row0, col0):
-//       the slab's global origin; frag_row / frag_col locate each register);
-//       the hook must apply the bounds itself (apply_epilogue does); such a
-//       functor also provides visit(f) (f(per-element functor)) for the
-//       fallback path.
+//   kRunTimeTyped = true + epi.visit(f)         optional: an epilogue whose
+//       type is chosen at run time (AnyStoreEpilogue's output type) calls
+//       f(typed epilogue) once; the kernel does so once a unit, so the K loop
+//       is instantiated once and only the epilogue once per type.
 // The fallback path calls the same epi(i, j, v), so one functor serves both.
 // Fused epilogues of generated code (bias, relu, casts, SGD updates) are
 // written as such functors; with split-K they see the final sum only.
@@ -656,12 +653,12 @@ struct has_pair<E, decltype((void)(static_cast<const E*>(nullptr)->pair(0, 0, 0.
   static constexpr bool value = true;
 };
 template <class E, class = void>
-struct has_fragment_hook {
+struct is_run_time_typed {
   static constexpr bool value = false;
 };
 template <class E>
-struct has_fragment_hook<E, decltype((void)E::kFragmentEpilogue)> {
-  static constexpr bool value = E::kFragmentEpilogue;
+struct is_run_time_typed<E, decltype((void)E::kRunTimeTyped)> {
+  static constexpr bool value = E::kRunTimeTyped;
 };
 }  // namespace detail
 
@@ -953,11 +950,14 @@ struct StoreEpilogue {
 };
 
 // The same with the output type chosen at run time: one kernel serves all
-// three output types. It uses the fragment hook (kFragmentEpilogue): the
-// kernel hands it the whole fragment, and it branches once per tile, not per
-// element (per-element branching also made cicc take minutes per kernel).
+// three output types (the launcher of tests and benchmarks). It is run-time
+// typed (kRunTimeTyped): the kernel calls visit once a unit and runs the
+// typed StoreEpilogue through the same row walk as generated code's
+// epilogues, so the standalone tile stores as the megakernel's does; only the
+// epilogue is instantiated per type (per-element branching on the type made
+// cicc take minutes per kernel).
 struct AnyStoreEpilogue {
-  static constexpr bool kFragmentEpilogue = true;
+  static constexpr bool kRunTimeTyped = true;
   void* C;
   long long ldc;
   float beta;
@@ -974,24 +974,12 @@ struct AnyStoreEpilogue {
     e.vec2 = vec2;
     return e;
   }
-  __device__ __forceinline__ void operator()(int i, int j, float v) const {
-    if (out_dtype == kF32) as<float>()(i, j, v);
-    else if (out_dtype == kBF16) as<__nv_bfloat16>()(i, j, v);
-    else as<__half>()(i, j, v);
-  }
   // f(StoreEpilogue<Out>) for the run-time output type.
   template <class F>
   __device__ __forceinline__ void visit(F&& f) const {
     if (out_dtype == kF32) f(as<float>());
     else if (out_dtype == kBF16) f(as<__nv_bfloat16>());
     else f(as<__half>());
-  }
-  template <int BN>
-  __device__ __forceinline__ void fragment(const float (&acc)[BN / 2], int t, int row0, int col0,
-                                           int M, int N) const {
-    if (out_dtype == kF32) apply_epilogue<BN>(as<float>(), acc, t, row0, col0, M, N);
-    else if (out_dtype == kBF16) apply_epilogue<BN>(as<__nv_bfloat16>(), acc, t, row0, col0, M, N);
-    else apply_epilogue<BN>(as<__half>(), acc, t, row0, col0, M, N);
   }
 };
 
@@ -1294,8 +1282,8 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
 
     // The row walk's epilogues may share the fix-up (kSharedFixup) where no block
     // holds two slices of a tile (splits <= stride); the fragment-order ones cannot.
-    constexpr bool kRowWalk = !detail::has_fragment_hook<Epi>::value &&
-                              (has_staged_halves<Epi> || kRowsPlain || has_column_partials<Epi>);
+    constexpr bool kRowWalk = detail::is_run_time_typed<Epi>::value || has_staged_halves<Epi> || kRowsPlain ||
+                              has_column_partials<Epi>;
     const bool shared = kSharedFixup && kRowWalk && p.splits > 1 && p.splits <= stride;
     if (shared)
       splitk_shared_fixup<BM, BN>(p, w, acc, ctid);
@@ -1305,47 +1293,54 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
     const long long tk_u3 = clock64();
 #endif
     RowsTimer tk_rows;
-    if constexpr (detail::has_fragment_hook<Epi>::value) {
-      epi.template fragment<BN>(acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
-    } else if constexpr (has_staged_halves<Epi> || kRowsPlain || has_column_partials<Epi>) {  // generated code's epilogues: by rows
-      float* scratch = static_cast<float*>(__cvta_shared_to_generic(rows_scratch<Shape>(base, c)));
-      // The passes, with every element's bounds test (kGuard) or none: a
-      // guarded element is a branch around its own load-compute-store chain,
-      // so ptxas runs the chains one after another (the unit timer's 4.5k-cycle
-      // body on a 64-wide tile, perf-log step 22); unguarded they interleave.
-      auto passes = [&](auto guard) {
-        constexpr bool kGuard = decltype(guard)::value;
+    // The unit's epilogue through the typed functor e (epi itself, or the one
+    // a run-time typed epilogue picks).
+    auto unit_epilogue = [&](const auto& e) {
+      using E = std::decay_t<decltype(e)>;
+      if constexpr (has_staged_halves<E> || kRowsPlain || has_column_partials<E>) {  // by rows
+        float* scratch = static_cast<float*>(__cvta_shared_to_generic(rows_scratch<Shape>(base, c)));
+        // The passes, with every element's bounds test (kGuard) or none: a
+        // guarded element is a branch around its own load-compute-store chain,
+        // so ptxas runs the chains one after another (the unit timer's 4.5k-cycle
+        // body on a 64-wide tile, perf-log step 22); unguarded they interleave.
+        auto passes = [&](auto guard) {
+          constexpr bool kGuard = decltype(guard)::value;
 #pragma unroll
-        for (int c0 = 0; c0 < BN; c0 += kRowCols) {
-          if (kGuard && w.n0 + c0 >= p.N) break;
-          if (!shared_fixup_owns(shared, p, w, c0)) continue;
-          tk_rows.start();
-          frag_to_rows<BN>(acc, scratch, t, c0);
-          tk_rows.lap(0);
-          __syncwarp();  // only the warp's lanes share its rows
-          tk_rows.lap(1);
-          if constexpr (kPreload)
-            rows_store_preloaded<BN, kGuard>(epi, pre, scratch, t, c0 / kRowCols, w.m0 + 64 * c, w.n0, p.M, p.N);
-          else
-            rows_epilogue<BN, kGuard>(epi, scratch, t, w.m0 + 64 * c, w.n0 + c0, p.M, p.N);
-          tk_rows.lap(2);
-          __syncwarp();  // read before the next pass (or unit) writes
-          tk_rows.lap(3);
-        }
-      };
+          for (int c0 = 0; c0 < BN; c0 += kRowCols) {
+            if (kGuard && w.n0 + c0 >= p.N) break;
+            if (!shared_fixup_owns(shared, p, w, c0)) continue;
+            tk_rows.start();
+            frag_to_rows<BN>(acc, scratch, t, c0);
+            tk_rows.lap(0);
+            __syncwarp();  // only the warp's lanes share its rows
+            tk_rows.lap(1);
+            if constexpr (kPreload && std::is_same_v<E, Epi>)
+              rows_store_preloaded<BN, kGuard>(e, pre, scratch, t, c0 / kRowCols, w.m0 + 64 * c, w.n0, p.M, p.N);
+            else
+              rows_epilogue<BN, kGuard>(e, scratch, t, w.m0 + 64 * c, w.n0 + c0, p.M, p.N);
+            tk_rows.lap(2);
+            __syncwarp();  // read before the next pass (or unit) writes
+            tk_rows.lap(3);
+          }
+        };
 #if defined(TK_ROWS_ALWAYS_GUARDED)  // probe: every element tested, as before step 22
-      passes(std::true_type{});
-#else
-      if constexpr (kWholeTiles)
-        passes(std::false_type{});
-      else if (w.m0 + BM <= p.M && w.n0 + BN <= p.N)  // this tile is whole
-        passes(std::false_type{});
-      else
         passes(std::true_type{});
+#else
+        if constexpr (kWholeTiles)
+          passes(std::false_type{});
+        else if (w.m0 + BM <= p.M && w.n0 + BN <= p.N)  // this tile is whole
+          passes(std::false_type{});
+        else
+          passes(std::true_type{});
 #endif
-    } else {
-      apply_epilogue<BN>(epi, acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
-    }
+      } else {
+        apply_epilogue<BN>(e, acc, t, w.m0 + 64 * c, w.n0, p.M, p.N);
+      }
+    };
+    if constexpr (detail::is_run_time_typed<Epi>::value)
+      epi.visit(unit_epilogue);
+    else
+      unit_epilogue(epi);
 #if defined(TK_UNIT_TIMER)
     // Cycles of block 0's first consumer thread: to the first K step's operands,
     // the K loop, the split-K fix-up, the epilogue; of a row epilogue, its
@@ -1463,7 +1458,11 @@ __device__ __forceinline__ void fence_proxy_async_global() {
 
 // The standalone kernel: one product, one pipeline, persistent blocks. The
 // producer gives registers to the consumers (setmaxnreg), so a 128 x 256
-// tile's accumulator (128 registers a thread) fits.
+// tile's accumulator (128 registers a thread) fits. The producer and the
+// consumers are two separate paths from the setmaxnreg on, as in
+// grid_gemm_units: where a path from setmaxnreg.dec could reach the consumers'
+// code, ptxas ignores every setmaxnreg of the kernel (C7507) and the
+// consumers stay at the launch bound's 168 registers.
 template <typename T, class Shape, bool TA, bool TB, class Epi>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tma_a,
@@ -1477,12 +1476,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     ptx::prefetch_tensormap(&tma_b);
   }
   __syncthreads();
-  if (threadIdx.x < 128)
-    ptx::setmaxnreg_dec<kProducerRegs>();
-  else
-    ptx::setmaxnreg_inc<kConsumerRegs>();
   PipeState pipe;
-  gemm_units<T, Shape, TA, TB>(&tma_a, &tma_b, p, epi, base, blockIdx.x, gridDim.x, pipe);
+  if (threadIdx.x < 128) {
+    ptx::setmaxnreg_dec<kProducerRegs>();
+    produce_units<T, Shape, TA, TB>(&tma_a, &tma_b, p, base, blockIdx.x, gridDim.x, pipe);
+  } else {
+    ptx::setmaxnreg_inc<kConsumerRegs>();
+    consume_units<T, Shape, TA, TB, false>(p, epi, base, blockIdx.x, gridDim.x, pipe);
+  }
 #else
   (void)tma_a;
   (void)tma_b;
@@ -1513,9 +1514,8 @@ template <typename T, bool TA, bool TB, class Epi>
 __global__ void __launch_bounds__(kFallbackThreads, 1)
     fallback_kernel(const T* A, int lda, const T* B, int ldb, int M, int N, int K, const Epi epi) {
   extern __shared__ __align__(16) char fallback_smem[];
-  if constexpr (detail::has_fragment_hook<Epi>::value) {
-    // A fragment epilogue (AnyStoreEpilogue) offers visit(f): f(typed epilogue),
-    // so the per-element calls are not branched on the output type.
+  if constexpr (detail::is_run_time_typed<Epi>::value) {
+    // The per-element calls are not branched on the output type.
     epi.visit([&](const auto& typed) {
       fallback_tiles<T, TA, TB>(A, lda, B, ldb, M, N, K, typed, fallback_smem);
     });
