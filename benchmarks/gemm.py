@@ -16,7 +16,8 @@ over enough input sets that they do not all sit in the 60 MB L2), replayed
 ``--samples`` times after warm-up, each replay timed with CUDA events; a
 sample is the replay time over the calls. Both sides run the same way:
 torch.matmul(out=...) into a preallocated bf16 output, the tile with its
-automatic plan and a bf16 output, stored through the row walk that generated
+automatic plan and a bf16 output (and, where the shape allows, as clusters of
+two blocks sharing B by TMA multicast: ``tk_pair``), stored through the row walk that generated
 kernels' epilogues use (since 2026-12-05; gemm.json measured before then
 stored in fragment order, eight partly used sectors a store). ``--sweep`` also times every (tile shape,
 split count) of the table, to refit the planner.
@@ -180,6 +181,18 @@ def bench_shape(lib, g, dtype, args, gen) -> dict:
         t32 = time_graph(f32, args.calls, max(5, args.samples // 2))
         row["tk_f32out"] = summarize(t32)
         row["tk_f32out_tflops"] = flop / row["tk_f32out"]["median_us"] / 1e6
+        # clusters of two sharing B by TMA multicast (not chosen by the planner
+        # yet: measured here against the automatic plan, where the shape pairs)
+        if lib.plan(m, n, k, pair=True)["pair"]:
+            chk = check(lib, g, a0, b0, pair=True)
+            pair = {"check": chk, "plan": chk["plan"]}
+            if chk["ok"]:
+                tp = time_graph(tk_fns(pair=True), args.calls, args.samples)
+                pair.update(summary=summarize(tp), samples_us=tp)
+                pair["tflops"] = flop / pair["summary"]["median_us"] / 1e6
+                pair["ratio_vs_torch"] = pair["tflops"] / row["torch_tflops"]
+                pair["speedup_vs_unpaired"] = row["tk"]["median_us"] / pair["summary"]["median_us"]
+            row["tk_pair"] = pair
     else:
         row["tk"] = None
         row["tk_tflops"] = None
@@ -200,12 +213,22 @@ def bench_shape(lib, g, dtype, args, gen) -> dict:
                     ent.update(summarize(ts))
                     ent["tflops"] = flop / ent["median_us"] / 1e6
                 sweep.append(ent)
+                if splits == 1 and lib.plan(m, n, k, tile=tile, splits=1, pair=True)["pair"]:
+                    chk = check(lib, g, a0, b0, pair=True, **kw)
+                    ent = {"tile": tile, "splits": 1, "pair": True, "plan": chk["plan"], "ok": chk["ok"],
+                           "err_over_bound": chk["err_over_bound"]}
+                    if chk["ok"]:
+                        ts = time_graph(tk_fns(pair=True, **kw)[: args.sweep_calls], args.sweep_calls,
+                                        args.sweep_samples)
+                        ent.update(summarize(ts))
+                        ent["tflops"] = flop / ent["median_us"] / 1e6
+                    sweep.append(ent)
         row["sweep"] = sweep
         good = [e for e in sweep if e.get("ok")]
         if good:
             best = min(good, key=lambda e: e["median_us"])
-            row["sweep_best"] = {"tile": best["tile"], "splits": best["splits"], "median_us": best["median_us"],
-                                 "tflops": best["tflops"]}
+            row["sweep_best"] = {"tile": best["tile"], "splits": best["splits"], "pair": best.get("pair", False),
+                                 "median_us": best["median_us"], "tflops": best["tflops"]}
     del data
     torch.cuda.empty_cache()
     return row
@@ -289,16 +312,21 @@ def main(argv=None) -> int:
               f"torch {row['torch_tflops']:.0f} TF/s  plan bn={row['plan']['bn']} s={row['plan']['splits']}",
               flush=True)
     Path(args.out).write_text(json.dumps(document(), indent=1))
-    print("\n| shape | m x n x k | layout | tk TF/s | torch TF/s | tk/torch | plan (bn, splits) | sweep best |")
-    print("| --- | --- | --- | ---: | ---: | ---: | --- | --- |")
+    print("\n| shape | m x n x k | layout | tk TF/s | torch TF/s | tk/torch | plan (bn, splits) | pair TF/s "
+          "| sweep best |")
+    print("| --- | --- | --- | ---: | ---: | ---: | --- | ---: | --- |")
     for r in rows:
         tk = f"{r['tk_tflops']:.0f}" if r["tk_tflops"] else "FAIL"
         ratio = f"{r['ratio_vs_torch']:.2f}" if r["ratio_vs_torch"] else "-"
+        pr = r.get("tk_pair")
+        pair = "-" if pr is None else f"{pr['tflops']:.0f}" if pr.get("tflops") else "FAIL"
         sb = r.get("sweep_best")
-        sbs = f"bn={[256, 128, 64][sb['tile']]} s={sb['splits']} {sb['tflops']:.0f}" if sb else "-"
+        sbs = (f"bn={[256, 128, 64][sb['tile']]} s={sb['splits']}{' pair' if sb.get('pair') else ''} "
+               f"{sb['tflops']:.0f}" if sb else "-")
         print(f"| {r['name']} | {r['m']}x{r['n']}x{r['k']} | {r['layout']} | {tk} | {r['torch_tflops']:.0f} | {ratio} | "
-              f"{r['plan']['bn']}, {r['plan']['splits']} | {sbs} |")
-    return 0 if all(r["check"]["ok"] for r in rows) else 1
+              f"{r['plan']['bn']}, {r['plan']['splits']} | {pair} | {sbs} |")
+    pairs_ok = all(r["tk_pair"]["check"]["ok"] for r in rows if r.get("tk_pair"))
+    return 0 if all(r["check"]["ok"] for r in rows) and pairs_ok else 1
 
 
 if __name__ == "__main__":

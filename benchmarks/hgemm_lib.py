@@ -42,7 +42,7 @@ WATCHDOG_FLAGS = ("-DTK_HOPPER_WATCHDOG=4000000000ull",)
 IN_DTYPES = {"bfloat16": 1, "float16": 2}
 OUT_DTYPES = {"float32": 0, "bfloat16": 1, "float16": 2}
 PATHS = {0: "tma", 1: "fallback", 2: "empty"}
-PLAN_FIELDS = ("path", "tile", "bm", "bn", "splits", "kb_per_split", "tiles_m", "tiles_n", "units", "grid")
+PLAN_FIELDS = ("path", "tile", "bm", "bn", "splits", "kb_per_split", "tiles_m", "tiles_n", "units", "grid", "pair")
 
 
 def nvcc() -> str:
@@ -123,11 +123,11 @@ class HGemm:
         self.path = Path(path)
         lib = ctypes.CDLL(str(self.path))
         ll, i, f, vp = ctypes.c_longlong, ctypes.c_int, ctypes.c_float, ctypes.c_void_p
-        lib.tk_hgemm.argtypes = [vp, ll, vp, ll, vp, ll, i, i, i, i, i, i, i, f, i, i, i, vp]
+        lib.tk_hgemm.argtypes = [vp, ll, vp, ll, vp, ll, i, i, i, i, i, i, i, f, i, i, i, i, vp]
         lib.tk_hgemm.restype = i
         lib.tk_hgemm_last_plan.argtypes = [ctypes.POINTER(i), ctypes.POINTER(f)]
         lib.tk_hgemm_last_plan.restype = None
-        lib.tk_hgemm_plan.argtypes = [i, i, i, i, i, i, i, ctypes.POINTER(i), ctypes.POINTER(f)]
+        lib.tk_hgemm_plan.argtypes = [i, i, i, i, i, i, i, i, ctypes.POINTER(i), ctypes.POINTER(f)]
         lib.tk_hgemm_plan.restype = None
         lib.tk_hgemm_error.restype = ctypes.c_char_p
         lib.tk_hgemm_num_tiles.restype = i
@@ -142,21 +142,26 @@ class HGemm:
         return d
 
     def plan(self, m: int, n: int, k: int, tile: int = -1, splits: int = 0, out_bytes: int = 2,
-             sms: int = 132) -> dict:
-        vals = (ctypes.c_int * 10)()
+             sms: int = 132, pair: bool = False) -> dict:
+        vals = (ctypes.c_int * len(PLAN_FIELDS))()
         model = ctypes.c_float()
-        self.lib.tk_hgemm_plan(m, n, k, tile, splits, out_bytes, sms, vals, ctypes.byref(model))
+        self.lib.tk_hgemm_plan(m, n, k, tile, splits, out_bytes, sms, int(pair), vals, ctypes.byref(model))
         return self._plan_dict(vals, model)
 
     def last_plan(self) -> dict:
-        vals = (ctypes.c_int * 10)()
+        vals = (ctypes.c_int * len(PLAN_FIELDS))()
         model = ctypes.c_float()
         self.lib.tk_hgemm_last_plan(vals, ctypes.byref(model))
         return self._plan_dict(vals, model)
 
     def mm(self, a, b, *, trans_a: bool = False, trans_b: bool = False, out=None, out_dtype=None,
-           beta: float = 0.0, tile: int = -1, splits: int = 0, force_fallback: bool = False):
+           beta: float = 0.0, tile: int = -1, splits: int = 0, force_fallback: bool = False,
+           pair: bool = False):
         """op(a) @ op(b) (+ beta * out) into ``out`` (allocated if None).
+
+        pair: clusters of two blocks sharing B's tiles by TMA multicast, where
+        the plan allows it (no split-K, an even number of 128-row tiles);
+        ``last_plan()["pair"]`` says whether it ran so.
 
         a: M x K (K x M with trans_a), b: K x N (N x K with trans_b); both
         bf16 or both f16, CUDA, unit stride in the last dimension (any row
@@ -183,7 +188,8 @@ class HGemm:
         ldc = max(out.stride(0), 1) if m > 1 else n
         rc = self.lib.tk_hgemm(a.data_ptr(), lda, b.data_ptr(), ldb, out.data_ptr(), ldc, m, n, k,
                                IN_DTYPES[str(a.dtype).replace("torch.", "")], int(trans_a), int(trans_b),
-                               od, float(beta), int(tile), int(splits), int(force_fallback), stream)
+                               od, float(beta), int(tile), int(splits), int(force_fallback), int(pair),
+                               stream)
         if rc != 0:
             raise RuntimeError(f"tk_hgemm failed ({rc}): {self.lib.tk_hgemm_error().decode()}")
         return out

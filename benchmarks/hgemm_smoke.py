@@ -2,8 +2,8 @@
 
 ``python -m benchmarks.hgemm_smoke [LAYOUT ...]`` runs, for each layout
 (NN NT TN TT) in its own process (a trapped kernel kills its CUDA context,
-not the others'), every tile shape, both input types, split-K and the
-fallback on small and tail shapes, and prints one line per case:
+not the others'), every tile shape, both input types, split-K, the cluster
+pair and the fallback on small and tail shapes, and prints one line per case:
 
     OK|BAD layout dtype tile splits MxNxK err/bound path
 
@@ -30,7 +30,7 @@ if os.environ.get("HGEMM_SMOKE_QUICK"):  # under compute-sanitizer: small shapes
     SHAPES = [(128, 256, 64), (200, 300, 136), (8, 8, 8)]
 
 
-def _probe(lib, ta, tb, m, n, k, dtype, tile, splits):
+def _probe(lib, ta, tb, m, n, k, dtype, tile, splits, pair):
     import torch
 
     i = torch.arange(m, device="cuda")
@@ -39,7 +39,7 @@ def _probe(lib, ta, tb, m, n, k, dtype, tile, splits):
     opb = kk[:, None].expand(k, n).to(dtype).contiguous()  # k x n, value k
     a = opa.t().contiguous() if ta else opa
     b = opb.t().contiguous() if tb else opb
-    out = lib.mm(a, b, trans_a=ta, trans_b=tb, out_dtype=torch.float32, tile=tile, splits=splits)
+    out = lib.mm(a, b, trans_a=ta, trans_b=tb, out_dtype=torch.float32, tile=tile, splits=splits, pair=pair)
     torch.cuda.synchronize()
     want = (i % min(64, k)).float()[:, None].expand(m, n)
     wrong = (out != want)
@@ -62,27 +62,29 @@ def run_layout(name: str) -> int:
     for dtype in (torch.bfloat16, torch.float16):
         for tile in range(lib.num_tiles):
             for shape in SHAPES:
-                cases.append((dtype, tile, 1, shape, False))
-            cases.append((dtype, tile, 4, (256, 264, 1024), False))
-        cases.append((dtype, -1, 0, (200, 300, 136), True))
-    for dtype, tile, splits, (m, n, k), fb in cases:
+                cases.append((dtype, tile, 1, shape, False, False))
+            cases.append((dtype, tile, 4, (256, 264, 1024), False, False))
+            cases.append((dtype, tile, 1, (256, 264, 1024), False, True))  # a cluster pair, one unit each
+            cases.append((dtype, tile, 1, (200, 300, 136), False, True))  # tails
+        cases.append((dtype, -1, 0, (200, 300, 136), True, False))
+    for dtype, tile, splits, (m, n, k), fb, pair in cases:
         a = torch.randn((k, m) if ta else (m, k), generator=gen, device="cuda").to(dtype)
         b = torch.randn((n, k) if tb else (k, n), generator=gen, device="cuda").to(dtype)
         opa, opb = (a.t() if ta else a), (b.t() if tb else b)
         out = torch.full((m, n), float("nan"), device="cuda")
-        lib.mm(a, b, trans_a=ta, trans_b=tb, out=out, tile=tile, splits=splits, force_fallback=fb)
+        lib.mm(a, b, trans_a=ta, trans_b=tb, out=out, tile=tile, splits=splits, force_fallback=fb, pair=pair)
         torch.cuda.synchronize()
         ref = opa.float() @ opb.float()
         bound = 2 * k * 2.0**-24 * (opa.float().abs() @ opb.float().abs()) + 1e-30
         r = float(((out - ref).abs() / bound).max().item()) if torch.isfinite(out).all() else float("inf")
         plan = lib.last_plan()
-        ok = r <= 1.0
+        ok = r <= 1.0 and plan["pair"] == int(pair)  # a pair asked for is a pair that ran
         line = (f"{'OK ' if ok else 'BAD'} {name} {str(dtype)[6:]:<8} tile={tile:>2} splits={plan['splits']} "
-                f"{m}x{n}x{k} err/bound={r:.3g} path={plan['path']} bn={plan['bn']}")
+                f"{m}x{n}x{k} err/bound={r:.3g} path={plan['path']} bn={plan['bn']} pair={plan['pair']}")
         if not ok:
             bad += 1
             try:
-                line += "\n    " + _probe(lib, ta, tb, m, n, k, dtype, tile, splits)
+                line += "\n    " + _probe(lib, ta, tb, m, n, k, dtype, tile, splits, pair)
             except Exception as exc:  # noqa: BLE001
                 line += f"\n    probe failed: {exc}"
         print(line, flush=True)

@@ -77,8 +77,9 @@ def test_launcher_compiles_for_sm90a_without_warnings(built, record_property):
     rows = parse_ptxas(log)
     tma = [r for r in rows if "gemm_kernel" in r["kernel"]]
     fallback = [r for r in rows if "fallback_kernel" in r["kernel"]]
-    # 3 tile shapes x 2 input types x 4 transpositions; 2 x 4 fallback kernels.
-    assert len(tma) == 24, f"expected 24 TMA kernels, ptxas listed {len(tma)}"
+    # 3 tile shapes x 2 input types x 4 transpositions, alone and as a cluster
+    # pair; 2 x 4 fallback kernels.
+    assert len(tma) == 48, f"expected 48 TMA kernels, ptxas listed {len(tma)}"
     assert len(fallback) == 8, f"expected 8 fallback kernels, ptxas listed {len(fallback)}"
     bad = [r for r in tma + fallback if r["spill_stores"] or r["spill_loads"] or r["stack"]]
     assert not bad, f"spills or stack frames (local memory): {bad}"
@@ -126,7 +127,7 @@ def test_host_emulation_of_the_data_path(tmp_path):
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
     lines = [ln for ln in run.stdout.splitlines() if ln.strip()]
     bad = [ln for ln in lines if not ln.startswith("PASS ")]
-    assert run.returncode == 0 and not bad and len(lines) == 75, "\n".join(bad[:20]) or run.stderr[-2000:]
+    assert run.returncode == 0 and not bad and len(lines) == 159, "\n".join(bad[:20]) or run.stderr[-2000:]
 
 
 @needs_nvcc
@@ -153,6 +154,52 @@ def test_planner_choices(built):
     # forced choices are honoured
     forced = lib.plan(1024, 256, 4096, tile=1, splits=4)
     assert (forced["bn"], forced["splits"]) == (128, 4)
+    # nothing pairs unless asked
+    assert all(lib.plan(m, n, k)["pair"] == 0 for m, n, k in [(1024, 4096, 1024), (2048, 8192, 2048)])
+
+
+@needs_nvcc
+def test_cluster_pair_plans(built):
+    """choose_plan with pair_req = 1: an even number of 128-row tiles and no
+    split-K pair (split-K is given up for it), an even grid; anything else is
+    the unpaired plan."""
+    lib = hgemm_lib.HGemm(built[0])
+    for m, n, k in [(1024, 4096, 1024), (2048, 8192, 2048), (1024, 256, 4096), (129, 300, 200)]:
+        p = lib.plan(m, n, k, pair=True)
+        assert p["pair"] == 1 and p["splits"] == 1 and p["grid"] % 2 == 0, p
+        assert p["grid"] == min(p["units"], 132) // 2 * 2
+    assert lib.plan(2048, 8192, 2048, pair=True, sms=131)["grid"] == 130
+    for m, n, k, splits in [(300, 256, 256, 0), (128, 64, 64, 0), (1024, 256, 4096, 4)]:
+        p = lib.plan(m, n, k, splits=splits, pair=True)
+        assert p["pair"] == 0 and p == lib.plan(m, n, k, splits=splits), p
+
+
+@needs_nvcc
+def test_cluster_pair_ptx(tmp_path):
+    """The pair kernel multicasts B (one TMA copy into both blocks), frees a
+    stage on the peer's barrier through mapa with release at cluster scope,
+    waits on its own with acquire at cluster scope, and syncs the cluster at
+    start and end; the unpaired kernel does none of it."""
+    ptx = {}
+    for pair in (True, False):
+        src, out = tmp_path / f"pair{int(pair)}.cu", tmp_path / f"pair{int(pair)}.ptx"
+        src.write_text(
+            '#include "tk/hopper_gemm.cuh"\n'
+            "namespace hg = tk::hopper;\n"
+            "void* kernel() {\n"
+            "  return (void*)hg::gemm_kernel<__nv_bfloat16, hg::TileById<0>::type, false, true,\n"
+            f"                                hg::StoreEpilogue<__nv_bfloat16>, {str(pair).lower()}>;\n"
+            "}\n")
+        proc = subprocess.run(["nvcc", "-std=c++17", "-O3", "-gencode=arch=compute_90a,code=sm_90a", "-I",
+                               str(hgemm_lib.INCLUDE), "-ptx", str(src), "-o", str(out)],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        ptx[pair] = out.read_text()
+    needles = ["multicast::cluster", "mapa.shared::cluster", "mbarrier.arrive.release.cluster.shared::cluster",
+               "try_wait.parity.acquire.cluster", "barrier.cluster.arrive", "%cluster_ctarank"]
+    for needle in needles:
+        assert needle in ptx[True], needle
+        assert needle not in ptx[False], needle
 
 
 # --------------------------------------------------------------------------- GPU
@@ -320,6 +367,49 @@ def test_deterministic(hg):
         outs = [hg.mm(a, b, out_dtype=torch.float32, tile=1, splits=splits) for _ in range(3)]
         torch.cuda.synchronize()
         assert all(torch.equal(outs[0], o) for o in outs[1:])
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("layout", LAYOUTS, ids=["NN", "NT", "TN", "TT"])
+@pytest.mark.parametrize("tile", [0, 1, 2])
+def test_cluster_pair_matches_torch(hg, layout, tile):
+    """Clusters of two sharing B by multicast: every layout and tile shape, a
+    tail in every dimension, several units a block (1024 x 4096 on 256-wide
+    tiles: 128 units), fp32 and bf16 outputs; the same bits as the unpaired
+    kernel (same K order, only the loads differ) and across reruns."""
+    import torch
+
+    ta, tb = layout
+    for m, n, k in [(264, 520, 1000), (1024, 4096, 1024), (2048, 1000, 136), (136, 64, 64)]:
+        for out_dtype in (torch.float32, torch.bfloat16):
+            _, plan = _run_case(hg, m, n, k, torch.bfloat16, ta, tb, out_dtype, seed=tile + 17, tile=tile, pair=True)
+            assert plan["path"] == "tma" and plan["pair"] == 1 and plan["tile"] == tile, plan
+    gen = torch.Generator(device="cuda").manual_seed(4)
+    a, b, _, _ = _operands(1032, 776, 520, torch.bfloat16, ta, tb, gen)
+    paired = [hg.mm(a, b, trans_a=ta, trans_b=tb, out_dtype=torch.float32, tile=tile, pair=True) for _ in range(2)]
+    alone = hg.mm(a, b, trans_a=ta, trans_b=tb, out_dtype=torch.float32, tile=tile, splits=1)
+    torch.cuda.synchronize()
+    assert torch.equal(paired[0], paired[1]) and torch.equal(paired[0], alone)
+
+
+@pytest.mark.cuda
+def test_cluster_pair_in_a_graph(hg):
+    """The pair's cluster launch captured in a CUDA graph and replayed."""
+    import torch
+
+    gen = torch.Generator(device="cuda").manual_seed(6)
+    a, b, opa, opb = _operands(1024, 4096, 1024, torch.bfloat16, False, False, gen)
+    out = torch.empty(1024, 4096, device="cuda", dtype=torch.bfloat16)
+    hg.mm(a, b, out=out, pair=True)  # first call outside the capture (attributes, occupancy)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        hg.mm(a, b, out=out, pair=True)
+    out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert hg.last_plan()["pair"] == 1
+    _check(out, opa.float() @ opb.float(), opa, opb, 1024, torch.bfloat16)
 
 
 @pytest.mark.cuda

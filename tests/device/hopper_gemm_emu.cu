@@ -222,8 +222,84 @@ bool fragment_is_bijection(char* why) {
   return true;
 }
 
+// The cluster pair's premise (choose_plan with pair_req = 1): where the plan
+// pairs, units 2q and 2q + 1 are tiles (m, n) and (m + 1, n) whose B boxes are
+// the same at every K step (rank 0's multicast is what rank 1 would load), and
+// at any even grid the two blocks of a cluster walk as many units; where it
+// does not pair, pairs_share_b says why.
+template <class Shape, bool TA, bool TB>
+bool pairs_share_b_boxes(int M, int N, int K, int splits_req, bool expect_pair, char* why) {
+  constexpr int BM = Shape::BM, BN = Shape::BN;
+  const int tile = BN == 256 ? 0 : BN == 128 ? 1 : 2;
+  const hg::Plan plan = hg::choose_plan(M, N, K, 132, tile, splits_req, 2, 1);
+  if (plan.pair != (expect_pair ? 1 : 0)) {
+    snprintf(why, 200, "plan.pair %d, expected %d (tiles_m %d, splits %d)", plan.pair, expect_pair, plan.tiles_m,
+             plan.splits);
+    return false;
+  }
+  if (!plan.pair) return !hg::pairs_share_b(plan.tiles_m, plan.splits);
+  if (plan.grid % 2 != 0 || plan.grid > 132 || plan.splits != 1) {
+    snprintf(why, 200, "paired plan with grid %d, splits %d", plan.grid, plan.splits);
+    return false;
+  }
+  const hg::GemmParams p = hg::gemm_params(plan, M, N, K);
+  for (int u = 0; u < plan.units; u += 2) {
+    const hg::WorkUnit w0 = hg::work_unit(p, u, BM, BN), w1 = hg::work_unit(p, u + 1, BM, BN);
+    if (w0.n0 != w1.n0 || w1.m0 != w0.m0 + BM || w0.kb0 != w1.kb0 || w0.kb1 != w1.kb1) {
+      snprintf(why, 200, "units %d, %d: tiles (%d, %d), (%d, %d), K [%d, %d), [%d, %d)", u, u + 1, w0.m0, w0.n0,
+               w1.m0, w1.n0, w0.kb0, w0.kb1, w1.kb0, w1.kb1);
+      return false;
+    }
+    for (int kb = w0.kb0; kb < w0.kb1; ++kb) {
+      std::vector<int> b0, b1;
+      hg::for_each_box<Shape, TA, TB>(w0, kb, [&](int op, uint32_t off, int c0, int c1) {
+        if (op == 1) b0.insert(b0.end(), {(int)off, c0, c1});
+      });
+      hg::for_each_box<Shape, TA, TB>(w1, kb, [&](int op, uint32_t off, int c0, int c1) {
+        if (op == 1) b1.insert(b1.end(), {(int)off, c0, c1});
+      });
+      if (b0 != b1) {
+        snprintf(why, 200, "units %d, %d load different B boxes at K step %d", u, u + 1, kb);
+        return false;
+      }
+    }
+  }
+  for (int grid = 2; grid <= plan.grid; grid += 2)  // the launch may shrink the grid to co-resident clusters
+    for (int b = 0; b < grid; b += 2) {
+      int n0 = 0, n1 = 0;
+      for (int u = b; u < plan.units; u += grid) ++n0;
+      for (int u = b + 1; u < plan.units; u += grid) ++n1;
+      if (n0 != n1) {
+        snprintf(why, 200, "grid %d: blocks %d and %d run %d and %d units", grid, b, b + 1, n0, n1);
+        return false;
+      }
+    }
+  return true;
+}
+
+template <class Shape, bool TA, bool TB>
+void run_pairs(const char* tile_name) {
+  struct Case {
+    int m, n, k, splits;
+    bool pair;
+  };
+  // even tile-rows (tails included) pair; odd tile-rows and split-K do not
+  const Case cases[] = {{1024, 4096, 1024, 0, true}, {2048, 2048, 8192, 1, true}, {129, 300, 200, 0, true},
+                        {4096, 96, 130, 0, true},    {300, 256, 256, 0, false},   {1024, 256, 4096, 4, false},
+                        {128, 64, 64, 0, false}};
+  for (const Case& c : cases) {
+    char why[256] = "";
+    char name[160];
+    snprintf(name, sizeof(name), "pair_%s_%s%s_%dx%dx%d_s%d", tile_name, TA ? "T" : "N", TB ? "T" : "N", c.m, c.n,
+             c.k, c.splits);
+    const bool ok = pairs_share_b_boxes<Shape, TA, TB>(c.m, c.n, c.k, c.splits, c.pair, why);
+    tktest::report(ok, name, ok ? nullptr : "%s", why);
+  }
+}
+
 template <class Shape, bool TA, bool TB>
 void run_layout(const char* tile_name, tktest::Rng& rng) {
+  run_pairs<Shape, TA, TB>(tile_name);
   struct Case {
     int m, n, k, splits;
   };

@@ -33,7 +33,7 @@ struct State {
   size_t partial_bytes = 0;
   int* counters = nullptr;
   int sms = 0;
-  int last[10] = {};
+  int last[11] = {};
   float last_model_us = 0.0f;
   char error[512] = "";
 };
@@ -87,8 +87,8 @@ cudaError_t ensure_scratch(const hg::Plan& plan) {
 }
 
 void record(const hg::Plan& p) {
-  const int v[10] = {p.path, p.tile, p.bm, p.bn, p.splits, p.kb_per_split,
-                     p.tiles_m, p.tiles_n, p.units, p.grid};
+  const int v[11] = {p.path, p.tile, p.bm, p.bn, p.splits, p.kb_per_split,
+                     p.tiles_m, p.tiles_n, p.units, p.grid, p.pair};
   memcpy(g.last, v, sizeof(v));
   g.last_model_us = p.model_us;
 }
@@ -101,13 +101,13 @@ using namespace tkhg;
 template <typename T, bool TA, bool TB>
 int tk_hgemm_run(const void* A, long long lda, const void* B, long long ldb, void* C,
                  long long ldc, int M, int N, int K, int out_dtype, float beta, int tile,
-                 int splits, int force_fallback, cudaStream_t stream);
+                 int splits, int force_fallback, int pair, cudaStream_t stream);
 
 #if !defined(TK_HGEMM_PART) || TK_HGEMM_PART > 0
 template <typename T, bool TA, bool TB>
 int tk_hgemm_run(const void* A, long long lda, const void* B, long long ldb, void* C,
                  long long ldc, int M, int N, int K, int out_dtype, float beta, int tile,
-                 int splits, int force_fallback, cudaStream_t stream) {
+                 int splits, int force_fallback, int pair, cudaStream_t stream) {
   const T* a = static_cast<const T*>(A);
   const T* b = static_cast<const T*>(B);
   const hg::AnyStoreEpilogue epi(C, ldc, out_dtype, beta);
@@ -115,7 +115,7 @@ int tk_hgemm_run(const void* A, long long lda, const void* B, long long ldb, voi
   const bool tma = !force_fallback && K > 0 && hg::tma_compatible(A, lda) &&
                    hg::tma_compatible(B, ldb);
   const int out_bytes = out_dtype == hg::kF32 ? 4 : 2;
-  const hg::Plan plan = tma ? hg::choose_plan(M, N, K, sms, tile, splits, out_bytes)
+  const hg::Plan plan = tma ? hg::choose_plan(M, N, K, sms, tile, splits, out_bytes, pair)
                             : hg::fallback_plan(M, N, sms);
   record(plan);
   cudaError_t e = ensure_scratch(plan);
@@ -129,7 +129,7 @@ int tk_hgemm_run(const void* A, long long lda, const void* B, long long ldb, voi
 #define TK_HGEMM_INSTANTIATE(T, TA, TB)                                                           \
   template int tk_hgemm_run<T, TA, TB>(const void*, long long, const void*, long long, void*, \
                                        long long, int, int, int, int, float, int, int, int,   \
-                                       cudaStream_t);
+                                       int, cudaStream_t);
 #if !defined(TK_HGEMM_PART) || TK_HGEMM_PART == 1
 TK_HGEMM_INSTANTIATE(__nv_bfloat16, false, false)
 #endif
@@ -161,18 +161,18 @@ namespace {
 template <typename T>
 int dispatch_t(int ta, int tb, const void* A, long long lda, const void* B, long long ldb, void* C,
                long long ldc, int M, int N, int K, int out_dtype, float beta, int tile, int splits,
-               int force_fallback, cudaStream_t s) {
+               int force_fallback, int pair, cudaStream_t s) {
   if (!ta && !tb)
     return tk_hgemm_run<T, false, false>(A, lda, B, ldb, C, ldc, M, N, K, out_dtype, beta, tile, splits,
-                                force_fallback, s);
+                                force_fallback, pair, s);
   if (!ta && tb)
     return tk_hgemm_run<T, false, true>(A, lda, B, ldb, C, ldc, M, N, K, out_dtype, beta, tile, splits,
-                               force_fallback, s);
+                               force_fallback, pair, s);
   if (ta && !tb)
     return tk_hgemm_run<T, true, false>(A, lda, B, ldb, C, ldc, M, N, K, out_dtype, beta, tile, splits,
-                               force_fallback, s);
+                               force_fallback, pair, s);
   return tk_hgemm_run<T, true, true>(A, lda, B, ldb, C, ldc, M, N, K, out_dtype, beta, tile, splits,
-                            force_fallback, s);
+                            force_fallback, pair, s);
 }
 
 }  // namespace
@@ -182,38 +182,39 @@ extern "C" {
 // C[M,N] = op(A) @ op(B) (+ beta * C). in_dtype: 1 bf16, 2 f16; out_dtype:
 // 0 fp32, 1 bf16, 2 f16. trans_a: A is K x M (else M x K); trans_b: B is
 // N x K (else K x N). tile: -1 = choose, else a kHopperTiles index; splits:
-// 0 = choose, else the K slice count; force_fallback: use the mma.sync path.
+// 0 = choose, else the K slice count; force_fallback: use the mma.sync path;
+// pair: 1 = clusters of two sharing B where the plan allows (choose_plan).
 // Returns 0, or a CUDA error code (message: tk_hgemm_error()).
 int tk_hgemm(const void* A, long long lda, const void* B, long long ldb, void* C, long long ldc,
              int M, int N, int K, int in_dtype, int trans_a, int trans_b, int out_dtype, float beta,
-             int tile, int splits, int force_fallback, void* stream) {
+             int tile, int splits, int force_fallback, int pair, void* stream) {
   g.error[0] = '\0';
   if (M < 0 || N < 0 || K < 0 || tile >= hg::kNumTiles || out_dtype < 0 || out_dtype > 2)
     return fail(cudaErrorInvalidValue, "arguments");
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   if (in_dtype == hg::kBF16)
     return dispatch_t<__nv_bfloat16>(trans_a, trans_b, A, lda, B, ldb, C, ldc, M, N, K, out_dtype,
-                                     beta, tile, splits, force_fallback, s);
+                                     beta, tile, splits, force_fallback, pair, s);
   if (in_dtype == hg::kF16)
     return dispatch_t<__half>(trans_a, trans_b, A, lda, B, ldb, C, ldc, M, N, K, out_dtype, beta,
-                              tile, splits, force_fallback, s);
+                              tile, splits, force_fallback, pair, s);
   return fail(cudaErrorInvalidValue, "in_dtype");
 }
 
 // The plan of the last tk_hgemm call: path (0 TMA, 1 fallback, 2 empty),
-// tile, bm, bn, splits, kb_per_split, tiles_m, tiles_n, units, grid.
-void tk_hgemm_last_plan(int* out10, float* model_us) {
-  memcpy(out10, g.last, sizeof(g.last));
+// tile, bm, bn, splits, kb_per_split, tiles_m, tiles_n, units, grid, pair.
+void tk_hgemm_last_plan(int* out11, float* model_us) {
+  memcpy(out11, g.last, sizeof(g.last));
   if (model_us) *model_us = g.last_model_us;
 }
 
 // The plan choose_plan would make (same fields), without launching.
-void tk_hgemm_plan(int M, int N, int K, int tile, int splits, int out_bytes, int sms, int* out10,
-                   float* model_us) {
-  const hg::Plan p = hg::choose_plan(M, N, K, sms > 0 ? sms : sm_count(), tile, splits, out_bytes);
-  const int v[10] = {p.path, p.tile, p.bm, p.bn, p.splits, p.kb_per_split,
-                     p.tiles_m, p.tiles_n, p.units, p.grid};
-  memcpy(out10, v, sizeof(v));
+void tk_hgemm_plan(int M, int N, int K, int tile, int splits, int out_bytes, int sms, int pair,
+                   int* out11, float* model_us) {
+  const hg::Plan p = hg::choose_plan(M, N, K, sms > 0 ? sms : sm_count(), tile, splits, out_bytes, pair);
+  const int v[11] = {p.path, p.tile, p.bm, p.bn, p.splits, p.kb_per_split,
+                     p.tiles_m, p.tiles_n, p.units, p.grid, p.pair};
+  memcpy(out11, v, sizeof(v));
   if (model_us) *model_us = p.model_us;
 }
 

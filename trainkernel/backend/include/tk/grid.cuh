@@ -1,4 +1,4 @@
-// tk/grid.cuh -- block and grid-wide barriers for the cooperative megakernel.
+// tk/grid.cuh -- block, cluster and grid-wide barriers for the megakernels.
 //
 // tk::grid_sync() is the barrier cooperative_groups::this_grid().sync()
 // implements (CUDA 13, cooperative_groups/details/sync.h), written here
@@ -21,6 +21,8 @@
 //   * every thread of every block must reach the same sequence of
 //     grid_sync() calls (it contains __syncthreads()).
 #pragma once
+
+#include <stdint.h>
 
 namespace tk {
 
@@ -64,6 +66,32 @@ __device__ __forceinline__ void grid_sync() {
 // says (a cooperative launch with the attribute).
 __device__ __forceinline__ void launch_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
 __device__ __forceinline__ void wait_prior_grid() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+
+// ---------------------------------------------------------------------------
+// Thread block clusters (sm_90)
+// ---------------------------------------------------------------------------
+// The whole cluster's barrier with release/acquire at cluster scope (what
+// cooperative_groups' cluster.sync() does, without its header's compile cost).
+// Every thread of every block of the cluster, warps converged (.aligned).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.aligned;\n" ::: "memory");
+  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
+}
+
+// This block's rank in its cluster.
+__device__ __forceinline__ int cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return (int)r;
+}
+
+// The shared::cluster address of the same shared-memory offset `addr` (a
+// shared::cta address) in block `rank` of the cluster.
+__device__ __forceinline__ uint32_t map_rank(uint32_t addr, int rank) {
+  uint32_t out;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(addr), "r"(rank));
+  return out;
+}
 
 // Flat block index / count for 1-D persistent grids.
 __device__ __forceinline__ int block_id() { return (int)blockIdx.x; }

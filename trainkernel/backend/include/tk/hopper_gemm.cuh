@@ -144,6 +144,31 @@
 // partials or counters.
 //
 // =============================================================================
+// The cluster pair (plan.pair; choose_plan's pair_req = 1)
+// =============================================================================
+//
+// The large products are L2-bound (perf-log "Next: the large products' L2
+// traffic"): with 128 x 256 tiles, medium's h = x @ W1 reads each 256-column
+// slab of B eight times, 67 of its 100 MB. Launched in clusters of two, blocks
+// 2c and 2c + 1 take units u and u + 1 (u even), which are tiles (m, n) and
+// (m + 1, n) over the same K steps wherever pairs_share_b holds (no split-K,
+// an even number of tile-rows: a raster group's column then holds whole
+// pairs); the grid is even, so both blocks of a cluster walk as many units,
+// K step for K step, and keep the same pipeline position. Per K step each
+// block's producer loads its own A; rank 0's also loads B once with
+// .multicast::cluster into the same stage offset of both blocks, and the TMA
+// unit signals both blocks' full barrier at that offset. Each full barrier
+// expects the whole stage (A + B), whoever issued it; a multicast may land
+// before the peer's expect_tx, which the transaction count allows (it only
+// completes the phase once the peer's producer has arrived). Rank 0 may
+// refill a stage only when both blocks' consumers have left it, so its empty
+// barriers count both blocks' consumer warps: rank 1's warps arrive on their
+// own and, through mapa, on rank 0's (release at cluster scope; rank 0's
+// producer waits with acquire at cluster scope). The barrier inits are
+// published by a cluster barrier before the first copy, and a cluster barrier
+// at the end keeps rank 0 resident until rank 1's last remote arrive.
+//
+// =============================================================================
 // Epilogues
 // =============================================================================
 //
@@ -185,6 +210,7 @@
 // =============================================================================
 //
 //   tk::hopper::Plan plan = tk::hopper::choose_plan(M, N, K, num_sms);
+//   // (choose_plan(..., pair_req = 1): clusters of two sharing B where allowed)
 //   // (or fallback_plan(M, N, sms) when !tma_compatible(A, lda) or (B, ldb))
 //   // split-K: plan.partial_bytes of fp32 scratch, plan.counters zeroed ints
 //   tk::hopper::gemm<T, TA, TB>(plan, A, lda, B, ldb, M, N, K, epi,
@@ -206,6 +232,7 @@
 
 #include "epilogue.cuh"
 #include "gemm.cuh"
+#include "grid.cuh"  // cluster_sync, cluster_rank, map_rank (the cluster pair)
 #include "types.cuh"
 
 // wgmma / setmaxnreg are compiled only for the sm_90a feature set.
@@ -284,16 +311,35 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t byt
                : "memory");
 }
 
+// kCluster: acquire at cluster scope (a barrier other blocks of the cluster
+// arrive on, with release at cluster scope: the cluster pair's empty barriers).
+template <bool kCluster = false>
 __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
   uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
+  if constexpr (kCluster)
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  else
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
   return done != 0;
+}
+
+// Arrive on another block's mbarrier (`bar`: a shared::cluster address, from
+// map_rank) with release at cluster scope: this thread's earlier accesses,
+// and the wgmma reads it waited for, happen before the barrier's phase ends.
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
 __device__ __forceinline__ uint64_t globaltimer() {
@@ -303,11 +349,12 @@ __device__ __forceinline__ uint64_t globaltimer() {
 }
 
 // Wait until the phase of parity `parity` of the barrier has completed.
+template <bool kCluster = false>
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 #if defined(TK_HOPPER_WATCHDOG)
   uint32_t spins = 0;
   uint64_t t0 = 0;
-  while (!mbar_try_wait(bar, parity)) {
+  while (!mbar_try_wait<kCluster>(bar, parity)) {
     if ((++spins & 1023u) == 0) {
       const uint64_t t = globaltimer();
       if (t0 == 0) {
@@ -320,7 +367,7 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
     }
   }
 #else
-  while (!mbar_try_wait(bar, parity)) {
+  while (!mbar_try_wait<kCluster>(bar, parity)) {
   }
 #endif
 }
@@ -334,6 +381,18 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
       " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1)
+      : "memory");
+}
+
+// The same box multicast to the blocks of the cluster in `mask` (bit r: rank
+// r): it lands at the same shared-memory offset `dst` in each, and each one's
+// mbarrier at the offset of `bar` receives the transaction bytes.
+__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap* map, uint32_t bar,
+                                                      int c0, int c1, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "h"(mask)
       : "memory");
 }
 
@@ -1130,18 +1189,24 @@ __device__ __forceinline__ uint32_t rows_scratch(uint32_t base, int c) {
   return base + Shape::STAGES * Shape::STAGE_BYTES + 16u * Shape::STAGES + (uint32_t)(c * kRowScratchBytes);
 }
 
-// One thread initialises the barriers; the caller then syncs the block.
-template <class Shape>
+// One thread initialises the barriers; the caller then syncs the block (the
+// cluster, for a pair). kPair: rank 0's stages are freed by both blocks'
+// consumer warps (its producer multicasts B into both), rank 1's by its own.
+template <class Shape, bool kPair = false>
 __device__ __forceinline__ void pipeline_init(uint32_t base) {
+  const int releases = 4 * kConsumers * (kPair && cluster_rank() == 0 ? 2 : 1);
   for (int s = 0; s < Shape::STAGES; ++s) {
     ptx::mbar_init(full_bar<Shape>(base, s), 1);
-    ptx::mbar_init(empty_bar<Shape>(base, s), 4 * kConsumers);
+    ptx::mbar_init(empty_bar<Shape>(base, s), releases);
   }
   ptx::mbar_fence_init();
 }
 
 // The producer warpgroup's part of gemm_units (thread 0 issues the copies).
-template <typename T, class Shape, bool TA, bool TB>
+// kPair (a cluster pair, see "The cluster pair"): each block loads its own A,
+// rank 0 multicasts B into both blocks' stage; each block's full barrier
+// expects the whole stage.
+template <typename T, class Shape, bool TA, bool TB, bool kPair = false>
 __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                               const GemmParams& p, uint32_t base, int first,
                                               int stride, PipeState& pipe) {
@@ -1149,15 +1214,19 @@ __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CU
   constexpr int BM = Shape::BM, BN = Shape::BN, STAGES = Shape::STAGES;
   const int units = p.tiles_m * p.tiles_n * p.splits;
   if (threadIdx.x == 0) {
+    const bool loads_b = !kPair || cluster_rank() == 0;
     for (int u = first; u < units; u += stride) {
       const WorkUnit w = work_unit(p, u, BM, BN);
       for (int kb = w.kb0; kb < w.kb1; ++kb) {
-        ptx::mbar_wait(empty_bar<Shape>(base, pipe.stage), pipe.phase ^ 1u);
+        ptx::mbar_wait<kPair>(empty_bar<Shape>(base, pipe.stage), pipe.phase ^ 1u);
         const uint32_t full = full_bar<Shape>(base, pipe.stage);
         ptx::mbar_arrive_expect_tx(full, Shape::STAGE_BYTES);
         const uint32_t sa = base + pipe.stage * Shape::STAGE_BYTES;
         for_each_box<Shape, TA, TB>(w, kb, [&](int op, uint32_t off, int c0, int c1) {
-          ptx::tma_load_2d(sa + off, op == 0 ? tma_a : tma_b, full, c0, c1);
+          if (op == 0 || !kPair)
+            ptx::tma_load_2d(sa + off, op == 0 ? tma_a : tma_b, full, c0, c1);
+          else if (loads_b)
+            ptx::tma_load_2d_multicast(sa + off, tma_b, full, c0, c1, 0x3);
         });
         pipe.advance(STAGES);
       }
@@ -1214,7 +1283,10 @@ struct RowsTimer {
 constexpr int kEpiloguePrefetchSteps = TK_EPILOGUE_PREFETCH_STEPS;
 
 // The consumer warpgroups' part of gemm_units.
-template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles, bool kSharedFixup = false, class Epi>
+// kPair: rank 1's warps free each stage on rank 0's empty barrier too (rank
+// 0's producer multicasts B into it).
+template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles, bool kSharedFixup = false,
+          bool kPair = false, class Epi>
 __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& epi, uint32_t base,
                                               int first, int stride, PipeState& pipe) {
 #if TK_HOPPER_DEVICE
@@ -1225,6 +1297,12 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
   const int t = threadIdx.x & 127;     // thread within the warpgroup
   const int ctid = threadIdx.x - 128;  // thread among all consumers
   const bool warp_leader = (threadIdx.x & 31) == 0;
+  const bool frees_peer = kPair && cluster_rank() != 0;
+  auto release = [&](int stage) {  // warp leaders, once the stage's wgmma have retired
+    const uint32_t empty = empty_bar<Shape>(base, stage);
+    ptx::mbar_arrive(empty);
+    if (frees_peer) ptx::mbar_arrive_cluster(map_rank(empty, 0));
+  };
   float acc[BN / 2];
   constexpr bool kPreload = kRowsPreload && has_staged_halves<Epi> && rows_preload_fits<BN, Epi>();
   typename detail::loads_of<Epi>::type pre[kPreload ? BN / 2 : 1];
@@ -1267,7 +1345,7 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
       for (int r = 0; r < BN / 2; ++r) ptx::fence_operand(acc[r]);
       if (prev >= 0) {
         ptx::wgmma_wait<1>();  // the previous K step's group has retired
-        if (warp_leader) ptx::mbar_arrive(empty_bar<Shape>(base, prev));
+        if (warp_leader) release(prev);
       }
       prev = pipe.stage;
       pipe.advance(STAGES);
@@ -1275,7 +1353,7 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
     ptx::wgmma_wait<0>();
 #pragma unroll
     for (int r = 0; r < BN / 2; ++r) ptx::fence_operand(acc[r]);
-    if (prev >= 0 && warp_leader) ptx::mbar_arrive(empty_bar<Shape>(base, prev));
+    if (prev >= 0 && warp_leader) release(prev);
 #if defined(TK_UNIT_TIMER)
     const long long tk_u2 = clock64();
 #endif
@@ -1463,7 +1541,11 @@ __device__ __forceinline__ void fence_proxy_async_global() {
 // grid_gemm_units: where a path from setmaxnreg.dec could reach the consumers'
 // code, ptxas ignores every setmaxnreg of the kernel (C7507) and the
 // consumers stay at the launch bound's 168 registers.
-template <typename T, class Shape, bool TA, bool TB, class Epi>
+// kPair: launched in clusters of two (launch_tma), a plan with plan.pair (see
+// "The cluster pair"): the barriers are initialised and published to the
+// peer before any copy, and no block leaves while its peer may still arrive
+// on its barriers.
+template <typename T, class Shape, bool TA, bool TB, class Epi, bool kPair = false>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm_kernel(const __grid_constant__ CUtensorMap tma_a,
                 const __grid_constant__ CUtensorMap tma_b, const GemmParams p, const Epi epi) {
@@ -1471,19 +1553,23 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ uint8_t smem_raw[];
   const uint32_t base = stage_base(smem_raw);
   if (threadIdx.x == 0) {
-    pipeline_init<Shape>(base);
+    pipeline_init<Shape, kPair>(base);
     ptx::prefetch_tensormap(&tma_a);
     ptx::prefetch_tensormap(&tma_b);
   }
-  __syncthreads();
+  if constexpr (kPair)
+    cluster_sync();
+  else
+    __syncthreads();
   PipeState pipe;
   if (threadIdx.x < 128) {
     ptx::setmaxnreg_dec<kProducerRegs>();
-    produce_units<T, Shape, TA, TB>(&tma_a, &tma_b, p, base, blockIdx.x, gridDim.x, pipe);
+    produce_units<T, Shape, TA, TB, kPair>(&tma_a, &tma_b, p, base, blockIdx.x, gridDim.x, pipe);
   } else {
     ptx::setmaxnreg_inc<kConsumerRegs>();
-    consume_units<T, Shape, TA, TB, false>(p, epi, base, blockIdx.x, gridDim.x, pipe);
+    consume_units<T, Shape, TA, TB, false, false, kPair>(p, epi, base, blockIdx.x, gridDim.x, pipe);
   }
+  if constexpr (kPair) cluster_sync();
 #else
   (void)tma_a;
   (void)tma_b;
@@ -1550,6 +1636,7 @@ struct Plan {
   int kb_per_split;  // 64-wide K steps per slice
   int tiles_m, tiles_n;
   int units, grid;   // work units, blocks launched
+  int pair;          // 1: clusters of two sharing B by multicast ("The cluster pair")
   size_t partial_bytes;  // split-K: fp32 partial tiles (0 without split-K)
   int counters;          // split-K: tile counters needed (0 without split-K)
   float model_us;    // the cost model's estimate (diagnostic)
@@ -1594,11 +1681,34 @@ inline float model_time_us(int tile, int splits, int kb_per_split, int tiles, in
   return waves * per_unit + last;
 }
 
+// Whether units (2q, 2q + 1) of a plan are always tiles (m, n) and (m + 1, n)
+// over the same K steps, as a cluster pair needs: no split-K (a tile's slices
+// are consecutive units) and an even number of tile-rows (the raster groups of
+// kGroupM rows, and the last one, then hold whole pairs in every column).
+__host__ __device__ inline bool pairs_share_b(int tiles_m, int splits) {
+  return splits == 1 && tiles_m % 2 == 0;
+}
+
 // Choose tile shape and split count for an M x N x K product on `sms` SMs.
 // tile_req >= 0 / splits_req > 0 force a choice (benchmarks, tests).
 // out_bytes: bytes per output element (for the epilogue term).
+// pair_req = 1: clusters of two sharing B ("The cluster pair") where a plan
+// allows it: only such plans are considered, and if none is, the plan is the
+// one without (plan.pair says which). Not chosen by the model yet: it does not
+// price L2 traffic, and the pair is unmeasured.
 inline Plan choose_plan(int M, int N, int K, int sms, int tile_req = -1, int splits_req = 0,
-                        int out_bytes = 2) {
+                        int out_bytes = 2, int pair_req = 0) {
+  if (pair_req == 1) {
+    // Every tile shape has BM = 128: the tile-rows, so the answer, do not
+    // depend on the shape the model picks.
+    Plan paired = choose_plan(M, N, K, sms, tile_req, splits_req > 0 ? splits_req : 1, out_bytes);
+    if (paired.path == kPathTma && sms >= 2 && pairs_share_b(paired.tiles_m, paired.splits)) {
+      paired.pair = 1;
+      paired.grid &= ~1;  // whole clusters; units is even, so a pair's blocks run as many units
+      return paired;
+    }
+    return choose_plan(M, N, K, sms, tile_req, splits_req, out_bytes);
+  }
   Plan best{};
   best.path = kPathTma;
   best.model_us = 3.4e38f;
@@ -1719,7 +1829,7 @@ inline cudaError_t operand_maps(CUtensorMap* ma, CUtensorMap* mb, const void* A,
 }
 
 namespace detail {
-template <typename T, class Shape, bool TA, bool TB, class Epi>
+template <typename T, class Shape, bool TA, bool TB, bool kPair, class Epi>
 inline cudaError_t launch_tma(const Plan& plan, const T* A, long long lda, const T* B,
                               long long ldb, int M, int N, int K, const Epi& epi, float* partials,
                               int* counters, cudaStream_t stream) {
@@ -1730,16 +1840,51 @@ inline cudaError_t launch_tma(const Plan& plan, const T* A, long long lda, const
   p.workspace = partials;
   p.counters = counters;
   if (plan.splits > 1 && (partials == nullptr || counters == nullptr)) return cudaErrorInvalidValue;
-  auto kernel = gemm_kernel<T, Shape, TA, TB, Epi>;
-  static bool attr_done = false;  // once per instantiation (not during graph capture)
+  if (kPair && (plan.grid % 2 != 0 || !pairs_share_b(plan.tiles_m, plan.splits))) return cudaErrorInvalidValue;
+  auto kernel = gemm_kernel<T, Shape, TA, TB, Epi, kPair>;
+  cudaLaunchConfig_t cfg = {};
+  cudaLaunchAttribute cluster[1];
+  cluster[0].id = cudaLaunchAttributeClusterDimension;
+  cluster[0].val.clusterDim.x = 2;
+  cluster[0].val.clusterDim.y = 1;
+  cluster[0].val.clusterDim.z = 1;
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = Shape::SMEM_BYTES;
+  cfg.stream = stream;
+  cfg.attrs = kPair ? cluster : nullptr;
+  cfg.numAttrs = kPair ? 1 : 0;
+  // Once per instantiation (not during graph capture): the shared memory limit,
+  // and for pairs how many clusters of two fit at once (the GPCs' SM counts
+  // need not be even): the persistent grid is no larger.
+  static bool attr_done = false;
+  static int pair_blocks = 0;
   if (!attr_done) {
     e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              Shape::SMEM_BYTES);
     if (e != cudaSuccess) return e;
+    if (kPair) {
+      int clusters = 0;
+      cfg.gridDim = dim3(plan.grid);
+      e = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg);
+      if (e != cudaSuccess) return e;
+      if (clusters <= 0) return cudaErrorInvalidConfiguration;
+      pair_blocks = 2 * clusters;
+    }
     attr_done = true;
   }
-  kernel<<<plan.grid, kThreads, Shape::SMEM_BYTES, stream>>>(ma, mb, p, epi);
+  cfg.gridDim = dim3(kPair && plan.grid > pair_blocks ? pair_blocks : plan.grid);
+  e = cudaLaunchKernelEx(&cfg, kernel, ma, mb, p, epi);
+  if (e != cudaSuccess) return e;
   return cudaGetLastError();
+}
+
+template <typename T, class Shape, bool TA, bool TB, class Epi>
+inline cudaError_t launch_plan(const Plan& plan, const T* A, long long lda, const T* B, long long ldb, int M,
+                               int N, int K, const Epi& epi, float* partials, int* counters,
+                               cudaStream_t stream) {
+  if (plan.pair)
+    return launch_tma<T, Shape, TA, TB, true>(plan, A, lda, B, ldb, M, N, K, epi, partials, counters, stream);
+  return launch_tma<T, Shape, TA, TB, false>(plan, A, lda, B, ldb, M, N, K, epi, partials, counters, stream);
 }
 }  // namespace detail
 
@@ -1782,14 +1927,14 @@ inline cudaError_t gemm(const Plan& plan, const T* A, long long lda, const T* B,
   }
   switch (plan.tile) {
     case 0:
-      return detail::launch_tma<T, TileById<0>::type, TA, TB>(plan, A, lda, B, ldb, M, N, K, epi,
-                                                              partials, counters, stream);
+      return detail::launch_plan<T, TileById<0>::type, TA, TB>(plan, A, lda, B, ldb, M, N, K, epi,
+                                                               partials, counters, stream);
     case 1:
-      return detail::launch_tma<T, TileById<1>::type, TA, TB>(plan, A, lda, B, ldb, M, N, K, epi,
-                                                              partials, counters, stream);
+      return detail::launch_plan<T, TileById<1>::type, TA, TB>(plan, A, lda, B, ldb, M, N, K, epi,
+                                                               partials, counters, stream);
     case 2:
-      return detail::launch_tma<T, TileById<2>::type, TA, TB>(plan, A, lda, B, ldb, M, N, K, epi,
-                                                              partials, counters, stream);
+      return detail::launch_plan<T, TileById<2>::type, TA, TB>(plan, A, lda, B, ldb, M, N, K, epi,
+                                                               partials, counters, stream);
     default:
       return cudaErrorInvalidValue;
   }

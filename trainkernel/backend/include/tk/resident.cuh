@@ -550,13 +550,7 @@ __device__ __forceinline__ void cluster_arrive_release() {
 }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory"); }
 
-// The whole cluster's barrier with release/acquire at cluster scope (what
-// cooperative_groups' cluster.sync() does, without its header's compile cost:
-// see tk/grid.cuh).
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.aligned;\n" ::: "memory");
-  asm volatile("barrier.cluster.wait.aligned;\n" ::: "memory");
-}
+// cluster_sync(): tk/grid.cuh.
 
 template <typename T>
 __device__ __forceinline__ T* at_rank(T* p, int rank) {
@@ -644,11 +638,7 @@ __device__ __forceinline__ void exchange(float* recv, int n, int rank, Epi epi, 
 // step's partials before every owner has read this step's.
 __device__ __forceinline__ uint32_t cta_u32(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
-__device__ __forceinline__ uint32_t map_rank(uint32_t addr, int rank) {
-  uint32_t out;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(addr), "r"(rank));
-  return out;
-}
+// map_rank(addr, rank): tk/grid.cuh.
 
 // Thread 0 of each block, at the first step, before its first cluster arrive: the
 // fence makes the initialised mbarriers visible to the cluster (CUTLASS's order).
