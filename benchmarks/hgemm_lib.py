@@ -142,7 +142,7 @@ class HGemm:
         return d
 
     def plan(self, m: int, n: int, k: int, tile: int = -1, splits: int = 0, out_bytes: int = 2,
-             sms: int = 132, pair: bool = False) -> dict:
+             sms: int = 132, pair: int = 0) -> dict:
         vals = (ctypes.c_int * len(PLAN_FIELDS))()
         model = ctypes.c_float()
         self.lib.tk_hgemm_plan(m, n, k, tile, splits, out_bytes, sms, int(pair), vals, ctypes.byref(model))
@@ -156,12 +156,14 @@ class HGemm:
 
     def mm(self, a, b, *, trans_a: bool = False, trans_b: bool = False, out=None, out_dtype=None,
            beta: float = 0.0, tile: int = -1, splits: int = 0, force_fallback: bool = False,
-           pair: bool = False):
+           pair: int = 0):
         """op(a) @ op(b) (+ beta * out) into ``out`` (allocated if None).
 
         pair: clusters of two blocks sharing B's tiles by TMA multicast, where
         the plan allows it (no split-K, an even number of 128-row tiles);
-        ``last_plan()["pair"]`` says whether it ran so.
+        ``last_plan()["pair"]`` says whether it ran so. pair=2: the automatic
+        plan walked as a pair whatever its units (idle steps, no multicast
+        where the two units differ: the megakernel's paired gemms).
 
         a: M x K (K x M with trans_a), b: K x N (N x K with trans_b); both
         bf16 or both f16, CUDA, unit stride in the last dimension (any row

@@ -127,7 +127,7 @@ def test_host_emulation_of_the_data_path(tmp_path):
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
     lines = [ln for ln in run.stdout.splitlines() if ln.strip()]
     bad = [ln for ln in lines if not ln.startswith("PASS ")]
-    assert run.returncode == 0 and not bad and len(lines) == 159, "\n".join(bad[:20]) or run.stderr[-2000:]
+    assert run.returncode == 0 and not bad and len(lines) == 231, "\n".join(bad[:20]) or run.stderr[-2000:]
 
 
 @needs_nvcc
@@ -172,6 +172,9 @@ def test_cluster_pair_plans(built):
     for m, n, k, splits in [(300, 256, 256, 0), (128, 64, 64, 0), (1024, 256, 4096, 4)]:
         p = lib.plan(m, n, k, splits=splits, pair=True)
         assert p["pair"] == 0 and p == lib.plan(m, n, k, splits=splits), p
+        forced = lib.plan(m, n, k, splits=splits, pair=2)  # any plan of two units or more walked as a pair
+        assert forced["pair"] == (p["units"] >= 2) and forced["splits"] == p["splits"], forced
+        assert forced["grid"] == (p["grid"] // 2 * 2 if forced["pair"] else p["grid"]), forced
 
 
 @needs_nvcc
@@ -390,6 +393,30 @@ def test_cluster_pair_matches_torch(hg, layout, tile):
     alone = hg.mm(a, b, trans_a=ta, trans_b=tb, out_dtype=torch.float32, tile=tile, splits=1)
     torch.cuda.synchronize()
     assert torch.equal(paired[0], paired[1]) and torch.equal(paired[0], alone)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("layout", LAYOUTS, ids=["NN", "NT", "TN", "TT"])
+def test_cluster_pair_walks_any_plan(hg, layout):
+    """pair=2: any plan walked as a pair, as the megakernel's paired kernels walk
+    every gemm: split-K slices and odd tile-rows (units that do not share B:
+    no multicast, idle steps where one unit is shorter or missing, split-K's
+    last slice shorter than the others), several units a block; the same bits
+    as the unpaired kernel."""
+    import torch
+
+    ta, tb = layout
+    gen = torch.Generator(device="cuda").manual_seed(8)
+    for m, n, k, tile, splits in [(392, 520, 1000, 1, 3), (264, 4096, 520, 2, 1), (1032, 64, 4104, 0, 4),
+                                  (136, 72, 200, 2, 2)]:
+        a, b, opa, opb = _operands(m, n, k, torch.bfloat16, ta, tb, gen)
+        alone = hg.mm(a, b, trans_a=ta, trans_b=tb, out_dtype=torch.float32, tile=tile, splits=splits)
+        paired = hg.mm(a, b, trans_a=ta, trans_b=tb, out_dtype=torch.float32, tile=tile, splits=splits, pair=2)
+        torch.cuda.synchronize()
+        plan = hg.last_plan()
+        assert plan["pair"] == 1 and plan["splits"] == min(splits, -(-k // 64)), plan
+        assert torch.equal(paired, alone), (m, n, k, tile, splits)
+        _check(paired, opa.float() @ opb.float(), opa, opb, k, torch.float32)
 
 
 @pytest.mark.cuda

@@ -222,57 +222,67 @@ bool fragment_is_bijection(char* why) {
   return true;
 }
 
-// The cluster pair's premise (choose_plan with pair_req = 1): where the plan
-// pairs, units 2q and 2q + 1 are tiles (m, n) and (m + 1, n) whose B boxes are
-// the same at every K step (rank 0's multicast is what rank 1 would load), and
-// at any even grid the two blocks of a cluster walk as many units; where it
-// does not pair, pairs_share_b says why.
+// The cluster pair's walk (pair_step) for the blocks of a grid of `grid`
+// (even) whose units start at `offset` (the megakernel's ops: block b's first
+// unit (b - offset) mod grid): both blocks of every cluster agree on each
+// step's K steps and multicast, one's own unit is the other's peer, the
+// walks cover every unit once, and a multicast step's two units load the same
+// B boxes. With expect_all (a plan where pairs_share_b and an even offset),
+// every step where both blocks have a unit multicasts.
 template <class Shape, bool TA, bool TB>
-bool pairs_share_b_boxes(int M, int N, int K, int splits_req, bool expect_pair, char* why) {
+bool pair_walks_agree(int M, int N, int K, int splits_req, int grid, int offset, bool expect_all, char* why) {
   constexpr int BM = Shape::BM, BN = Shape::BN;
   const int tile = BN == 256 ? 0 : BN == 128 ? 1 : 2;
-  const hg::Plan plan = hg::choose_plan(M, N, K, 132, tile, splits_req, 2, 1);
-  if (plan.pair != (expect_pair ? 1 : 0)) {
-    snprintf(why, 200, "plan.pair %d, expected %d (tiles_m %d, splits %d)", plan.pair, expect_pair, plan.tiles_m,
-             plan.splits);
-    return false;
-  }
-  if (!plan.pair) return !hg::pairs_share_b(plan.tiles_m, plan.splits);
-  if (plan.grid % 2 != 0 || plan.grid > 132 || plan.splits != 1) {
-    snprintf(why, 200, "paired plan with grid %d, splits %d", plan.grid, plan.splits);
-    return false;
-  }
+  const hg::Plan plan = hg::choose_plan(M, N, K, 132, tile, splits_req);
   const hg::GemmParams p = hg::gemm_params(plan, M, N, K);
-  for (int u = 0; u < plan.units; u += 2) {
-    const hg::WorkUnit w0 = hg::work_unit(p, u, BM, BN), w1 = hg::work_unit(p, u + 1, BM, BN);
-    if (w0.n0 != w1.n0 || w1.m0 != w0.m0 + BM || w0.kb0 != w1.kb0 || w0.kb1 != w1.kb1) {
-      snprintf(why, 200, "units %d, %d: tiles (%d, %d), (%d, %d), K [%d, %d), [%d, %d)", u, u + 1, w0.m0, w0.n0,
-               w1.m0, w1.n0, w0.kb0, w0.kb1, w1.kb0, w1.kb1);
+  if (expect_all != (hg::pairs_share_b(plan.tiles_m, plan.splits) && offset % 2 == 0)) {
+    snprintf(why, 200, "case expects multicast everywhere = %d, plan tiles_m %d splits %d offset %d", expect_all,
+             plan.tiles_m, plan.splits, offset);
+    return false;
+  }
+  std::vector<int> seen(plan.units, 0);
+  for (int b = 0; b < grid; b += 2) {
+    const int f0 = ((b - offset) % grid + grid) % grid, f1 = ((b + 1 - offset) % grid + grid) % grid;
+    if (hg::pair_peer_first(f0, grid, 0) != f1 || hg::pair_peer_first(f1, grid, 1) != f0) {
+      snprintf(why, 200, "grid %d offset %d: blocks %d, %d start at %d, %d; pair_peer_first disagrees", grid,
+               offset, b, b + 1, f0, f1);
       return false;
     }
-    for (int kb = w0.kb0; kb < w0.kb1; ++kb) {
-      std::vector<int> b0, b1;
-      hg::for_each_box<Shape, TA, TB>(w0, kb, [&](int op, uint32_t off, int c0, int c1) {
-        if (op == 1) b0.insert(b0.end(), {(int)off, c0, c1});
-      });
-      hg::for_each_box<Shape, TA, TB>(w1, kb, [&](int op, uint32_t off, int c0, int c1) {
-        if (op == 1) b1.insert(b1.end(), {(int)off, c0, c1});
-      });
-      if (b0 != b1) {
-        snprintf(why, 200, "units %d, %d load different B boxes at K step %d", u, u + 1, kb);
+    for (int k = 0;; ++k) {
+      const hg::PairStep s0 = hg::pair_step(p, k, f0, f1, grid, BM, BN), s1 = hg::pair_step(p, k, f1, f0, grid, BM, BN);
+      if (s0.has_self != s1.has_peer || s0.has_peer != s1.has_self || s0.steps != s1.steps ||
+          s0.multicast != s1.multicast) {
+        snprintf(why, 200, "grid %d offset %d blocks %d, %d step %d: the two walks disagree", grid, offset, b, b + 1, k);
         return false;
       }
+      if (!s0.has_self && !s0.has_peer) break;
+      if (s0.has_self) seen[f0 + k * grid]++;
+      if (s1.has_self) seen[f1 + k * grid]++;
+      if (expect_all && s0.has_self && s0.has_peer && !s0.multicast) {
+        snprintf(why, 200, "grid %d offset %d blocks %d, %d step %d: units %d, %d do not share B", grid, offset, b,
+                 b + 1, k, f0 + k * grid, f1 + k * grid);
+        return false;
+      }
+      if (s0.multicast)
+        for (int i = 0; i < s0.steps; ++i) {
+          std::vector<int> b0, b1;
+          hg::for_each_box<Shape, TA, TB>(s0.self, s0.self.kb0 + i, [&](int op, uint32_t off, int c0, int c1) {
+            if (op == 1) b0.insert(b0.end(), {(int)off, c0, c1});
+          });
+          hg::for_each_box<Shape, TA, TB>(s1.self, s1.self.kb0 + i, [&](int op, uint32_t off, int c0, int c1) {
+            if (op == 1) b1.insert(b1.end(), {(int)off, c0, c1});
+          });
+          if (b0 != b1) {
+            snprintf(why, 200, "grid %d blocks %d, %d step %d: multicast over different B boxes", grid, b, b + 1, k);
+            return false;
+          }
+        }
     }
   }
-  for (int grid = 2; grid <= plan.grid; grid += 2)  // the launch may shrink the grid to co-resident clusters
-    for (int b = 0; b < grid; b += 2) {
-      int n0 = 0, n1 = 0;
-      for (int u = b; u < plan.units; u += grid) ++n0;
-      for (int u = b + 1; u < plan.units; u += grid) ++n1;
-      if (n0 != n1) {
-        snprintf(why, 200, "grid %d: blocks %d and %d run %d and %d units", grid, b, b + 1, n0, n1);
-        return false;
-      }
+  for (int u = 0; u < plan.units; ++u)
+    if (seen[u] != 1) {
+      snprintf(why, 200, "grid %d offset %d: unit %d walked %d times", grid, offset, u, seen[u]);
+      return false;
     }
   return true;
 }
@@ -280,20 +290,34 @@ bool pairs_share_b_boxes(int M, int N, int K, int splits_req, bool expect_pair, 
 template <class Shape, bool TA, bool TB>
 void run_pairs(const char* tile_name) {
   struct Case {
-    int m, n, k, splits;
-    bool pair;
+    int m, n, k, splits, grid, offset;
+    bool all;
   };
-  // even tile-rows (tails included) pair; odd tile-rows and split-K do not
-  const Case cases[] = {{1024, 4096, 1024, 0, true}, {2048, 2048, 8192, 1, true}, {129, 300, 200, 0, true},
-                        {4096, 96, 130, 0, true},    {300, 256, 256, 0, false},   {1024, 256, 4096, 4, false},
-                        {128, 64, 64, 0, false}};
+  // pairs sharing B (even tile-rows, no split-K, even offset), odd tile-rows,
+  // split-K, an odd offset, more blocks than units, a grid smaller than the units
+  const Case cases[] = {{1024, 4096, 1024, 1, 132, 0, true}, {2048, 2048, 8192, 1, 66, 0, true},
+                        {129, 300, 200, 1, 132, 86, true},   {300, 256, 256, 1, 132, 0, false},
+                        {1024, 256, 4096, 4, 132, 0, false}, {1024, 4096, 1024, 1, 132, 91, false},
+                        {128, 64, 64, 1, 8, 0, false},       {640, 520, 1000, 3, 6, 2, false}};
   for (const Case& c : cases) {
     char why[256] = "";
     char name[160];
-    snprintf(name, sizeof(name), "pair_%s_%s%s_%dx%dx%d_s%d", tile_name, TA ? "T" : "N", TB ? "T" : "N", c.m, c.n,
-             c.k, c.splits);
-    const bool ok = pairs_share_b_boxes<Shape, TA, TB>(c.m, c.n, c.k, c.splits, c.pair, why);
+    snprintf(name, sizeof(name), "pair_%s_%s%s_%dx%dx%d_s%d_g%d_o%d", tile_name, TA ? "T" : "N", TB ? "T" : "N",
+             c.m, c.n, c.k, c.splits, c.grid, c.offset);
+    const bool ok = pair_walks_agree<Shape, TA, TB>(c.m, c.n, c.k, c.splits, c.grid, c.offset, c.all, why);
     tktest::report(ok, name, ok ? nullptr : "%s", why);
+  }
+  // choose_plan's pair_req: pairs only where they share B, else the unpaired plan
+  for (const Case& c : cases) {
+    if (c.offset != 0) continue;
+    const hg::Plan pp = hg::choose_plan(c.m, c.n, c.k, 132, -1, c.splits, 2, 1);
+    const hg::Plan alone = hg::choose_plan(c.m, c.n, c.k, 132, -1, c.splits, 2, 0);
+    const bool want = hg::pairs_share_b(alone.tiles_m, alone.splits);
+    char name[160];
+    snprintf(name, sizeof(name), "pair_plan_%s_%s%s_%dx%dx%d_s%d", tile_name, TA ? "T" : "N", TB ? "T" : "N", c.m,
+             c.n, c.k, c.splits);
+    const bool ok = pp.pair == (want ? 1 : 0) && alone.pair == 0 && (!pp.pair || pp.grid % 2 == 0);
+    tktest::report(ok, name, ok ? nullptr : "pair %d (want %d), grid %d", pp.pair, want, pp.grid);
   }
 }
 

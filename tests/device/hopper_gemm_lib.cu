@@ -183,7 +183,8 @@ extern "C" {
 // 0 fp32, 1 bf16, 2 f16. trans_a: A is K x M (else M x K); trans_b: B is
 // N x K (else K x N). tile: -1 = choose, else a kHopperTiles index; splits:
 // 0 = choose, else the K slice count; force_fallback: use the mma.sync path;
-// pair: 1 = clusters of two sharing B where the plan allows (choose_plan).
+// pair: 1 = clusters of two sharing B where the plan allows, 2 = any plan
+// walked as a pair (choose_plan's pair_req).
 // Returns 0, or a CUDA error code (message: tk_hgemm_error()).
 int tk_hgemm(const void* A, long long lda, const void* B, long long ldb, void* C, long long ldc,
              int M, int N, int K, int in_dtype, int trans_a, int trans_b, int out_dtype, float beta,

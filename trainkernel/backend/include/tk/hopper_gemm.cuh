@@ -149,22 +149,24 @@
 //
 // The large products are L2-bound (perf-log "Next: the large products' L2
 // traffic"): with 128 x 256 tiles, medium's h = x @ W1 reads each 256-column
-// slab of B eight times, 67 of its 100 MB. Launched in clusters of two, blocks
-// 2c and 2c + 1 take units u and u + 1 (u even), which are tiles (m, n) and
-// (m + 1, n) over the same K steps wherever pairs_share_b holds (no split-K,
-// an even number of tile-rows: a raster group's column then holds whole
-// pairs); the grid is even, so both blocks of a cluster walk as many units,
-// K step for K step, and keep the same pipeline position. Per K step each
-// block's producer loads its own A; rank 0's also loads B once with
-// .multicast::cluster into the same stage offset of both blocks, and the TMA
-// unit signals both blocks' full barrier at that offset. Each full barrier
-// expects the whole stage (A + B), whoever issued it; a multicast may land
-// before the peer's expect_tx, which the transaction count allows (it only
-// completes the phase once the peer's producer has arrived). Rank 0 may
-// refill a stage only when both blocks' consumers have left it, so its empty
-// barriers count both blocks' consumer warps: rank 1's warps arrive on their
-// own and, through mapa, on rank 0's (release at cluster scope; rank 0's
-// producer waits with acquire at cluster scope). The barrier inits are
+// slab of B eight times, 67 of its 100 MB. Launched in clusters of two
+// (blocks 2c and 2c + 1), the two blocks walk their units in lockstep
+// (pair_step): at step k each holds its own unit and its peer's, both run the
+// longer unit's K steps (the shorter one idle steps, a stage's barriers
+// without data), so the two pipeline positions stay equal from unit to unit
+// and from gemm to gemm (the megakernel walks every gemm of a paired kernel
+// so). Where the two units are tiles (m, n) and (m', n) over the same K steps
+// (pairs_share_b plans with an even first unit: every step), each block's
+// producer loads its own A and rank 0's loads B once with .multicast::cluster
+// into the same stage offset of both blocks; the TMA unit signals both
+// blocks' full barrier at that offset. Each full barrier expects the whole
+// stage (A + B) on a loading step, whoever issued it; a multicast may land
+// before the peer's expect_tx, which the transaction count allows (the phase
+// completes only once the peer's producer has arrived). Rank 0 may refill a
+// stage only when both blocks' consumers have left it, so its empty barriers
+// count both blocks' consumer warps: rank 1's warps arrive on their own and,
+// through mapa, on rank 0's at every step (release at cluster scope; the
+// producers wait with acquire at cluster scope). The barrier inits are
 // published by a cluster barrier before the first copy, and a cluster barrier
 // at the end keeps rank 0 resident until rank 1's last remote arrive.
 //
@@ -619,6 +621,45 @@ __host__ __device__ __forceinline__ WorkUnit work_unit(const GemmParams& p, int 
   const int end = w.kb0 + p.kb_per_split;
   w.kb1 = end < p.kb_total ? end : p.kb_total;
   return w;
+}
+
+// The cluster pair's walk (kPair; see "The cluster pair"): step k of a block's
+// walk holds its own unit first + k * stride and its peer's (the other block
+// of the cluster, whose first unit is one off: pair_peer_first), either past
+// the last unit where the walk runs out. Both blocks run `steps` K steps, the
+// longer unit's; a block with a shorter unit, or none, runs the rest as idle
+// steps (a stage's barriers without data), so the two blocks' pipeline
+// positions stay equal from gemm to gemm. `multicast`: both units load the
+// same B boxes at every step (tiles (m, n) and (m', n) over the same K
+// steps), so rank 0 loads B once into both blocks. Both blocks compute the
+// same steps and multicast from the same pair of units.
+struct PairStep {
+  WorkUnit self, peer;
+  bool has_self, has_peer;
+  int steps;
+  bool multicast;
+};
+
+// The first unit of the peer of a block whose first unit is `first` (its rank
+// in the cluster `rank`; stride: the grid, blocks 2c and 2c + 1 a cluster).
+__host__ __device__ __forceinline__ int pair_peer_first(int first, int stride, int rank) {
+  return (first + (rank == 0 ? 1 : stride - 1)) % stride;
+}
+
+__host__ __device__ __forceinline__ PairStep pair_step(const GemmParams& p, int k, int first, int peer_first,
+                                                       int stride, int bm, int bn) {
+  const int units = p.tiles_m * p.tiles_n * p.splits;
+  PairStep s;
+  const int u = first + k * stride, v = peer_first + k * stride;
+  s.has_self = u < units;
+  s.has_peer = v < units;
+  s.self = work_unit(p, s.has_self ? u : 0, bm, bn);
+  s.peer = work_unit(p, s.has_peer ? v : 0, bm, bn);
+  const int mine = s.has_self ? s.self.kb1 - s.self.kb0 : 0, theirs = s.has_peer ? s.peer.kb1 - s.peer.kb0 : 0;
+  s.steps = mine > theirs ? mine : theirs;
+  s.multicast = s.has_self && s.has_peer && s.self.n0 == s.peer.n0 && s.self.kb0 == s.peer.kb0 &&
+                s.self.kb1 == s.peer.kb1;
+  return s;
 }
 
 // The stage layout, shared by the kernel, the host launch and the host
@@ -1213,20 +1254,43 @@ __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CU
 #if TK_HOPPER_DEVICE
   constexpr int BM = Shape::BM, BN = Shape::BN, STAGES = Shape::STAGES;
   const int units = p.tiles_m * p.tiles_n * p.splits;
-  if (threadIdx.x == 0) {
-    const bool loads_b = !kPair || cluster_rank() == 0;
+  if (threadIdx.x == 0 && kPair) {
+    // The pair's lockstep walk (pair_step): own boxes, B multicast by rank 0
+    // where both units share it, idle steps where this block's unit is shorter.
+    const int rank = cluster_rank();
+    const int peer_first = pair_peer_first(first, stride, rank);
+    for (int k = 0;; ++k) {
+      const PairStep ps = pair_step(p, k, first, peer_first, stride, BM, BN);
+      if (!ps.has_self && !ps.has_peer) break;
+      const int mine = ps.has_self ? ps.self.kb1 - ps.self.kb0 : 0;
+      for (int i = 0; i < ps.steps; ++i) {
+        ptx::mbar_wait<kPair>(empty_bar<Shape>(base, pipe.stage), pipe.phase ^ 1u);
+        const uint32_t full = full_bar<Shape>(base, pipe.stage);
+        if (i < mine) {
+          ptx::mbar_arrive_expect_tx(full, Shape::STAGE_BYTES);
+          const uint32_t sa = base + pipe.stage * Shape::STAGE_BYTES;
+          for_each_box<Shape, TA, TB>(ps.self, ps.self.kb0 + i, [&](int op, uint32_t off, int c0, int c1) {
+            if (op == 0 || !ps.multicast)
+              ptx::tma_load_2d(sa + off, op == 0 ? tma_a : tma_b, full, c0, c1);
+            else if (rank == 0)
+              ptx::tma_load_2d_multicast(sa + off, tma_b, full, c0, c1, 0x3);
+          });
+        } else {
+          ptx::mbar_arrive(full);  // an idle step: the stage's phases go round without data
+        }
+        pipe.advance(STAGES);
+      }
+    }
+  } else if (threadIdx.x == 0) {
     for (int u = first; u < units; u += stride) {
       const WorkUnit w = work_unit(p, u, BM, BN);
       for (int kb = w.kb0; kb < w.kb1; ++kb) {
-        ptx::mbar_wait<kPair>(empty_bar<Shape>(base, pipe.stage), pipe.phase ^ 1u);
+        ptx::mbar_wait(empty_bar<Shape>(base, pipe.stage), pipe.phase ^ 1u);
         const uint32_t full = full_bar<Shape>(base, pipe.stage);
         ptx::mbar_arrive_expect_tx(full, Shape::STAGE_BYTES);
         const uint32_t sa = base + pipe.stage * Shape::STAGE_BYTES;
         for_each_box<Shape, TA, TB>(w, kb, [&](int op, uint32_t off, int c0, int c1) {
-          if (op == 0 || !kPair)
-            ptx::tma_load_2d(sa + off, op == 0 ? tma_a : tma_b, full, c0, c1);
-          else if (loads_b)
-            ptx::tma_load_2d_multicast(sa + off, tma_b, full, c0, c1, 0x3);
+          ptx::tma_load_2d(sa + off, op == 0 ? tma_a : tma_b, full, c0, c1);
         });
         pipe.advance(STAGES);
       }
@@ -1245,11 +1309,11 @@ __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CU
 // alone (ptxas reports C7510 where a call does not). Only for a producer that
 // runs at the block's register count: after setmaxnreg.dec (grid_gemm_units'
 // wide tiles) a callee could need more registers than the warp holds.
-template <typename T, class Shape, bool TA, bool TB>
+template <typename T, class Shape, bool TA, bool TB, bool kPair = false>
 __device__ __noinline__ void produce_units_call(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                                 const GemmParams& p, uint32_t base, int first,
                                                 int stride, PipeState& pipe) {
-  produce_units<T, Shape, TA, TB>(tma_a, tma_b, p, base, first, stride, pipe);
+  produce_units<T, Shape, TA, TB, kPair>(tma_a, tma_b, p, base, first, stride, pipe);
 }
 
 // The unit timer's split of a row epilogue (resident_probe --unit-timer, a
@@ -1306,8 +1370,31 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
   float acc[BN / 2];
   constexpr bool kPreload = kRowsPreload && has_staged_halves<Epi> && rows_preload_fits<BN, Epi>();
   typename detail::loads_of<Epi>::type pre[kPreload ? BN / 2 : 1];
-  for (int u = first; u < units; u += stride) {
-    const WorkUnit w = work_unit(p, u, BM, BN);
+  // The pair's idle steps (pair_step): a stage's phases without data.
+  auto idle_steps = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      ptx::mbar_wait(full_bar<Shape>(base, pipe.stage), pipe.phase);
+      if (warp_leader) release(pipe.stage);
+      pipe.advance(STAGES);
+    }
+  };
+  [[maybe_unused]] const int peer_first = kPair ? pair_peer_first(first, stride, cluster_rank()) : 0;
+  [[maybe_unused]] int k = 0;  // the pair's step
+  for (int u = first; kPair || u < units; u += stride) {
+    [[maybe_unused]] int idle = 0;  // the pair's idle steps after this unit
+    WorkUnit w;
+    if constexpr (kPair) {
+      const PairStep ps = pair_step(p, k++, first, peer_first, stride, BM, BN);
+      if (!ps.has_self && !ps.has_peer) break;
+      if (!ps.has_self) {
+        idle_steps(ps.steps);
+        continue;
+      }
+      w = ps.self;
+      idle = ps.steps - (w.kb1 - w.kb0);
+    } else {
+      w = work_unit(p, u, BM, BN);
+    }
 #if defined(TK_UNIT_TIMER)
     // Development probe (resident_probe --unit-timer): where a unit's time goes.
     const long long tk_u0 = clock64();
@@ -1354,6 +1441,7 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
 #pragma unroll
     for (int r = 0; r < BN / 2; ++r) ptx::fence_operand(acc[r]);
     if (prev >= 0 && warp_leader) release(prev);
+    if constexpr (kPair) idle_steps(idle);
 #if defined(TK_UNIT_TIMER)
     const long long tk_u2 = clock64();
 #endif
@@ -1442,18 +1530,18 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
 // kProducerCall: the producer's part as a call (produce_units_call), for a
 // producer at the block's register count.
 template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles = false, bool kProducerCall = false,
-          bool kSharedFixup = false, class Epi>
+          bool kSharedFixup = false, bool kPair = false, class Epi>
 __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                            const GemmParams& p, const Epi& epi, uint32_t base,
                                            int first, int stride, PipeState& pipe) {
 #if TK_HOPPER_DEVICE
   if (threadIdx.x < 128) {
     if constexpr (kProducerCall)
-      produce_units_call<T, Shape, TA, TB>(tma_a, tma_b, p, base, first, stride, pipe);
+      produce_units_call<T, Shape, TA, TB, kPair>(tma_a, tma_b, p, base, first, stride, pipe);
     else
-      produce_units<T, Shape, TA, TB>(tma_a, tma_b, p, base, first, stride, pipe);
+      produce_units<T, Shape, TA, TB, kPair>(tma_a, tma_b, p, base, first, stride, pipe);
   } else
-    consume_units<T, Shape, TA, TB, kWholeTiles, kSharedFixup>(p, epi, base, first, stride, pipe);
+    consume_units<T, Shape, TA, TB, kWholeTiles, kSharedFixup, kPair>(p, epi, base, first, stride, pipe);
 #else
   (void)tma_a;
   (void)tma_b;
@@ -1479,9 +1567,10 @@ __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUten
 // producer does not run ahead into the next gemm here.
 // kProducerCall (gemm_units'): tiles up to 128 wide only, whose producer keeps its registers.
 // kSharedFixup: split-K's fix-up shared by the tile's slices (splitk_shared_fixup).
+// kPair: the kernel runs in clusters of two and every gemm of it walks as a pair
+// (pair_step; pipeline_init<Shape, true>, see "The cluster pair").
 template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles = false, bool kProducerCall = false,
-          bool kSharedFixup = false,
-          class Epi>
+          bool kSharedFixup = false, bool kPair = false, class Epi>
 __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                                 const GemmParams& p, const Epi& epi, uint32_t base,
                                                 int first, int stride, PipeState& pipe) {
@@ -1492,20 +1581,20 @@ __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const 
     // Two separate paths: ptxas allocates each under its own register limit.
     if (producer) {
       ptx::setmaxnreg_dec<kProducerRegs>();
-      produce_units<T, Shape, TA, TB>(tma_a, tma_b, p, base, first, stride, pipe);
+      produce_units<T, Shape, TA, TB, kPair>(tma_a, tma_b, p, base, first, stride, pipe);
       ptx::named_barrier(kRegsBarrier, kThreads);
       ptx::setmaxnreg_inc<kBaseRegs>();
     } else {
       ptx::setmaxnreg_inc<kConsumerRegs>();
-      consume_units<T, Shape, TA, TB, kWholeTiles, kSharedFixup>(p, epi, base, first, stride, pipe);
+      consume_units<T, Shape, TA, TB, kWholeTiles, kSharedFixup, kPair>(p, epi, base, first, stride, pipe);
       ptx::setmaxnreg_dec<kBaseRegs>();
       ptx::named_barrier(kRegsBarrier, kThreads);
     }
     return;
   }
 #endif
-  gemm_units<T, Shape, TA, TB, kWholeTiles, kProducerCall, kSharedFixup>(tma_a, tma_b, p, epi, base, first, stride,
-                                                                        pipe);
+  gemm_units<T, Shape, TA, TB, kWholeTiles, kProducerCall, kSharedFixup, kPair>(tma_a, tma_b, p, epi, base, first,
+                                                                               stride, pipe);
 }
 
 // The tensor maps of a gemm the block runs next, asked for ahead of their first
@@ -1682,9 +1771,10 @@ inline float model_time_us(int tile, int splits, int kb_per_split, int tiles, in
 }
 
 // Whether units (2q, 2q + 1) of a plan are always tiles (m, n) and (m + 1, n)
-// over the same K steps, as a cluster pair needs: no split-K (a tile's slices
-// are consecutive units) and an even number of tile-rows (the raster groups of
-// kGroupM rows, and the last one, then hold whole pairs in every column).
+// over the same K steps, so that a cluster pair walking them multicasts B at
+// every step: no split-K (a tile's slices are consecutive units) and an even
+// number of tile-rows (the raster groups of kGroupM rows, and the last one,
+// then hold whole pairs in every column).
 __host__ __device__ inline bool pairs_share_b(int tiles_m, int splits) {
   return splits == 1 && tiles_m % 2 == 0;
 }
@@ -1695,9 +1785,19 @@ __host__ __device__ inline bool pairs_share_b(int tiles_m, int splits) {
 // pair_req = 1: clusters of two sharing B ("The cluster pair") where a plan
 // allows it: only such plans are considered, and if none is, the plan is the
 // one without (plan.pair says which). Not chosen by the model yet: it does not
-// price L2 traffic, and the pair is unmeasured.
+// price L2 traffic, and the pair is unmeasured. pair_req = 2: the plan as
+// without, walked as a pair whatever its units (tests: idle steps, units
+// that do not share B, as in the megakernel's paired kernels).
 inline Plan choose_plan(int M, int N, int K, int sms, int tile_req = -1, int splits_req = 0,
                         int out_bytes = 2, int pair_req = 0) {
+  if (pair_req == 2) {
+    Plan any = choose_plan(M, N, K, sms, tile_req, splits_req, out_bytes);
+    if (any.path == kPathTma && sms >= 2 && any.grid >= 2) {
+      any.pair = 1;
+      any.grid &= ~1;
+    }
+    return any;
+  }
   if (pair_req == 1) {
     // Every tile shape has BM = 128: the tile-rows, so the answer, do not
     // depend on the shape the model picks.
@@ -1840,7 +1940,7 @@ inline cudaError_t launch_tma(const Plan& plan, const T* A, long long lda, const
   p.workspace = partials;
   p.counters = counters;
   if (plan.splits > 1 && (partials == nullptr || counters == nullptr)) return cudaErrorInvalidValue;
-  if (kPair && (plan.grid % 2 != 0 || !pairs_share_b(plan.tiles_m, plan.splits))) return cudaErrorInvalidValue;
+  if (kPair && plan.grid % 2 != 0) return cudaErrorInvalidValue;  // whole clusters
   auto kernel = gemm_kernel<T, Shape, TA, TB, Epi, kPair>;
   cudaLaunchConfig_t cfg = {};
   cudaLaunchAttribute cluster[1];
