@@ -1,9 +1,9 @@
 """The switches prepared for the H200 (perf-log steps 69,
-70, 73-77, 79-83 and keep_state_homes), all on together, on steps the suite does not
+70, 73-77, 79-83, 87 and keep_state_homes), all on together, on steps the suite does not
 contain (odd widths and batches, three and four layers, fp16, resident and
 forced grid kernels): each kernel uses the switches it can and builds for
 sm_90a. The measured winners are on by default (test_measured_defaults.py), the
-others (69, 74, 79, 82) stay off; this is where a combination's printing or
+others (69, 74, 79, 82, 87) stay off; this is where a combination's printing or
 compiling fails first."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ PIPELINE = ("FUSE_INPUT_CASTS", "SINK_SOURCES")  # the pipeline's prepared switc
 PREPARED = dict(carried_cast_copies=True, batched_reduce_tails=True, wgmma_producer_calls=True,
                 stage_loads_in_flight=8, keep_state_homes=True, grid_carried_casts=True,
                 full_sum_partials=True, split_k_shared_fixup=True, prefetch_tensor_maps=True,
-                grid_programmatic_launch=True, grid_last_launch_outputs=True)
+                grid_programmatic_launch=True, grid_last_launch_outputs=True, gemm_cluster_pairs=True)
 
 CASES = [  # (workload, batch, widths, dtype, resident, what the kernel must show)
     ("online", 64, (128, 256, 256, 16), torch.bfloat16, "auto", "_next = "),  # three layers: copies

@@ -519,6 +519,15 @@ class TargetOptions:
     # (last_step_outputs). Perf-log step 83; measured with the other grid winners
     # (run 7000e65-c, large's share the largest): on.
     grid_last_launch_outputs: bool = True
+    # A grid kernel on the wgmma engine launched in clusters of two (with the
+    # cooperative attribute), every gemm walking its units as the pair's
+    # lockstep (tk::hopper::pair_step): where the two blocks' units are tiles
+    # (m, n) and (m', n) over the same K steps, rank 0 loads B once into both
+    # by TMA multicast, halving B's L2 traffic (perf-log step 87; medium's and
+    # large's products are L2-bound). The grid is even and each gemm's first
+    # unit sits on an even block (tile.kernel's gemm_cluster = 2). Off until
+    # measured.
+    gemm_cluster_pairs: bool = False
     final_grid_sync: str = "wide"  # never | wide | always: see sched_to_tile.ends_with_grid_sync
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.

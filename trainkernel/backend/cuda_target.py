@@ -751,8 +751,14 @@ class CudaPrinter:
             # One pipeline for all the kernel's gemms: barriers set up once, each
             # thread's position in it kept from gemm to gemm.
             self.w("  const uint32_t tk_hbase = tk::hopper::stage_base(smem);")
-            self.w("  if (threadIdx.x == 0) tk::hopper::pipeline_init<TkShape>(tk_hbase);")
-            self.w("  __syncthreads();")
+            if k.gemm_cluster:
+                # Clusters of two whose gemms walk as pairs (tk::hopper::pair_step): the
+                # peer arrives on this block's barriers, so they are published to the cluster.
+                self.w("  if (threadIdx.x == 0) tk::hopper::pipeline_init<TkShape, true>(tk_hbase);")
+                self.w("  tk::cluster_sync();")
+            else:
+                self.w("  if (threadIdx.x == 0) tk::hopper::pipeline_init<TkShape>(tk_hbase);")
+                self.w("  __syncthreads();")
             self.w("  tk::hopper::PipeState tk_pipe;")
         if self.chained:
             self.w("  const bool tk_first = p.first, tk_more = p.more, tk_parity = p.parity;  // this launch of its chain")
@@ -841,6 +847,8 @@ class CudaPrinter:
                    f'ns=%llu at=%llu\\n", G, {deltas}, tk_ns1 - tk_ns0, tk_ns0);')
         elif FINAL_FENCE:
             self.w("  __threadfence(); __syncthreads();  // probe: a block's stores performed before it exits")
+        if k.gemm_cluster:
+            self.w("  tk::cluster_sync();  // the peer's last arrivals on this block's barriers land before it exits")
         self.w("}")
         missing = [a for a in self.state_of_cast.values() if a not in self.stored_casts]
         if missing:  # an update whose stores this printer does not carry: the next launch would read a stale cast
@@ -1096,8 +1104,11 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         # the producer hands its registers to the consumers (setmaxnreg).
         producer_call = TARGET.wgmma_producer_calls and not wgmma_hands_registers_back(bn)
         call = ", true" if producer_call else ""
-        if TARGET.split_k_shared_fixup and ks > 1:  # the slices share the fix-up (tk::hopper::splitk_shared_fixup)
+        shared_fixup = TARGET.split_k_shared_fixup and ks > 1  # the slices share the fix-up (tk::hopper::splitk_shared_fixup)
+        if shared_fixup:
             call = f", {str(producer_call).lower()}, true"
+        if self.kernel.gemm_cluster:  # the kernel's clusters of two walk every gemm as a pair
+            call = f", {str(producer_call).lower()}, {str(shared_fixup).lower()}, true"
         self.w(f"    tk::hopper::grid_gemm_units<{t}, TkShape, {str(ta).lower()}, {str(tb).lower()}, "
                f"{str(whole).lower()}{call}>("
                f"{self._map_ref(g, 0)}, {self._map_ref(g, 1)}, tk_gp,")
@@ -1473,6 +1484,22 @@ extern "C" int tk_max_active_blocks_per_sm() {{
   cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, tk_kernel, kThreads, kSmem);
   return e == cudaSuccess ? blocks : -(int)e;
 }}""")
+        if k.gemm_cluster:
+            # The grid must be whole clusters that are all co-resident: the runtime
+            # asks for clusters, not blocks an SM (a GPC's SMs need not pair up).
+            self.w(f"""
+extern "C" int tk_gemm_cluster() {{ return {k.gemm_cluster}; }}
+
+extern "C" int tk_max_active_clusters() {{
+  int err = tk_configure();
+  if (err) return -err;
+  const int grid = {k.grid};
+  void* stream = nullptr;
+  {self._launch_config(self._launch_attributes()[-1:])}
+  int clusters = 0;
+  cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, tk_kernel, &cfg);
+  return e == cudaSuccess ? clusters : -(int)e;
+}}""")
         self.w(f"""
 extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
   int err = tk_configure();
@@ -1501,27 +1528,42 @@ extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
   return tk_launch_chain(buffers, arena, grid, stream, 0, 1);
 }}""")
 
-    @staticmethod
-    def _cooperative_launch() -> str:
+    def _launch_attributes(self) -> list[tuple[str, str]]:
+        """The grid kernel's launch attributes besides the grid: (id, value
+        assignment) each; the cooperative one always (every block co-resident:
+        tk::grid_sync spins)."""
+        attrs = [("cudaLaunchAttributeCooperative", "val.cooperative = 1;")]
+        if TARGET.grid_programmatic_launch:  # may start before the previous kernel ends
+            attrs.append(("cudaLaunchAttributeProgrammaticStreamSerialization",
+                          "val.programmaticStreamSerializationAllowed = 1;"))
+        if self.kernel.gemm_cluster:  # clusters of two whose gemms walk as pairs
+            c = self.kernel.gemm_cluster
+            attrs.append(("cudaLaunchAttributeClusterDimension",
+                          f"val.clusterDim.x = {c}; attr[{len(attrs)}].val.clusterDim.y = 1; "
+                          f"attr[{len(attrs)}].val.clusterDim.z = 1;"))
+        return attrs
+
+    def _launch_config(self, attrs: list[tuple[str, str]] | None = None) -> str:
+        """`cfg`, the launch configuration of a grid `grid` with `attrs` (by default
+        _launch_attributes)."""
+        attrs = self._launch_attributes() if attrs is None else attrs
+        lines = [f"cudaLaunchAttribute attr[{len(attrs)}];"]
+        for i, (ident, value) in enumerate(attrs):
+            lines += [f"  attr[{i}].id = {ident};", f"  attr[{i}].{value}"]
+        lines += ["  cudaLaunchConfig_t cfg = {};", "  cfg.gridDim = dim3(grid);", "  cfg.blockDim = dim3(kThreads);",
+                  "  cfg.dynamicSmemBytes = kSmem;", "  cfg.stream = (cudaStream_t)stream;", "  cfg.attrs = attr;",
+                  f"  cfg.numAttrs = {len(attrs)};"]
+        return "\n".join(lines)
+
+    def _cooperative_launch(self) -> str:
         """The launcher's cooperative launch of the grid kernel `args` holds; with
-        target.grid_programmatic_launch through cudaLaunchKernelEx with programmatic
-        stream serialization too (the kernel waits at tk::wait_prior_grid)."""
-        if not TARGET.grid_programmatic_launch:
+        target.grid_programmatic_launch or a kernel in clusters (gemm_cluster)
+        through cudaLaunchKernelEx with those attributes too (programmatic stream
+        serialization: the kernel waits at tk::wait_prior_grid)."""
+        if len(self._launch_attributes()) == 1:
             return ("return (int)cudaLaunchCooperativeKernel(tk_kernel, dim3(grid), dim3(kThreads), args, kSmem,\n"
                     "                                          (cudaStream_t)stream);")
-        return """cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeCooperative;
-  attr[0].val.cooperative = 1;
-  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;  // may start before the previous kernel ends
-  attr[1].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = kSmem;
-  cfg.stream = (cudaStream_t)stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = 2;
-  return (int)cudaLaunchKernelExC(&cfg, tk_kernel, args);"""
+        return self._launch_config() + "\n  return (int)cudaLaunchKernelExC(&cfg, tk_kernel, args);"
 
     def _launch_params(self, nbuf: int) -> str:
         """tk_launch's parameter block. With wgmma gemms it holds their tensor

@@ -636,13 +636,17 @@ class SyncOp(ScopedSyncOp):
 @irdl_op_definition
 class KernelOp(ProgramLikeOp):
     """The cooperative megakernel: launch shape in `config` (grid = most blocks
-    any phase can use, threads = threads per block, smem = dynamic shared bytes)."""
+    any phase can use, threads = threads per block, smem = dynamic shared bytes;
+    `cluster`: a resident kernel's one cluster; `gemm_cluster` = 2: a grid
+    kernel launched in clusters of two whose wgmma gemms walk their units as a
+    pair, sharing B's loads by TMA multicast where both units read the same)."""
 
     name = "tile.kernel"
     grid_ = prop_def(IntegerAttr, prop_name="grid")
     threads_ = prop_def(IntegerAttr, prop_name="threads")
     smem_ = prop_def(IntegerAttr, prop_name="smem")
     cluster_ = opt_prop_def(IntegerAttr, prop_name="cluster")
+    gemm_cluster_ = opt_prop_def(IntegerAttr, prop_name="gemm_cluster")
 
     def verify_(self) -> None:
         super().verify_()
@@ -681,6 +685,16 @@ class KernelOp(ProgramLikeOp):
                     f"tile.kernel: a resident kernel indexes in 32 bits, but one of its buffers or tensors holds "
                     f"{most} elements (at most {RESIDENT_MAX_ELEMENTS})"
                 )
+        if self.gemm_cluster is not None:
+            # The pair's lockstep walk needs whole clusters and the wgmma pipeline in every gemm.
+            gemms = [op for op in self.block.ops if isinstance(op, GemmOp)]
+            if cluster is not None or self.gemm_cluster != 2 or self.grid % 2:
+                raise VerifyException(
+                    f"tile.kernel: gemm_cluster is 2, for a grid kernel of an even grid (gemm_cluster "
+                    f"{self.gemm_cluster}, grid {self.grid}{', a resident kernel' if cluster is not None else ''})")
+            if not gemms or any(op.engine != "wgmma" for op in gemms):
+                raise VerifyException("tile.kernel: gemm_cluster pairs the wgmma engine's gemms; this kernel has "
+                                      + ("none" if not gemms else "gemms on another engine"))
         for op in self.block.ops:
             if not isinstance(op, BufferOp | ViewOp | Home | TileWorkOp | SyncOp):
                 raise VerifyException(f"tile.kernel may hold buffers, views, tile ops and syncs, not {op.name}")
@@ -701,6 +715,12 @@ class KernelOp(ProgramLikeOp):
     def cluster(self) -> int | None:
         """Blocks of the one cluster a resident kernel runs as; None for a grid kernel."""
         attr = self.properties.get("cluster")
+        return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+    @property
+    def gemm_cluster(self) -> int | None:
+        """2: a grid kernel launched in clusters of two whose gemms walk as pairs; None otherwise."""
+        attr = self.properties.get("gemm_cluster")
         return attr.value.data if isinstance(attr, IntegerAttr) else None
 
     @property

@@ -188,11 +188,14 @@ def wgmma_fits(program: sched.ProgramOp, target: TargetOptions) -> bool:
 
 
 def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOptions,
-                  engine: str = "auto") -> tile.KernelOp:
+                  engine: str = "auto", pairs: bool | None = None) -> tile.KernelOp:
     """The tile kernel of `program`. `engine` auto: the gemm engine (mma.sync
     tiles, or the wgmma one where `wgmma_fits`) with the smaller estimate (the
     mma.sync one weighed by `GridCosts.mma_engine_calibration`);
-    wgmma: its tile width (`target.wgmma_tiles_n`) with the smaller estimate."""
+    wgmma: its tile width (`target.wgmma_tiles_n`) with the smaller estimate.
+    `pairs`: a wgmma grid kernel in clusters of two whose gemms walk as pairs
+    (None: target.gemm_cluster_pairs)."""
+    pairs = target.gemm_cluster_pairs if pairs is None else pairs
     if program.arena_bytes.data < 0:
         raise DiagnosticException("sched-to-tile: run sched-allocate first (the arena has no size)")
     fits = wgmma_fits(program, target)
@@ -207,19 +210,19 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
     if engine != "mma" and fits:
         choices += [("wgmma", bn) for bn in target.wgmma_tiles_n]
     if len(choices) == 1:
-        return _lower(program, max_grid, grid, target, *choices[0])[0]
+        return _lower(program, max_grid, grid, target, *choices[0], pairs=pairs)[0]
     # The model prices both engines on one relative scale, which measurement
     # does not bear out for mma.sync (GridCosts.mma_engine_calibration).
     weight = {"mma": target.grid_costs.mma_engine_calibration, "wgmma": 1.0}
     options = []
     for e, bn in choices:
-        kernel, estimate = _lower(program.clone(), max_grid, grid, target, e, bn)
+        kernel, estimate = _lower(program.clone(), max_grid, grid, target, e, bn, pairs=pairs)
         options.append((estimate * weight[e], kernel))
     return min(options, key=lambda o: o[0])[1]
 
 
 def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOptions,
-           engine: str, bn: int = 0) -> tuple[tile.KernelOp, float]:
+           engine: str, bn: int = 0, pairs: bool = False) -> tuple[tile.KernelOp, float]:
     if engine == "wgmma":
         target = target.for_wgmma(bn or None)
         max_grid = min(max_grid, target.max_grid)
@@ -253,9 +256,16 @@ def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOpt
             op.detach()
             op.erase()
     phases = [p for p in phases if p]
+    pairs = pairs and engine == "wgmma"
     if grid <= 0:
         grid = choose_grid(phases, max_grid, target) if phases else 1
+        if pairs and grid > 2:
+            grid -= grid % 2  # whole clusters of two
+    pairs = pairs and grid > 1 and grid % 2 == 0  # a forced odd grid runs unpaired
     arena = split_k(phases, grid, program.arena_bytes.data, target)
+    if pairs:
+        for ops in phases:
+            renumber_offsets(ops, pairs=True)
     for sync in syncs:
         # One block: a block barrier is enough. Several blocks: only a grid
         # barrier orders phases, whatever scope the schedule asked for.
@@ -265,6 +275,8 @@ def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOpt
         block.add_op(tile.SyncOp("grid"))
         estimate += target.grid_costs.sync_us("grid")
     cfg = tile.config(grid=grid, threads=target.threads, smem=smem)
+    if pairs:
+        cfg.update(tile.config(gemm_cluster=2))
     kernel = tile.KernelOp(program.sym_name.data, program.num_inputs.data, program.result_args, body, arena, cfg)
     return kernel, estimate
 
@@ -312,12 +324,17 @@ def split_k(phases: list[list[tile.TileWorkOp]], grid: int, arena: int, target: 
     return arena
 
 
-def renumber_offsets(ops: list[tile.TileWorkOp]) -> None:
+def renumber_offsets(ops: list[tile.TileWorkOp], pairs: bool = False) -> None:
     """The offsets of a phase's ops after their items or order changed: each
     op's first item on the block after the previous op's last (split-K,
-    tile-reductions-first)."""
+    tile-reductions-first). `pairs` (a kernel's gemm_cluster, target.gemm_cluster_pairs):
+    each gemm's first unit on the next even block, so that a cluster's two
+    blocks hold units 2q and 2q + 1 (tiles (m, n) and (m + 1, n) of a gemm
+    without split-K, which share B)."""
     offset = 0
     for op in ops:
+        if pairs and isinstance(op, tile.GemmOp):
+            offset += offset % 2
         op.properties["offset"] = tile.config(offset=offset)["offset"]
         offset += op.items
 
@@ -332,15 +349,21 @@ class SchedToTilePass(ModulePass):
     grid: int = 0  # 0: chosen by the cost model; otherwise forced
     target: str = DEFAULT.name  # a name of trainkernel.target.TARGETS
     engine: str = "auto"  # the gemm engine: auto (the cost model), mma (mma.sync tiles) or wgmma
+    # a wgmma grid kernel in clusters of two whose gemms walk as pairs: on, off, or
+    # as the target says (gemm_cluster_pairs)
+    gemm_cluster: str = "target"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         target = pass_target(self.name, self.target)
         if self.engine not in ("auto", "mma", "wgmma"):
             raise DiagnosticException(f"sched-to-tile: engine {self.engine!r} is not auto, mma or wgmma")
+        if self.gemm_cluster not in ("target", "on", "off"):
+            raise DiagnosticException(f"sched-to-tile: gemm_cluster must be target, on or off, got {self.gemm_cluster!r}")
+        pairs = None if self.gemm_cluster == "target" else self.gemm_cluster == "on"
         max_grid = self.max_grid or target.max_grid
         for program in list(op.ops):
             if isinstance(program, sched.ProgramOp):
-                kernel = lower_program(program, max_grid, self.grid, target, self.engine)
+                kernel = lower_program(program, max_grid, self.grid, target, self.engine, pairs)
                 op.body.block.insert_op_before(kernel, program)
                 program.detach()
                 program.erase()

@@ -36,7 +36,7 @@ from trainkernel.passes.sched_to_tile import renumber_offsets
 from trainkernel.target import DEFAULT, pass_target
 
 
-def reductions_first(ops: list[tile.TileWorkOp], grid: int) -> None:
+def reductions_first(ops: list[tile.TileWorkOp], grid: int, pairs: bool = False) -> None:
     """Move the phase's tile.reduce ops that a block would run after gemm
     items ahead of its first gemm (every other op keeps its order) and
     renumber the offsets (each op's first item on the block after the previous
@@ -46,7 +46,8 @@ def reductions_first(ops: list[tile.TileWorkOp], grid: int) -> None:
     (offset + items <= grid) waits for nothing; moving it only shifts the
     gemm's units onto other blocks: mlp4 +0.6 and mlp4-adamw-ce +1.1 µs when
     those moved too (run 7e11cbf-q). One that wraps onto blocks that ran
-    earlier items of the phase ran after them: those move."""
+    earlier items of the phase ran after them: those move. `pairs`: a paired
+    kernel's gemms start on even blocks (renumber_offsets)."""
     first = next((k for k, op in enumerate(ops) if isinstance(op, tile.GemmOp)), None)
     if first is None:
         return
@@ -61,7 +62,7 @@ def reductions_first(ops: list[tile.TileWorkOp], grid: int) -> None:
         block.insert_op_before(op, anchor)
     moved = {id(op) for op in late}
     ops[first:] = late + [op for op in ops[first:] if id(op) not in moved]
-    renumber_offsets(ops)
+    renumber_offsets(ops, pairs)
 
 
 @dataclass(frozen=True)
@@ -79,4 +80,4 @@ class TileReductionsFirstPass(ModulePass):
         for kernel in op.walk():
             if isinstance(kernel, tile.KernelOp) and kernel.cluster is None and kernel.grid > 1:
                 for ops in kernel.phases():
-                    reductions_first(ops, kernel.grid)
+                    reductions_first(ops, kernel.grid, kernel.gemm_cluster is not None)

@@ -732,6 +732,7 @@ def make_resident(kernel: tile.KernelOp, plan: Plan, placement: Placement, targe
         elif isinstance(op, tile.SyncOp):
             op.properties["scope"] = StringAttr("block")
     kernel.properties["cluster"] = IntegerAttr(placement.cluster, 64)
+    kernel.properties.pop("gemm_cluster", None)  # the grid kernel's pairs (its gemms are the cluster's now)
     kernel.properties["grid"] = IntegerAttr(placement.cluster, 64)
     kernel.properties["smem"] = IntegerAttr(placement.smem, 64)
     kernel.properties["arena_bytes"] = builtin.IntAttr(0)

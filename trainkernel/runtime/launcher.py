@@ -17,10 +17,18 @@ and a grid kernel that carries casts from launch to launch (target.grid_carried_
     extern "C" int tk_launch_chain(void** buffers, void* arena, int grid, void* stream,
                                    int index, int count);  // launch `index` of a chain of `count`
 
+and a grid kernel launched in clusters whose gemms walk as pairs
+(target.gemm_cluster_pairs)::
+
+    extern "C" int tk_gemm_cluster();         // blocks a cluster (2)
+    extern "C" int tk_max_active_clusters();  // clusters that can be co-resident
+
 `tk_launch` launches the cooperative kernel with cudaLaunchCooperativeKernel
-on `stream` (a cudaStream_t) and returns the cudaError_t as an int. A
-cooperative launch fails unless every block is co-resident, so the grid is
-clamped to ``tk_max_active_blocks_per_sm() * SM count``.
+(cudaLaunchKernelEx where it has more attributes) on `stream` (a
+cudaStream_t) and returns the cudaError_t as an int. A cooperative launch
+fails unless every block is co-resident, so the grid is clamped to
+``tk_max_active_blocks_per_sm() * SM count``, or for a clustered kernel to the
+co-resident clusters' blocks, in whole clusters.
 
 The stream passed is ``torch.cuda.current_stream().cuda_stream``, so a launch
 is ordered with torch's work and can be recorded by ``torch.cuda.graph``.
@@ -172,8 +180,38 @@ class KernelLibrary:
         fn.restype = ctypes.c_int
         return int(fn())
 
+    def gemm_cluster(self) -> int:
+        """Blocks a cluster of a grid kernel whose gemms walk as pairs (`tk_gemm_cluster()`,
+        target.gemm_cluster_pairs); 0 for any other kernel."""
+        fn = getattr(self._lib, "tk_gemm_cluster", None)
+        if fn is None:
+            return 0
+        fn.argtypes = []
+        fn.restype = ctypes.c_int
+        return int(fn())
+
+    def _co_resident_cluster_grid(self, requested: int, cluster: int) -> int:
+        """A clustered grid kernel's grid: whole clusters, all co-resident
+        (`tk_max_active_clusters()`: a GPC's SMs need not pair up, so blocks an SM
+        times SMs would overcount)."""
+        fn = self._lib.tk_max_active_clusters
+        fn.argtypes = []
+        fn.restype = ctypes.c_int
+        clusters = int(fn())
+        if clusters < 0:
+            raise CudaError("tk_max_active_clusters", -clusters)
+        grid = min(requested, clusters * cluster)
+        grid -= grid % cluster
+        if grid < cluster:
+            raise RuntimeError(
+                f"{self.path.name}: not one cluster of {cluster} blocks of the kernel can be resident on this "
+                "device (shared memory per block, or no GPC with that many free SMs); compile the step without "
+                "target.gemm_cluster_pairs")
+        return grid
+
     def co_resident_grid(self, requested: int, device_index: int) -> int:
-        """`requested` clamped to what can be co-resident on the device (cached per device).
+        """`requested` clamped to what can be co-resident on the device (cached per device);
+        for a kernel in clusters (gemm_cluster), whole co-resident clusters.
 
         Must be called with `device_index` current (the occupancy query uses it).
         """
@@ -187,7 +225,11 @@ class KernelLibrary:
         import torch
 
         sms = torch.cuda.get_device_properties(device_index).multi_processor_count
-        grid = max(1, min(requested, self.max_active_blocks_per_sm() * sms))
+        cluster = self.gemm_cluster()
+        if cluster:
+            grid = self._co_resident_cluster_grid(requested, cluster)
+        else:
+            grid = max(1, min(requested, self.max_active_blocks_per_sm() * sms))
         with self._lock:
             self._grid_cache[key] = grid
         return grid
