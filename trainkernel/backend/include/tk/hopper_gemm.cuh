@@ -1448,9 +1448,13 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
 
     // The row walk's epilogues may share the fix-up (kSharedFixup) where no block
     // holds two slices of a tile (splits <= stride); the fragment-order ones cannot.
+    // A cluster pair (kPair) walks as one block of units u and u + 1 whose loads
+    // wait for each other's consumers, so no pair may hold two slices of a tile
+    // at different steps either (splits < stride): otherwise a block spinning for
+    // a slice its peer loads only later would stall that peer's loads.
     constexpr bool kRowWalk = detail::is_run_time_typed<Epi>::value || has_staged_halves<Epi> || kRowsPlain ||
                               has_column_partials<Epi>;
-    const bool shared = kSharedFixup && kRowWalk && p.splits > 1 && p.splits <= stride;
+    const bool shared = kSharedFixup && kRowWalk && p.splits > 1 && (kPair ? p.splits < stride : p.splits <= stride);
     if (shared)
       splitk_shared_fixup<BM, BN>(p, w, acc, ctid);
     else if (p.splits > 1 && !splitk_fixup<BM, BN>(p, w, acc, ctid))
