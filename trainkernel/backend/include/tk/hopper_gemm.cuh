@@ -163,12 +163,17 @@
 // stage (A + B) on a loading step, whoever issued it; a multicast may land
 // before the peer's expect_tx, which the transaction count allows (the phase
 // completes only once the peer's producer has arrived). Rank 0 may refill a
-// stage only when both blocks' consumers have left it, so its empty barriers
-// count both blocks' consumer warps: rank 1's warps arrive on their own and,
-// through mapa, on rank 0's at every step (release at cluster scope; the
-// producers wait with acquire at cluster scope). The barrier inits are
-// published by a cluster barrier before the first copy, and a cluster barrier
-// at the end keeps rank 0 resident until rank 1's last remote arrive.
+// stage only when both blocks' consumers have left it (its multicast lands in
+// both), and so may rank 1: each block's empty barriers count both blocks'
+// consumer warps, which arrive on their own and, through mapa, on the peer's
+// at every step (release at cluster scope; the producers wait with acquire at
+// cluster scope). Counted on rank 0's alone, rank 1 could run more than a
+// pipeline ahead on steps without multicast and complete a phase of rank 0's
+// barrier with arrivals for a later use while rank 0 still read the stage
+// (found by tests/test_pair_protocol.py's model of the protocol). The barrier
+// inits are published by a cluster barrier before the first copy, and a
+// cluster barrier at the end keeps each block resident until its peer's last
+// remote arrive.
 //
 // =============================================================================
 // Epilogues
@@ -1231,11 +1236,11 @@ __device__ __forceinline__ uint32_t rows_scratch(uint32_t base, int c) {
 }
 
 // One thread initialises the barriers; the caller then syncs the block (the
-// cluster, for a pair). kPair: rank 0's stages are freed by both blocks'
-// consumer warps (its producer multicasts B into both), rank 1's by its own.
+// cluster, for a pair). kPair: a stage is freed by both blocks' consumer warps,
+// in either block (see "The cluster pair" on why both).
 template <class Shape, bool kPair = false>
 __device__ __forceinline__ void pipeline_init(uint32_t base) {
-  const int releases = 4 * kConsumers * (kPair && cluster_rank() == 0 ? 2 : 1);
+  const int releases = 4 * kConsumers * (kPair ? 2 : 1);
   for (int s = 0; s < Shape::STAGES; ++s) {
     ptx::mbar_init(full_bar<Shape>(base, s), 1);
     ptx::mbar_init(empty_bar<Shape>(base, s), releases);
@@ -1347,8 +1352,7 @@ struct RowsTimer {
 constexpr int kEpiloguePrefetchSteps = TK_EPILOGUE_PREFETCH_STEPS;
 
 // The consumer warpgroups' part of gemm_units.
-// kPair: rank 1's warps free each stage on rank 0's empty barrier too (rank
-// 0's producer multicasts B into it).
+// kPair: the warps free each stage on the peer's empty barrier too.
 template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles, bool kSharedFixup = false,
           bool kPair = false, class Epi>
 __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& epi, uint32_t base,
@@ -1361,11 +1365,11 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
   const int t = threadIdx.x & 127;     // thread within the warpgroup
   const int ctid = threadIdx.x - 128;  // thread among all consumers
   const bool warp_leader = (threadIdx.x & 31) == 0;
-  const bool frees_peer = kPair && cluster_rank() != 0;
+  [[maybe_unused]] const int peer = kPair ? cluster_rank() ^ 1 : 0;
   auto release = [&](int stage) {  // warp leaders, once the stage's wgmma have retired
     const uint32_t empty = empty_bar<Shape>(base, stage);
     ptx::mbar_arrive(empty);
-    if (frees_peer) ptx::mbar_arrive_cluster(map_rank(empty, 0));
+    if constexpr (kPair) ptx::mbar_arrive_cluster(map_rank(empty, peer));
   };
   float acc[BN / 2];
   constexpr bool kPreload = kRowsPreload && has_staged_halves<Epi> && rows_preload_fits<BN, Epi>();
