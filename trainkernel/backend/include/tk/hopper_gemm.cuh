@@ -1383,6 +1383,8 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
     }
   };
   [[maybe_unused]] const int peer_first = kPair ? pair_peer_first(first, stride, cluster_rank()) : 0;
+  // The pair holds units 2q and 2q + 1 at every step (rank 0's first is even).
+  [[maybe_unused]] const bool pair_aligned = kPair && (cluster_rank() == 0 ? first : peer_first) % 2 == 0;
   [[maybe_unused]] int k = 0;  // the pair's step
   for (int u = first; kPair || u < units; u += stride) {
     [[maybe_unused]] int idle = 0;  // the pair's idle steps after this unit
@@ -1452,13 +1454,16 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
 
     // The row walk's epilogues may share the fix-up (kSharedFixup) where no block
     // holds two slices of a tile (splits <= stride); the fragment-order ones cannot.
-    // A cluster pair (kPair) walks as one block of units u and u + 1 whose loads
-    // wait for each other's consumers, so no pair may hold two slices of a tile
-    // at different steps either (splits < stride): otherwise a block spinning for
-    // a slice its peer loads only later would stall that peer's loads.
+    // A cluster pair (kPair) walks as one block whose loads wait for both blocks'
+    // consumers, so no pair may hold two slices of a tile at different steps
+    // either: otherwise a block spinning for a slice its peer loads only later
+    // stalls that peer's loads for good (tests/test_pair_protocol.py). Its units
+    // are 2q and 2q + 1 where rank 0's first is even (the megakernel aligns each
+    // gemm's offset so), and then two steps are G - 1 units apart: splits < stride.
     constexpr bool kRowWalk = detail::is_run_time_typed<Epi>::value || has_staged_halves<Epi> || kRowsPlain ||
                               has_column_partials<Epi>;
-    const bool shared = kSharedFixup && kRowWalk && p.splits > 1 && (kPair ? p.splits < stride : p.splits <= stride);
+    const bool shared = kSharedFixup && kRowWalk && p.splits > 1 &&
+                        (kPair ? p.splits < stride && pair_aligned : p.splits <= stride);
     if (shared)
       splitk_shared_fixup<BM, BN>(p, w, acc, ctid);
     else if (p.splits > 1 && !splitk_fixup<BM, BN>(p, w, acc, ctid))
