@@ -271,7 +271,7 @@ class KernelLibrary:
         code = int(self._chain(_pointers(buffers), _void_p(arena), int(grid), _void_p(stream), int(index),
                                int(count)))
         if code != 0:
-            raise CudaError(f"tk_launch_chain ({self.path.name}, launch {index} of {count})", code)
+            raise CudaError(f"tk_launch_chain ({self.path.name}, launch {index} of {count}{self._clusters()})", code)
 
     def launch(self, buffers: Sequence, arena, grid: int, stream: int | None) -> None:
         """Call `tk_launch`. `buffers` are tensors or raw pointers, in launcher order.
@@ -280,7 +280,13 @@ class KernelLibrary:
         """
         code = int(self._launch(_pointers(buffers), _void_p(arena), int(grid), _void_p(stream)))
         if code != 0:
-            raise CudaError(f"tk_launch ({self.path.name}, grid={grid})", code)
+            raise CudaError(f"tk_launch ({self.path.name}, grid={grid}{self._clusters()})", code)
+
+    def _clusters(self) -> str:
+        """A failed launch's words on its clusters: a clustered grid kernel also asks
+        the driver for the cooperative and cluster attributes together."""
+        c = self.gemm_cluster()
+        return f", in clusters of {c} with the cooperative attribute: target.gemm_cluster_pairs" if c else ""
 
 
 _LOADED: dict[str, KernelLibrary] = {}
