@@ -127,11 +127,12 @@ class Model:
     deadlock the header's rule avoids."""
 
     def __init__(self, gemms, stride, offset, stages, seed, pair_waits_peer=True, rank1_expects_b=True,
-                 symmetric=True, aligned_fixup_only=True):
+                 symmetric=True, aligned_fixup_only=True, run_ahead=True):
         self.rng = random.Random(seed)
         self.gemms, self.stride, self.stages = gemms, stride, stages
         self.pair_waits_peer, self.rank1_expects_b, self.symmetric = pair_waits_peer, rank1_expects_b, symmetric
-        self.aligned_fixup_only = aligned_fixup_only
+        self.aligned_fixup_only, self.run_ahead = aligned_fixup_only, run_ahead
+        self.consumed = [-1] * stride  # the last gemm each block's consumers finished
         self.blocks = []
         for b in range(stride):
             waits = pair_waits_peer and (symmetric or b % 2 == 0)  # on the peer's consumers too
@@ -149,8 +150,13 @@ class Model:
                 yield gi, mine, steps, multicast
 
     def producer(self, b):
+        """produce_units; without run_ahead (grid_gemm_units' 256-wide tiles, whose
+        producer takes its registers back at a block barrier after each gemm) it
+        starts a gemm only once its consumers finished the one before."""
         blk, rank, n = self.blocks[b], b % 2, 0
         for gi, mine, steps, multicast in self._steps(b):
+            while not self.run_ahead and self.consumed[b] < gi - 1:
+                yield "wait"
             own = mine[3] - mine[2] if mine else 0
             for i in range(steps):
                 stage, phase = n % self.stages, (n // self.stages) & 1
@@ -183,6 +189,7 @@ class Model:
         then a split tile's shared fix-up."""
         blk, n = self.blocks[b], 0
         for gi, mine, steps, _ in self._steps(b):
+            self.consumed[b] = gi - 1  # every gemm before this one is done
             own = mine[3] - mine[2] if mine else 0
             prev = None
             for i in range(steps):
@@ -212,6 +219,7 @@ class Model:
                 self.stored.setdefault(key, set()).add(mine[4] % g.splits)
                 while len(self.stored[key]) < g.splits:
                     yield "wait"
+        self.consumed[b] = len(self.gemms) - 1
 
     def _land(self, copy):
         b, stage, operand, tag, nbytes = copy
@@ -234,9 +242,17 @@ class Model:
             except StopIteration:
                 live.pop(pick)
                 continue
-            if not self.copies and live and all(self._blocked(a) for a in list(live)):
-                raise AssertionError("deadlock: every actor waits and no copy is in flight")
+            if not self.copies and live:
+                before = self._state()
+                if all([self._blocked(a) for a in list(live)]) and self._state() == before:
+                    raise AssertionError("deadlock: every actor waits, nothing changed, no copy is in flight")
         raise AssertionError("no end after max_moves")
+
+    def _state(self):
+        """What a move can change: the barriers, the fix-ups' stored slices, the
+        gemms consumers finished, the copies in flight."""
+        bars = tuple((x.completed, x.pending, x.tx) for blk in self.blocks for x in blk.full + blk.empty)
+        return bars, tuple(self.consumed), tuple(sorted((k, len(v)) for k, v in self.stored.items())), len(self.copies)
 
     @staticmethod
     def _blocked(actor) -> bool:
@@ -258,10 +274,13 @@ GEMM_SEQUENCES = [
 @pytest.mark.parametrize("seq", range(len(GEMM_SEQUENCES)))
 @pytest.mark.parametrize("stride,offset", [(2, 0), (6, 0), (6, 3), (4, 1), (8, 2)])
 @pytest.mark.parametrize("stages", [2, 4])
-def test_no_deadlock_no_overwrite_and_the_right_data(seq, stride, offset, stages):
-    """Every block of the grid, split gemms sharing their fix-up where splits < grid."""
+@pytest.mark.parametrize("run_ahead", [True, False], ids=["producer-runs-ahead", "registers-handed-back"])
+def test_no_deadlock_no_overwrite_and_the_right_data(seq, stride, offset, stages, run_ahead):
+    """Every block of the grid, split gemms sharing their fix-up where splits < grid;
+    the producer running ahead into the next gemm (tiles up to 128 wide) or not
+    (256-wide tiles hand registers back after each gemm)."""
     for seed in range(25):
-        Model(GEMM_SEQUENCES[seq], stride, offset, stages, seed).run()
+        Model(GEMM_SEQUENCES[seq], stride, offset, stages, seed, run_ahead=run_ahead).run()
 
 
 def test_multicast_happens_in_the_sharing_plans():
