@@ -98,6 +98,19 @@ def test_the_printer_pairs_every_gemm_and_launches_clusters(target_fields, name)
     assert "cudaOccupancyMaxActiveClusters" in src
 
 
+def test_clusters_alone_without_the_cooperative_attribute(target_fields):
+    """target.gemm_cluster_cooperative off: the launch asks for the clusters only
+    (for a driver that refuses the two together); nothing else changes."""
+    target_fields(gemm_cluster_pairs=True)
+    both = _source(WORKLOADS["medium"])
+    target_fields(gemm_cluster_pairs=True, gemm_cluster_cooperative=False)
+    alone = _source(WORKLOADS["medium"])
+    assert "cudaLaunchAttributeCooperative" in both and "cudaLaunchAttributeCooperative" not in alone
+    assert "attr[0].id = cudaLaunchAttributeClusterDimension;" in alone
+    kernel = lambda src: src[: src.index("static int tk_configure()")]  # noqa: E731
+    assert kernel(both) == kernel(alone)
+
+
 @needs_nvcc
 @pytest.mark.parametrize("name", ["medium", "mlp4-adamw-ce"])
 def test_builds_for_sm90a(target_fields, tmp_path, name):

@@ -528,6 +528,14 @@ class TargetOptions:
     # unit sits on an even block (tile.kernel's gemm_cluster = 2). Off until
     # measured.
     gemm_cluster_pairs: bool = False
+    # Such a kernel's launch also asks for the cooperative attribute (every block
+    # co-resident, or the launch fails) beside the cluster one. False launches the
+    # clusters alone, for a driver that refuses the two together: the runtime's
+    # grid is still no larger than the clusters that fit at once
+    # (tk_max_active_clusters), so on an otherwise idle GPU all are resident,
+    # but nothing guarantees it (another kernel on the SMs would hang the grid
+    # barrier). The probe tries both (perf-log step 87).
+    gemm_cluster_cooperative: bool = True
     final_grid_sync: str = "wide"  # never | wide | always: see sched_to_tile.ends_with_grid_sync
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.

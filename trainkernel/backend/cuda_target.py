@@ -1530,9 +1530,12 @@ extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
 
     def _launch_attributes(self) -> list[tuple[str, str]]:
         """The grid kernel's launch attributes besides the grid: (id, value
-        assignment) each; the cooperative one always (every block co-resident:
-        tk::grid_sync spins)."""
-        attrs = [("cudaLaunchAttributeCooperative", "val.cooperative = 1;")]
+        assignment) each; the cooperative one (every block co-resident:
+        tk::grid_sync spins) unless a clustered kernel is launched as clusters
+        alone (target.gemm_cluster_cooperative)."""
+        attrs = []
+        if not (self.kernel.gemm_cluster and not TARGET.gemm_cluster_cooperative):
+            attrs.append(("cudaLaunchAttributeCooperative", "val.cooperative = 1;"))
         if TARGET.grid_programmatic_launch:  # may start before the previous kernel ends
             attrs.append(("cudaLaunchAttributeProgrammaticStreamSerialization",
                           "val.programmaticStreamSerializationAllowed = 1;"))
@@ -1560,7 +1563,7 @@ extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
         target.grid_programmatic_launch or a kernel in clusters (gemm_cluster)
         through cudaLaunchKernelEx with those attributes too (programmatic stream
         serialization: the kernel waits at tk::wait_prior_grid)."""
-        if len(self._launch_attributes()) == 1:
+        if [ident for ident, _ in self._launch_attributes()] == ["cudaLaunchAttributeCooperative"]:
             return ("return (int)cudaLaunchCooperativeKernel(tk_kernel, dim3(grid), dim3(kThreads), args, kSmem,\n"
                     "                                          (cudaStream_t)stream);")
         return self._launch_config() + "\n  return (int)cudaLaunchKernelExC(&cfg, tk_kernel, args);"

@@ -286,7 +286,8 @@ class KernelLibrary:
         """A failed launch's words on its clusters: a clustered grid kernel also asks
         the driver for the cooperative and cluster attributes together."""
         c = self.gemm_cluster()
-        return f", in clusters of {c} with the cooperative attribute: target.gemm_cluster_pairs" if c else ""
+        return (f", in clusters of {c} (target.gemm_cluster_pairs; with the cooperative attribute unless "
+                "target.gemm_cluster_cooperative is off)" if c else "")
 
 
 _LOADED: dict[str, KernelLibrary] = {}
