@@ -160,16 +160,18 @@ def test_planner_choices(built):
 
 @needs_nvcc
 def test_cluster_pair_plans(built):
-    """choose_plan with pair_req = 1: an even number of 128-row tiles and no
-    split-K pair (split-K is given up for it), an even grid; anything else is
-    the unpaired plan."""
+    """choose_plan with pair_req = 1: the plan as without, paired where it has
+    an even number of 128-row tiles and no split-K (units 2q, 2q + 1 share B),
+    on an even grid; anything else is the unpaired plan."""
     lib = hgemm_lib.HGemm(built[0])
-    for m, n, k in [(1024, 4096, 1024), (2048, 8192, 2048), (1024, 256, 4096), (129, 300, 200)]:
-        p = lib.plan(m, n, k, pair=True)
+    for m, n, k, splits in [(1024, 4096, 1024, 0), (2048, 8192, 2048, 0), (129, 300, 200, 0), (1024, 256, 4096, 1)]:
+        p = lib.plan(m, n, k, splits=splits, pair=True)
+        alone = lib.plan(m, n, k, splits=splits)
         assert p["pair"] == 1 and p["splits"] == 1 and p["grid"] % 2 == 0, p
+        assert {**p, "pair": 0, "grid": alone["grid"]} == alone
         assert p["grid"] == min(p["units"], 132) // 2 * 2
     assert lib.plan(2048, 8192, 2048, pair=True, sms=131)["grid"] == 130
-    for m, n, k, splits in [(300, 256, 256, 0), (128, 64, 64, 0), (1024, 256, 4096, 4)]:
+    for m, n, k, splits in [(300, 256, 256, 0), (128, 64, 64, 0), (1024, 256, 4096, 4), (1024, 256, 4096, 0)]:
         p = lib.plan(m, n, k, splits=splits, pair=True)
         assert p["pair"] == 0 and p == lib.plan(m, n, k, splits=splits), p
         forced = lib.plan(m, n, k, splits=splits, pair=2)  # any plan of two units or more walked as a pair
@@ -377,19 +379,23 @@ def test_deterministic(hg):
 @pytest.mark.parametrize("tile", [0, 1, 2])
 def test_cluster_pair_matches_torch(hg, layout, tile):
     """Clusters of two sharing B by multicast: every layout and tile shape, a
-    tail in every dimension, several units a block (1024 x 4096 on 256-wide
-    tiles: 128 units), fp32 and bf16 outputs; the same bits as the unpaired
-    kernel (same K order, only the loads differ) and across reruns."""
+    tail in every dimension (an even number of 128-row tiles, the last one
+    partial; no split-K: what pairs), several units a block (1024 x 4096 on
+    256-wide tiles: 128 units), fp32 and bf16 outputs; the same bits as the
+    unpaired kernel (same K order, only the loads differ) and across reruns."""
     import torch
 
     ta, tb = layout
-    for m, n, k in [(264, 520, 1000), (1024, 4096, 1024), (2048, 1000, 136), (136, 64, 64)]:
+    for m, n, k in [(392, 520, 1000), (1024, 4096, 1024), (2048, 1000, 136), (136, 64, 64)]:
         for out_dtype in (torch.float32, torch.bfloat16):
-            _, plan = _run_case(hg, m, n, k, torch.bfloat16, ta, tb, out_dtype, seed=tile + 17, tile=tile, pair=True)
+            _, plan = _run_case(hg, m, n, k, torch.bfloat16, ta, tb, out_dtype, seed=tile + 17, tile=tile, splits=1,
+                                pair=True)
             assert plan["path"] == "tma" and plan["pair"] == 1 and plan["tile"] == tile, plan
     gen = torch.Generator(device="cuda").manual_seed(4)
-    a, b, _, _ = _operands(1032, 776, 520, torch.bfloat16, ta, tb, gen)
-    paired = [hg.mm(a, b, trans_a=ta, trans_b=tb, out_dtype=torch.float32, tile=tile, pair=True) for _ in range(2)]
+    a, b, _, _ = _operands(1016, 776, 520, torch.bfloat16, ta, tb, gen)
+    paired = [hg.mm(a, b, trans_a=ta, trans_b=tb, out_dtype=torch.float32, tile=tile, splits=1, pair=True)
+              for _ in range(2)]
+    assert hg.last_plan()["pair"] == 1
     alone = hg.mm(a, b, trans_a=ta, trans_b=tb, out_dtype=torch.float32, tile=tile, splits=1)
     torch.cuda.synchronize()
     assert torch.equal(paired[0], paired[1]) and torch.equal(paired[0], alone)

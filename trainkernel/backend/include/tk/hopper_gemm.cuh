@@ -1795,12 +1795,12 @@ __host__ __device__ inline bool pairs_share_b(int tiles_m, int splits) {
 // Choose tile shape and split count for an M x N x K product on `sms` SMs.
 // tile_req >= 0 / splits_req > 0 force a choice (benchmarks, tests).
 // out_bytes: bytes per output element (for the epilogue term).
-// pair_req = 1: clusters of two sharing B ("The cluster pair") where a plan
-// allows it: only such plans are considered, and if none is, the plan is the
-// one without (plan.pair says which). Not chosen by the model yet: it does not
-// price L2 traffic, and the pair is unmeasured. pair_req = 2: the plan as
-// without, walked as a pair whatever its units (tests: idle steps, units
-// that do not share B, as in the megakernel's paired kernels).
+// pair_req = 1: the plan as without, in clusters of two sharing B ("The
+// cluster pair") where its units do at every step (pairs_share_b; plan.pair
+// says whether). Not chosen by the model yet: it does not price L2 traffic,
+// and the pair is unmeasured. pair_req = 2: the plan as without, walked as a
+// pair whatever its units (tests: idle steps, units that do not share B, as
+// in the megakernel's paired kernels).
 inline Plan choose_plan(int M, int N, int K, int sms, int tile_req = -1, int splits_req = 0,
                         int out_bytes = 2, int pair_req = 0) {
   if (pair_req == 2) {
@@ -1812,15 +1812,12 @@ inline Plan choose_plan(int M, int N, int K, int sms, int tile_req = -1, int spl
     return any;
   }
   if (pair_req == 1) {
-    // Every tile shape has BM = 128: the tile-rows, so the answer, do not
-    // depend on the shape the model picks.
-    Plan paired = choose_plan(M, N, K, sms, tile_req, splits_req > 0 ? splits_req : 1, out_bytes);
+    Plan paired = choose_plan(M, N, K, sms, tile_req, splits_req, out_bytes);
     if (paired.path == kPathTma && sms >= 2 && pairs_share_b(paired.tiles_m, paired.splits)) {
       paired.pair = 1;
       paired.grid &= ~1;  // whole clusters; units is even, so a pair's blocks run as many units
-      return paired;
     }
-    return choose_plan(M, N, K, sms, tile_req, splits_req, out_bytes);
+    return paired;
   }
   Plan best{};
   best.path = kPathTma;
