@@ -98,6 +98,20 @@ def test_the_printer_pairs_every_gemm_and_launches_clusters(target_fields, name)
     assert "cudaOccupancyMaxActiveClusters" in src
 
 
+@pytest.mark.parametrize("cooperative", [True, False])
+def test_every_launch_configuration_writes_only_its_attributes(target_fields, cooperative):
+    """Each attribute array (tk_launch's, tk_max_active_clusters' of the cluster one
+    alone) is written at indices below its size: the occupancy query once wrote
+    the cluster dimension's y and z one past its one-element array."""
+    target_fields(gemm_cluster_pairs=True, gemm_cluster_cooperative=cooperative, grid_programmatic_launch=True)
+    src = _source(WORKLOADS["medium"])
+    configs = re.findall(r"cudaLaunchAttribute attr\[(\d+)\];(.*?)cfg\.numAttrs = (\d+);", src, re.S)
+    assert len(configs) == 2  # the occupancy query and tk_launch_chain (tk_launch calls it)
+    for size, body, count in configs:
+        assert int(size) == int(count)
+        assert all(int(i) < int(size) for i in re.findall(r"attr\[(\d+)\]", body)), body
+
+
 def test_clusters_alone_without_the_cooperative_attribute(target_fields):
     """target.gemm_cluster_cooperative off: the launch asks for the clusters only
     (for a driver that refuses the two together); nothing else changes."""

@@ -1495,7 +1495,7 @@ extern "C" int tk_max_active_clusters() {{
   if (err) return -err;
   const int grid = {k.grid};
   void* stream = nullptr;
-  {self._launch_config(self._launch_attributes()[-1:])}
+  {self._launch_config([a for a in self._launch_attributes() if a[0] == "cudaLaunchAttributeClusterDimension"])}
   int clusters = 0;
   cudaError_t e = cudaOccupancyMaxActiveClusters(&clusters, tk_kernel, &cfg);
   return e == cudaSuccess ? clusters : -(int)e;
@@ -1528,31 +1528,30 @@ extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
   return tk_launch_chain(buffers, arena, grid, stream, 0, 1);
 }}""")
 
-    def _launch_attributes(self) -> list[tuple[str, str]]:
-        """The grid kernel's launch attributes besides the grid: (id, value
-        assignment) each; the cooperative one (every block co-resident:
+    def _launch_attributes(self) -> list[tuple[str, list[str]]]:
+        """The grid kernel's launch attributes besides the grid: (id, the value's
+        member assignments) each; the cooperative one (every block co-resident:
         tk::grid_sync spins) unless a clustered kernel is launched as clusters
         alone (target.gemm_cluster_cooperative)."""
         attrs = []
         if not (self.kernel.gemm_cluster and not TARGET.gemm_cluster_cooperative):
-            attrs.append(("cudaLaunchAttributeCooperative", "val.cooperative = 1;"))
+            attrs.append(("cudaLaunchAttributeCooperative", ["val.cooperative = 1;"]))
         if TARGET.grid_programmatic_launch:  # may start before the previous kernel ends
             attrs.append(("cudaLaunchAttributeProgrammaticStreamSerialization",
-                          "val.programmaticStreamSerializationAllowed = 1;"))
+                          ["val.programmaticStreamSerializationAllowed = 1;"]))
         if self.kernel.gemm_cluster:  # clusters of two whose gemms walk as pairs
-            c = self.kernel.gemm_cluster
             attrs.append(("cudaLaunchAttributeClusterDimension",
-                          f"val.clusterDim.x = {c}; attr[{len(attrs)}].val.clusterDim.y = 1; "
-                          f"attr[{len(attrs)}].val.clusterDim.z = 1;"))
+                          [f"val.clusterDim.x = {self.kernel.gemm_cluster};", "val.clusterDim.y = 1;",
+                           "val.clusterDim.z = 1;"]))
         return attrs
 
-    def _launch_config(self, attrs: list[tuple[str, str]] | None = None) -> str:
+    def _launch_config(self, attrs: list[tuple[str, list[str]]] | None = None) -> str:
         """`cfg`, the launch configuration of a grid `grid` with `attrs` (by default
         _launch_attributes)."""
         attrs = self._launch_attributes() if attrs is None else attrs
         lines = [f"cudaLaunchAttribute attr[{len(attrs)}];"]
-        for i, (ident, value) in enumerate(attrs):
-            lines += [f"  attr[{i}].id = {ident};", f"  attr[{i}].{value}"]
+        for i, (ident, members) in enumerate(attrs):
+            lines += [f"  attr[{i}].id = {ident};", "  " + " ".join(f"attr[{i}].{m}" for m in members)]
         lines += ["  cudaLaunchConfig_t cfg = {};", "  cfg.gridDim = dim3(grid);", "  cfg.blockDim = dim3(kThreads);",
                   "  cfg.dynamicSmemBytes = kSmem;", "  cfg.stream = (cudaStream_t)stream;", "  cfg.attrs = attr;",
                   f"  cfg.numAttrs = {len(attrs)};"]
