@@ -1,8 +1,8 @@
 """A model check of the cluster pair's synchronization (tk/hopper_gemm.cuh,
 "The cluster pair"; perf-log step 87), CPU only.
 
-Two blocks of a cluster, each a producer and a consumer, run the kernel's
-protocol over a sequence of gemms (the megakernel's: one pipeline position
+Every block of a grid (clusters of two: blocks b and b ^ 1), each a producer
+and a consumer, runs the kernel's protocol over a sequence of gemms (the megakernel's: one pipeline position
 kept from gemm to gemm, the producer running ahead) against a model of the
 hardware's mbarriers (PTX ISA: an arrival count and a transaction count per
 phase; a phase completes when both reach zero; `try_wait.parity` sees the
@@ -106,7 +106,6 @@ class Barrier:
 
 @dataclass
 class Block:
-    rank: int
     full: list
     empty: list
     data: list  # per stage: {"A": tag, "B": tag} of the copies that landed last
@@ -136,7 +135,7 @@ class Model:
         self.blocks = []
         for b in range(stride):
             waits = pair_waits_peer and (symmetric or b % 2 == 0)  # on the peer's consumers too
-            self.blocks.append(Block(b % 2, [Barrier(1) for _ in range(stages)],
+            self.blocks.append(Block([Barrier(1) for _ in range(stages)],
                                      [Barrier(8 * (2 if waits else 1)) for _ in range(stages)],
                                      [{} for _ in range(stages)]))
         self.firsts = [(b - offset) % stride for b in range(stride)]

@@ -171,33 +171,29 @@ class KernelLibrary:
             )
         return n
 
-    def cluster(self) -> int:
-        """Blocks of the one cluster a resident kernel runs as (`tk_cluster()`); 0 for a grid kernel."""
-        fn = getattr(self._lib, "tk_cluster", None)
+    def _exported_count(self, name: str) -> int:
+        """What the library's `extern "C" int name()` returns; 0 where it exports none."""
+        fn = getattr(self._lib, name, None)
         if fn is None:
             return 0
         fn.argtypes = []
         fn.restype = ctypes.c_int
         return int(fn())
 
+    def cluster(self) -> int:
+        """Blocks of the one cluster a resident kernel runs as (`tk_cluster()`); 0 for a grid kernel."""
+        return self._exported_count("tk_cluster")
+
     def gemm_cluster(self) -> int:
         """Blocks a cluster of a grid kernel whose gemms walk as pairs (`tk_gemm_cluster()`,
         target.gemm_cluster_pairs); 0 for any other kernel."""
-        fn = getattr(self._lib, "tk_gemm_cluster", None)
-        if fn is None:
-            return 0
-        fn.argtypes = []
-        fn.restype = ctypes.c_int
-        return int(fn())
+        return self._exported_count("tk_gemm_cluster")
 
     def _co_resident_cluster_grid(self, requested: int, cluster: int) -> int:
         """A clustered grid kernel's grid: whole clusters, all co-resident
         (`tk_max_active_clusters()`: a GPC's SMs need not pair up, so blocks an SM
         times SMs would overcount)."""
-        fn = self._lib.tk_max_active_clusters
-        fn.argtypes = []
-        fn.restype = ctypes.c_int
-        clusters = int(fn())
+        clusters = self._exported_count("tk_max_active_clusters")
         if clusters < 0:
             raise CudaError("tk_max_active_clusters", -clusters)
         grid = min(requested, clusters * cluster)

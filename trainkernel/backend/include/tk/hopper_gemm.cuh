@@ -1803,21 +1803,14 @@ __host__ __device__ inline bool pairs_share_b(int tiles_m, int splits) {
 // in the megakernel's paired kernels).
 inline Plan choose_plan(int M, int N, int K, int sms, int tile_req = -1, int splits_req = 0,
                         int out_bytes = 2, int pair_req = 0) {
-  if (pair_req == 2) {
-    Plan any = choose_plan(M, N, K, sms, tile_req, splits_req, out_bytes);
-    if (any.path == kPathTma && sms >= 2 && any.grid >= 2) {
-      any.pair = 1;
-      any.grid &= ~1;
+  if (pair_req != 0) {
+    Plan plan = choose_plan(M, N, K, sms, tile_req, splits_req, out_bytes);
+    if (plan.path == kPathTma && sms >= 2 && plan.grid >= 2 &&
+        (pair_req == 2 || pairs_share_b(plan.tiles_m, plan.splits))) {
+      plan.pair = 1;
+      plan.grid &= ~1;  // whole clusters
     }
-    return any;
-  }
-  if (pair_req == 1) {
-    Plan paired = choose_plan(M, N, K, sms, tile_req, splits_req, out_bytes);
-    if (paired.path == kPathTma && sms >= 2 && pairs_share_b(paired.tiles_m, paired.splits)) {
-      paired.pair = 1;
-      paired.grid &= ~1;  // whole clusters; units is even, so a pair's blocks run as many units
-    }
-    return paired;
+    return plan;
   }
   Plan best{};
   best.path = kPathTma;
