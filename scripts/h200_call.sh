@@ -70,7 +70,7 @@ for item in "$@"; do
   part=${item%%:*}; t=${item#*:}; [[ $t == "$item" ]] && t=570
   log "begin $part (limit $t s)"
   case $part in
-    hgemm) OUT=$W/hgemm T_SMOKE=60 T_BENCH=150 T_TESTS=$((t - 260)) T_SAN=40 PYTEST_ADDOPTS="-n 8" \
+    hgemm) OUT=$W/hgemm T_SMOKE=60 T_BENCH=200 T_TESTS=$((t - 310)) T_SAN=40 PYTEST_ADDOPTS="-n 8" \
              timeout "$t" bash benchmarks/hgemm_gpu_session.sh > "$W/hgemm.log" 2>&1 ;;
     probe-pitch) mkdir -p "$W/pitch"; OUT=$W/pitch timeout "$t" python3 -m benchmarks.resident_probe --pitch $PROBE_SPECS \
              > "$W/probe_pitch.log" 2>&1 ;;
