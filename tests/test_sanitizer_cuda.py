@@ -151,3 +151,13 @@ def test_compute_sanitizer_on_a_chain_with_the_prepared_grid_switches(tool: str,
     grid switch on (PREPARED_GRID)."""
     _step_loop_reports_nothing(tool, "small", tmp_path, launches="in 3 launches (a chain)",
                                TK_TARGET_FIELDS=PREPARED_GRID)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
+def test_compute_sanitizer_on_a_chain_with_item_flags(tool: str, tmp_path):
+    """small's grid kernel, three steps captured as one chain of launches, its phases
+    joined by per-item flags (tile-item-flags): spin waits across blocks instead of
+    grid barriers."""
+    _step_loop_reports_nothing(tool, "small", tmp_path, launches="in 3 launches (a chain)",
+                               TK_TARGET_FIELDS="item_flags=1")

@@ -31,7 +31,8 @@ _STAGE_PASSES = {
     "tk": "tk-mark-state-updates{{state={state}}},canonicalize,tk-decompose,tk-split-reductions,tk-legalize-masks,canonicalize,cse,dce,tk-fuse{fuse}",
     "sched": "tk-to-sched{{inplace={inplace}{sink}}},sched-inplace-state,sched-allocate",
     "tile": "sched-to-tile{{grid={grid}{target}{engine}}},tile-resident{{mode={resident}{target}}},tile-stage-casts{target_only},"
-            "tile-column-partials{target_only},tile-reductions-first{target_only},tile-row-local{target_only}",
+            "tile-column-partials{target_only},tile-reductions-first{target_only},tile-row-local{target_only},"
+            "tile-item-flags{target_only}",
 }
 
 

@@ -536,6 +536,13 @@ class TargetOptions:
     # but nothing guarantees it (another kernel on the SMs would hang the grid
     # barrier). The probe tries both (perf-log step 87).
     gemm_cluster_cooperative: bool = True
+    # A grid kernel's phases ordered by per-item flags instead of grid barriers
+    # (tile-item-flags, issue 10.5): each work item waits for the flags of the
+    # earlier items it reads after, writes after or overwrites
+    # (trainkernel.item_deps), so a block starts the next phase's items as
+    # soon as their own producers are done. A barrier stays where every item
+    # after it needs every item before it. Off until measured.
+    item_flags: bool = False
     final_grid_sync: str = "wide"  # never | wide | always: see sched_to_tile.ends_with_grid_sync
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.

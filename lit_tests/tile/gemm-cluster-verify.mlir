@@ -50,3 +50,21 @@ tile.kernel @k(%a: memref<256x256xbf16>, %b: memref<256x256xbf16>, %c: memref<25
     tk.yield %m : tensor<256x256xbf16>
   }
 }
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// The pair's lockstep walk has no item flags: its phases keep grid barriers.
+// CHECK: tile.kernel: `tile.sync items` orders a grid kernel's phases; a resident kernel or one of cluster pairs (gemm_cluster) orders them by barriers
+tile.kernel @k(%a: memref<256x256xbf16>, %b: memref<256x256xbf16>, %c: memref<256x256xbf16>, %d: memref<256x256xbf16>) inputs 2 results [2, 3] arena 0 config {grid = 8 : i64, threads = 384 : i64, smem = 218240 : i64, gemm_cluster = 2 : i64} {
+  tile.gemm ins(%a, %b : memref<256x256xbf16>, memref<256x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 128, 64, 64>, mma = "mma.bf16", items = 8 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x256xbf16>, %q: tensor<256x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+  tile.sync items
+  tile.gemm ins(%c, %b : memref<256x256xbf16>, memref<256x256xbf16>) outs(%d : memref<256x256xbf16>) config {tile = array<i64: 128, 64, 64>, mma = "mma.bf16", items = 8 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x256xbf16>, %q: tensor<256x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x256xbf16>, tensor<256x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+}

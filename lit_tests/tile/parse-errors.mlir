@@ -1,7 +1,7 @@
 // The custom syntax of tile ops rejects what it cannot express.
 // RUN: trainkernel-opt %s --split-input-file --parsing-diagnostics | filecheck %s
 
-// CHECK: tile.sync expects `grid` or `block`
+// CHECK: tile.sync expects `grid` or `block` or `items`
 tile.kernel @k() inputs 0 results [] arena -1 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
   tile.sync cluster
 }

@@ -30,7 +30,7 @@
 // CHECK-NEXT:      %f = tk.cast %t : tensor<bf16> to tensor<f32>
 // CHECK-NEXT:      tk.yield %f : tensor<f32>
 // CHECK-NEXT:    }
-// CHECK-NEXT:    tile.sync grid {tk.note = "between phases"}
+// CHECK-NEXT:    tile.sync items {tk.note = "between phases"}
 // CHECK-NEXT:  }
 
 // CHECK-LABEL: tile.kernel @small(%p: memref<4x4xf32>, %q: memref<4x4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 32 : i64, smem = 0 : i64} attributes {tk.note = "f32"} {
@@ -46,7 +46,7 @@
 // GENERIC: "tile.sync"() <{scope = "grid"}> : () -> ()
 // GENERIC: "tile.map"(%h, %out) <{{{.*}}items = 2 : i64, offset = 0 : i64, chunk = 512 : i64{{.*}}}> ({
 // GENERIC: "tile.reduce"(%hv, %loss) <{{{.*}}items = 1 : i64, offset = 2 : i64, rows = 1 : i64{{.*}}}>
-// GENERIC: "tile.sync"() <{scope = "grid"}> {tk.note = "between phases"} : () -> ()
+// GENERIC: "tile.sync"() <{scope = "items"}> {tk.note = "between phases"} : () -> ()
 
 tile.kernel @step(%w: memref<32x64xbf16>, %x: memref<16x32xbf16>, %b: memref<64xbf16>, %out: memref<16x64xf32>, %loss: memref<f32>) inputs 3 results [3, 4] arena 2048 config {grid = 132 : i64, threads = 128 : i64, smem = 30720 : i64} {
   %h = sched.buffer offset 0 : memref<16x64xbf16>
@@ -70,7 +70,7 @@ tile.kernel @step(%w: memref<32x64xbf16>, %x: memref<16x32xbf16>, %b: memref<64x
     %f = tk.cast %t : tensor<bf16> to tensor<f32>
     tk.yield %f : tensor<f32>
   }
-  tile.sync grid {tk.note = "between phases"}
+  tile.sync items {tk.note = "between phases"}
 }
 
 tile.kernel @small(%p: memref<4x4xf32>, %q: memref<4x4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 32 : i64, smem = 0 : i64} attributes {tk.note = "f32"} {

@@ -278,7 +278,7 @@ tile.kernel @k(%a: memref<4xf32>, %o: memref<f32>) inputs 1 results [1] arena 0 
 // CHECK: {{^//}} {{-----$}}
 
 // tile.sync scope: grid or block (generic form reaches the verifier).
-// CHECK: tile.sync scope must be grid or block, got 'cluster'
+// CHECK: tile.sync scope must be grid or block or items, got 'cluster'
 tile.kernel @k(%a: memref<4xf32>, %o: memref<4xf32>) inputs 1 results [1] arena 0 config {grid = 1 : i64, threads = 128 : i64, smem = 0 : i64} {
   "tile.sync"() <{scope = "cluster"}> : () -> ()
 }

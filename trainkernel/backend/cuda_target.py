@@ -32,6 +32,7 @@ from xdsl.utils.target import Target
 
 from trainkernel.dialects import sched, tile, tk
 from trainkernel.elements import byte_size, c_type
+from trainkernel.item_deps import ItemDeps, ItemRef, item_deps
 from trainkernel.target import DEFAULT as TARGET
 from trainkernel.target import WGMMA_TILES, wgmma_hands_registers_back
 from trainkernel.util import align_up, ceil_div, numel
@@ -602,6 +603,11 @@ class CudaPrinter:
         # What a chain's last launch alone runs and stores (plan_last_launch_outputs).
         self.last_only_ops: set[tile.TileWorkOp] = set()
         self.last_only_bufs: frozenset[SSAValue] = frozenset()
+        # tile.sync items (plan_item_flags): the items' dependencies, each waited-for
+        # op's first flag, and the tables the kernel reads them from.
+        self.deps: ItemDeps | None = None
+        self.flag_base: dict[tile.TileWorkOp, int] = {}
+        self.flag_tables: dict[str, tuple[list[int], list[int]]] = {}
 
     def _grid_phases(self) -> dict[tile.TileWorkOp, int]:
         """Each tile op's phase: the tile.syncs before it."""
@@ -709,6 +715,85 @@ class CudaPrinter:
             if any(self.cast_offsets.get(sched.root_buffer(v), (0, None))[1] is not None for v in op.ins):
                 self.alt_maps[g] = 2 * len(self.wgmma) + 2 * len(self.alt_maps)
 
+    def arrivals(self, op: tile.TileWorkOp) -> int:
+        """Warps that arrive on an item's flag: a wgmma unit's consumer warps, every warp of any other item."""
+        return 8 if isinstance(op, tile.GemmOp) and op.engine == "wgmma" else self.kernel.threads // 32
+
+    def plan_item_flags(self) -> None:
+        """tile.sync items (tile-item-flags): number the flags of the items some
+        later item waits for, and turn each op's dependency lists into tables of
+        tk::ItemFlags' entries (ranges of consecutive flags)."""
+        if not any(isinstance(o, tile.SyncOp) and o.scope.data == "items" for o in self.kernel.block.ops):
+            return
+        if self.kernel.gemm_cluster:
+            raise DiagnosticException("cuda: tile.sync items in a kernel of cluster pairs (gemm_cluster) is not printed")
+        deps = self.deps = item_deps(self.kernel)
+        n = 0
+        for i in sorted(deps.signalled()):
+            self.flag_base[deps.ops[i]] = n
+            n += deps.ops[i].items
+        self.flag_count = n
+        for i, op in enumerate(deps.ops):
+            for kind, table in (("wait", deps.waits), ("pwait", deps.producer_waits)):
+                lists = [table.get((i, t), []) for t in range(op.items)]
+                if any(lists):
+                    self.flag_tables[f"tk_{kind}_{i}"] = self._flag_table(lists)
+
+    def _flag_table(self, lists: list[list[ItemRef]]) -> tuple[list[int], list[int]]:
+        """(rows: each item's first entry, then the end; entries: pairs of first flag |
+        arrivals << 24 and the list's flags up to the range's end)."""
+        rows, entries = [0], []
+        for refs in lists:
+            flags = sorted((self.flag_base[self.deps.ops[j]] + q, self.arrivals(self.deps.ops[j])) for j, q in refs)
+            total = 0
+            k = 0
+            while k < len(flags):
+                first, warps = flags[k]
+                end = k + 1
+                while end < len(flags) and flags[end] == (first + end - k, warps):
+                    end += 1
+                total += end - k
+                entries += [first | warps << 24, total]
+                k = end
+            rows.append(len(entries) // 2)
+        return rows, entries
+
+    def _flag_decls(self) -> None:
+        """The kernel's flags, launch counter and dependency tables (module globals)."""
+        if self.deps is None:
+            return
+        self.w("#if !defined(TK_SEPARATE_IMAGE)")
+        self.w("// tile.sync items: one flag a waited-for item, the launch counter and its block count (tk::ItemFlags)")
+        self.w(f"static __device__ unsigned tk_item_flag[{max(self.flag_count, 1)}];")
+        self.w("static __device__ unsigned tk_flags_epoch, tk_flags_left;")
+        for name, (rows, entries) in self.flag_tables.items():
+            self.w(f"static __device__ const unsigned {name}_rows[{len(rows)}] = {{{', '.join(map(str, rows))}}};")
+            self.w(f"static __device__ const unsigned {name}[{max(len(entries), 1)}] = "
+                   f"{{{', '.join(map(str, entries)) or '0'}}};")
+        self.w("#endif")
+
+    def _open_items(self, op: tile.TileWorkOp) -> None:
+        """The op's item loop; under tile.sync items, each item first waits for its
+        table's flags, and every warp arrives on the item's flag when it leaves it."""
+        self.w(f"    {self._loop(op)} {{")
+        if self.deps is None:
+            return
+        name = f"tk_wait_{self.deps.ops.index(op)}"
+        if name in self.flag_tables:
+            self.w(f"      tk_flags.wait({name}, {name}_rows[item], {name}_rows[item + 1]);")
+        if op in self.flag_base:
+            self.w(f"      const tk::ItemArrival tk_arrival{{tk_flags, {self.flag_base[op]} + (int)item}};")
+
+    def _skipped_arrivals(self, op: tile.TileWorkOp) -> None:
+        """An op this launch does not run (a chain's first-only casts, last-only
+        outputs) still arrives on its items' flags: later items wait for them."""
+        if self.deps is None or op not in self.flag_base:
+            return
+        warps = "threadIdx.x >= 128 && " if self.arrivals(op) == 8 else ""
+        self.w("  else  // not run in this launch: its items still arrive, for the items that wait for them")
+        self.w(f"    for ({self.index_type} item = {self._item_start(op)}; {warps}item < {op.items}; item += G) "
+               f"tk_flags.arrive({self.flag_base[op]} + (int)item);")
+
     def w(self, text: str = "") -> None:
         self.out.write(text + "\n")
 
@@ -717,6 +802,7 @@ class CudaPrinter:
         nbuf = len(k.block.args)
         self.plan_chained_casts()
         self.plan_last_launch_outputs()
+        self.plan_item_flags()
         # A chain's launch flags (plan_chained_casts): its first launch, another follows, the launch's index % 2.
         flags = " int first; int more; int parity;" if self.chained else ""
         if self.wgmma:
@@ -743,6 +829,7 @@ class CudaPrinter:
             n_ops = sum(1 for op in k.block.ops if isinstance(op, tile.GemmOp | tile.ReduceOp | tile.MapOp))
             self.w(f"__device__ unsigned long long tk_op_max[{n_ops}];  // OP_TIMER: the slowest block, per op")
         self.w()
+        self._flag_decls()
         bounds = f"{k.threads}, 1" if self.wgmma else str(k.threads)
         param = "const __grid_constant__ TkParams p" if self.wgmma else "TkParams p"
         self.open_kernel(f"extern \"C\" __global__ void __launch_bounds__({bounds}) {self.kname}({param}) {{", 16,
@@ -767,6 +854,8 @@ class CudaPrinter:
             # writes global memory (parameters and shared memory only).
             self.w("  tk::launch_dependents();")
             self.w("  tk::wait_prior_grid();  // the previous kernel of the stream has finished")
+        if self.deps is not None:
+            self.w("  const tk::ItemFlags tk_flags = tk::item_flags(tk_item_flag, &tk_flags_epoch);")
         # PHASE_TIMER: block 0 reads its clock after every grid barrier, so each
         # interval is a phase's critical path over the whole grid.
         timer = PHASE_TIMER
@@ -792,6 +881,16 @@ class CudaPrinter:
                 name = f"{self.names[op.source]}_v{len(self.names)}"
                 self.names[op.result] = name
                 self.w(f"  {c_type(op.result.type)}* {name} = {self.names[op.source]};")
+            elif isinstance(op, tile.SyncOp) and op.scope.data == "items":
+                phase += 1
+                phase_ops = []
+                self._prefetch_maps(phase)
+                self.w("  // tile.sync items: each item of the next phases waits for its own producers' flags")
+                if timer:
+                    self.w(f"  tk_t[{phase}] = clock64();")
+                if OP_TIMER:
+                    self.w("  tk_ph = clock64();")
+                self.w(f"  // ---- phase {phase}")
             elif isinstance(op, tile.SyncOp):
                 phase += 1
                 # A phase that only a chain's first launch (its casts) or last launch (its
@@ -825,6 +924,8 @@ class CudaPrinter:
                 elif op in self.last_only_ops:
                     self.w("  if (!tk_more)  // only outputs read it: a chain's last launch alone")
                 {tile.GemmOp: self.gemm, tile.ReduceOp: self.reduce, tile.MapOp: self.map}[type(op)](op)
+                if op in self.first_only or op in self.last_only_ops:
+                    self._skipped_arrivals(op)
                 if OP_TIMER:
                     self._op_timer(op, len(labels))
                     labels.append(f"p{phase}:{op.name.split('.')[1]}@{op.offset}x{op.items}")
@@ -849,6 +950,8 @@ class CudaPrinter:
             self.w("  __threadfence(); __syncthreads();  // probe: a block's stores performed before it exits")
         if k.gemm_cluster:
             self.w("  tk::cluster_sync();  // the peer's last arrivals on this block's barriers land before it exits")
+        if self.deps is not None:
+            self.w("  tk::leave_item_flags(tk_flags, &tk_flags_epoch, &tk_flags_left);  // the next launch's count")
         self.w("}")
         missing = [a for a in self.state_of_cast.values() if a not in self.stored_casts]
         if missing:  # an update whose stores this printer does not carry: the next launch would read a stale cast
@@ -954,9 +1057,13 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         bm, bn, bk = op.tile_shape
         return (c_type(mm.result.type), bm, bn, bk)
 
+    @staticmethod
+    def _item_start(op: tile.TileWorkOp) -> str:
+        """The block's first item of `op` (its first item goes to block offset % G)."""
+        return f"(blockIdx.x + G - {op.offset} % G) % G" if op.offset else "blockIdx.x"
+
     def _loop(self, op: tile.TileWorkOp) -> str:
-        start = f"(blockIdx.x + G - {op.offset} % G) % G" if op.offset else "blockIdx.x"
-        return f"for ({self.index_type} item = {start}; item < {op.items}; item += G)"
+        return f"for ({self.index_type} item = {self._item_start(op)}; item < {op.items}; item += G)"
 
     def map(self, op: tile.MapOp) -> None:
         term = op.body.block.last_op
@@ -978,7 +1085,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         bp.store_outputs(index, env)
         loads = bp.hoisted
         self.w(f"  {{ // tile.map: {n} elements, {per_thread} per thread an item, every read issued before any store")
-        self.w(f"    {self._loop(op)} {{")
+        self._open_items(op)
         self.w(f"      const {ix} end = min(({ix})(item + 1) * {op.chunk}, ({ix}){n});")
         self.w(f"      const {ix} first = ({ix})item * {op.chunk} + threadIdx.x;")
         # Buffers may alias (no __restrict__), so the compiler keeps each element's
@@ -1027,7 +1134,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         head = f"  {{ // tile.gemm {m}x{n}x{kdim} {op.mma} {'T' if ta else 'N'}{'T' if tb else 'N'}"
         if ks == 1:
             self.w(head)
-            self.w(f"    {self._loop(op)} {{")
+            self._open_items(op)
             self.w(
                 f"      {tmpl}({a_ptr}, {lda}, {b_ptr}, {ldb}, {m}, {n}, {kdim}, "
                 + (f"(int)(item / {tiles_n}), (int)(item % {tiles_n})" if self.wide else f"item / {tiles_n}, item % {tiles_n}")
@@ -1047,7 +1154,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         self.w(head + f", split-K: {ks} slices of {ksl}")
         self.w(f"    float* tk_ws = (float*)(p.arena + {op.workspace});")
         self.w(f"    unsigned* tk_arrived = (unsigned*)(p.arena + {op.workspace} + {tile.gemm_partials_bytes(op)});")
-        self.w(f"    {self._loop(op)} {{")
+        self._open_items(op)
         self.w(f"      const int tk_tile = (int)(item / {ks}), tk_slice = (int)(item % {ks});")
         self.w(f"      const int tk_k0 = tk_slice * {ksl};")
         self.w(f"      const int tk_tm = tk_tile / {tiles_n}, tk_tn = tk_tile % {tiles_n};")
@@ -1125,8 +1232,22 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
             self.w("      tk::hopper::column_partials(")
             self._epilogue_functor(op, mm, "        ")
             self.w(f"        , {self.names[out]}, {n})")
-        self.w(f"      , tk_hbase, {start}, G, tk_pipe);")
+        self.w(f"      , tk_hbase, {start}, G, tk_pipe{self._unit_flags(op)});")
         self.w("  }")
+
+    def _unit_flags(self, op: tile.GemmOp) -> str:
+        """A wgmma gemm's tk::hopper::UnitFlags argument under tile.sync items ("" otherwise)."""
+        if self.deps is None:
+            return ""
+        i = self.deps.ops.index(op)
+        tables = []
+        for kind in ("pwait", "wait"):
+            name = f"tk_{kind}_{i}"
+            tables += [f"{name}_rows", name] if name in self.flag_tables else ["nullptr", "nullptr"]
+        base = self.flag_base.get(op, -1)
+        if base < 0 and all(t == "nullptr" for t in tables):
+            return ""  # neither waits nor is waited for: tk::hopper::NoUnitFlags
+        return f", tk::hopper::UnitFlags{{tk_flags, {', '.join(tables)}, {base}}}"
 
     def _op_timer(self, op: tile.TileWorkOp, index: int) -> None:
         """OP_TIMER: a block that ran items of `op` (its first item, (block - offset) mod G,
@@ -1233,7 +1354,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         for d in red_dims:
             length *= d
         self.w(f"  {{ // tile.reduce {red.name} over {length} elements into {op.items} outputs")
-        self.w(f"    {self._loop(op)} {{")
+        self._open_items(op)
         kdecls, kidx = _multi_index("item", tuple(kept), "o", self.index_type)
         for d in kdecls:
             self.w("      " + d)
@@ -1279,7 +1400,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         self.w(f"  {{ // tile.reduce {red.name} over {length} elements into {n_out} outputs, {op.rows} an item "
                "(a warp each)")
         self.w(f"    const int tk_warp = threadIdx.x / 32, tk_lane = threadIdx.x % 32;")
-        self.w(f"    {self._loop(op)} {{")
+        self._open_items(op)
         self.w(f"      const {ix} o = ({ix})item * {op.rows} + tk_warp;")
         self.w(f"      if (tk_warp >= {op.rows} || o >= {n_out}) continue;  // warp-uniform")
         kdecls, kidx = _multi_index("o", tuple(kept), "o", ix)
@@ -1409,7 +1530,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
                f"rows in {slices} slice{'s' if slices > 1 else ''} of {chunk}")
         if slices > 1:
             self.w(f"    __shared__ float tk_part[{self.kernel.threads}];")
-        self.w(f"    {self._loop(op)} {{")
+        self._open_items(op)
         self.w(f"      const {ix} c = item * {op.rows} + threadIdx.x % {op.rows};")
         kdecls, kidx = _multi_index("c", in_shape[nred:], "o", ix)
         for d in kdecls:

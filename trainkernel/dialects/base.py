@@ -324,8 +324,8 @@ def verify_arena_bounds(program: ProgramLikeOp) -> None:
 
 
 class ScopedSyncOp(IRDLOperation):
-    """A barrier with a `scope` keyword (`grid` or `block`); shared by
-    `sched.barrier` and `tile.sync`."""
+    """A barrier with a `scope` keyword (one of SCOPES: `grid` or `block`, and
+    for `tile.sync` also `items`); shared by `sched.barrier` and `tile.sync`."""
 
     scope = prop_def(StringAttr)
     SCOPES: ClassVar[tuple[str, ...]] = ("grid", "block")
@@ -335,10 +335,14 @@ class ScopedSyncOp(IRDLOperation):
 
     def verify_(self) -> None:
         if self.scope.data not in self.SCOPES:
-            raise VerifyException(f"{self.name} scope must be grid or block, got {self.scope.data!r}")
+            raise VerifyException(f"{self.name} scope must be {self._scopes()}, got {self.scope.data!r}")
+
+    @classmethod
+    def _scopes(cls) -> str:
+        return " or ".join(cls.SCOPES)
 
     # Hand-written: a declarative format prints a StringAttr quoted ("grid"), and
-    # its parse error would not name the two scopes.
+    # its parse error would not name the scopes.
     def print(self, printer: Printer) -> None:
         printer.print_string(f" {self.scope.data}")
         printer.print_op_attributes(self.attributes)
@@ -347,7 +351,7 @@ class ScopedSyncOp(IRDLOperation):
     def parse(cls, parser: Parser):
         scope = parser.parse_optional_keyword_in(cls.SCOPES)
         if scope is None:
-            parser.raise_error(f"{cls.name} expects `grid` or `block`")
+            parser.raise_error(f"{cls.name} expects " + " or ".join(f"`{s}`" for s in cls.SCOPES))
         op = cls(scope)
         op.attributes.update(parser.parse_optional_attr_dict())
         return op

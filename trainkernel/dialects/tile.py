@@ -628,9 +628,13 @@ def home_pitch(t: MemRefType, split: int, cluster: int) -> int | None:
 
 @irdl_op_definition
 class SyncOp(ScopedSyncOp):
-    """Barrier between phases: `tile.sync grid` (grid-wide) or `tile.sync block`."""
+    """The end of a phase: `tile.sync grid` (a grid-wide barrier), `tile.sync
+    block`, or `tile.sync items` (a grid kernel's: no barrier; each item after
+    it waits for the flags of the earlier items it depends on, as
+    trainkernel.item_deps computes them from the IR; tile-item-flags)."""
 
     name = "tile.sync"
+    SCOPES: ClassVar[tuple[str, ...]] = ("grid", "block", "items")
 
 
 @irdl_op_definition
@@ -695,6 +699,10 @@ class KernelOp(ProgramLikeOp):
             if not gemms or any(op.engine != "wgmma" for op in gemms):
                 raise VerifyException("tile.kernel: gemm_cluster pairs the wgmma engine's gemms; this kernel has "
                                       + ("none" if not gemms else "gemms on another engine"))
+        if any(isinstance(op, SyncOp) and op.scope.data == "items" for op in self.block.ops) and (
+                cluster is not None or self.gemm_cluster is not None):
+            raise VerifyException("tile.kernel: `tile.sync items` orders a grid kernel's phases; a resident kernel "
+                                  "or one of cluster pairs (gemm_cluster) orders them by barriers")
         for op in self.block.ops:
             if not isinstance(op, BufferOp | ViewOp | Home | TileWorkOp | SyncOp):
                 raise VerifyException(f"tile.kernel may hold buffers, views, tile ops and syncs, not {op.name}")

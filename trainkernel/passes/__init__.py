@@ -62,6 +62,7 @@ _PROJECT_PASSES: dict[str, tuple[str, str]] = {
     "tile-column-partials": ("tile_column_partials", "TileColumnPartialsPass"),
     "tile-reductions-first": ("tile_reductions_first", "TileReductionsFirstPass"),
     "tile-row-local": ("tile_row_local", "TileRowLocalPass"),
+    "tile-item-flags": ("tile_item_flags", "TileItemFlagsPass"),
 }
 
 for _name, (_module, _cls) in _PROJECT_PASSES.items():

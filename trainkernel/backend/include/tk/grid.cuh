@@ -52,6 +52,111 @@ __device__ __forceinline__ void grid_sync() {
 }
 
 // ---------------------------------------------------------------------------
+// Per-item flags (tile.sync items; trainkernel/item_deps.py)
+// ---------------------------------------------------------------------------
+// A phase boundary without a barrier: each work item that later items depend
+// on counts arrivals on its own flag (one per warp of the item, with release
+// semantics after the warp's stores), and a later item waits until the flags
+// it depends on reach this launch's count. Flags only grow: launch e of the
+// kernel waits for (e + 1) * warps, so nothing is reset between launches;
+// comparisons are modulo 2^32 (a difference, read as signed). The launch
+// number is the kernel's epoch word, read by every thread at the start and
+// advanced by the last block to leave (ItemFlags::leave), so every block of a
+// launch reads the same value. As grid_sync: the words are the module's own,
+// concurrent launches of one kernel must not overlap, and the launch must be
+// cooperative (a waiting block spins on items other blocks run).
+//
+// A dependency list is a run of entries, each two words: the first flag of a
+// range | (arrivals a flag of it counts a launch) << 24, and the number of
+// flags in the list up to the range's end.
+struct ItemFlags {
+  static constexpr int kBatch = 8;  // polls a lane has in flight
+  unsigned* flags;
+  unsigned epoch1;  // this launch's number + 1
+
+  // Waits until every flag of entries [begin, end) of `table` has this launch's
+  // arrivals; afterwards the caller sees every write those items made before
+  // arriving, TMA (async proxy) reads included. `lanes` threads call it
+  // together, lane 0 .. lanes - 1 (a warp: 32, converged; the wgmma producer's
+  // one thread: 1), each polling the list's flags `lanes` apart, kBatch in
+  // flight: relaxed loads pipeline (an acquire would order the next load
+  // behind it), and the fence after them makes them acquire together.
+  __device__ __forceinline__ void wait(const unsigned* table, int begin, int end, unsigned lane = threadIdx.x % 32,
+                                       unsigned lanes = 32) const {
+    if (end <= begin) return;
+    const unsigned total = __ldg(table + 2 * (end - 1) + 1);
+    int e = begin;
+    unsigned e_start = 0;
+    for (unsigned v0 = lane; v0 < total; v0 += lanes * kBatch) {
+      unsigned now[kBatch], target[kBatch];
+      const unsigned* at[kBatch];
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        const unsigned v = v0 + lanes * j;
+        target[j] = 0;
+        now[j] = 0;
+        at[j] = flags;
+        if (v < total) {
+          for (unsigned e_end = __ldg(table + 2 * e + 1); v >= e_end; e_end = __ldg(table + 2 * e + 1)) {
+            e_start = e_end;
+            ++e;
+          }
+          const unsigned head = __ldg(table + 2 * e);
+          at[j] = flags + (head & 0xFFFFFFu) + (v - e_start);
+          target[j] = epoch1 * (head >> 24);
+          asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(now[j]) : "l"(at[j]) : "memory");
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j)
+        while ((int)(now[j] - target[j]) < 0)
+          asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(now[j]) : "l"(at[j]) : "memory");
+    }
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    if (lanes > 1) __syncwarp();
+    asm volatile("fence.proxy.async.global;" ::: "memory");
+  }
+
+  // Every lane of the warp calls it, after its last store of the item: the
+  // warp's one arrival on `flag`.
+  __device__ __forceinline__ void arrive(int flag) const {
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    asm volatile("fence.proxy.async.global;" ::: "memory");  // for TMA readers of the stores
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(flags + flag) : "memory");
+  }
+};
+
+// A warp's arrival when it leaves the scope of one item (a `continue` too).
+struct ItemArrival {
+  const ItemFlags& f;
+  int flag;
+  __device__ __forceinline__ ~ItemArrival() { f.arrive(flag); }
+};
+
+// The launch's flags: `flags` the kernel's array, `epoch` its launch counter.
+// Every thread calls it at the start (after wait_prior_grid, if any).
+__device__ __forceinline__ ItemFlags item_flags(unsigned* flags, const unsigned* epoch) {
+  unsigned e;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(e) : "l"(epoch) : "memory");
+  return ItemFlags{flags, e + 1};
+}
+
+// Every thread of the block calls it last: the last block to leave advances
+// the epoch for the next launch (no block of this launch reads it again).
+__device__ __forceinline__ void leave_item_flags(const ItemFlags& f, unsigned* epoch, unsigned* left) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned old;
+    asm volatile("atom.add.acq_rel.gpu.u32 %0, [%1], 1;" : "=r"(old) : "l"(left) : "memory");
+    if (old == gridDim.x * gridDim.y * gridDim.z - 1) {
+      *left = 0;
+      asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(epoch), "r"(f.epoch1) : "memory");
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Programmatic dependent launch (sm_90)
 // ---------------------------------------------------------------------------
 // A kernel launched with cudaLaunchAttributeProgrammaticStreamSerialization

@@ -1248,14 +1248,54 @@ __device__ __forceinline__ void pipeline_init(uint32_t base) {
   ptx::mbar_fence_init();
 }
 
+// A product's per-item flags (tile.sync items; tk::ItemFlags): NoUnitFlags
+// for none. UnitFlags: before a unit's first copy the producer thread waits
+// for the items its operands come from (`producer`: CSR rows and entries of
+// tk::ItemFlags' lists, by unit); each consumer warp waits for the items its
+// epilogue reads after or overwrites (`consumer`) before the unit, and
+// arrives on the unit's flag (`base` + unit; base < 0: nothing waits for the
+// product) when the unit is done, a split-K slice that leaves the fix-up to
+// another included.
+struct NoUnitFlags {
+  __device__ __forceinline__ void producer_wait(int) const {}
+  __device__ __forceinline__ void consumer_wait(int) const {}
+  __device__ __forceinline__ void arrive(int) const {}
+};
+
+struct UnitFlags {
+  ItemFlags f;
+  const unsigned* producer_rows;  // nullptr: no unit's copies wait
+  const unsigned* producer;
+  const unsigned* consumer_rows;  // nullptr: no unit's epilogue waits
+  const unsigned* consumer;
+  int base;
+  __device__ __forceinline__ void producer_wait(int u) const {
+    if (producer_rows) f.wait(producer, producer_rows[u], producer_rows[u + 1], 0, 1);
+  }
+  __device__ __forceinline__ void consumer_wait(int u) const {
+    if (consumer_rows) f.wait(consumer, consumer_rows[u], consumer_rows[u + 1]);
+  }
+  __device__ __forceinline__ void arrive(int u) const {
+    if (base >= 0) f.arrive(base + u);
+  }
+};
+
+// A consumer warp's arrival for unit u when it leaves the unit's scope.
+template <class Flags>
+struct UnitArrival {
+  const Flags& flags;
+  int u;
+  __device__ __forceinline__ ~UnitArrival() { flags.arrive(u); }
+};
+
 // The producer warpgroup's part of gemm_units (thread 0 issues the copies).
 // kPair (a cluster pair, see "The cluster pair"): each block loads its own A,
 // rank 0 multicasts B into both blocks' stage; each block's full barrier
 // expects the whole stage.
-template <typename T, class Shape, bool TA, bool TB, bool kPair = false>
+template <typename T, class Shape, bool TA, bool TB, bool kPair = false, class Flags = NoUnitFlags>
 __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                               const GemmParams& p, uint32_t base, int first,
-                                              int stride, PipeState& pipe) {
+                                              int stride, PipeState& pipe, const Flags& flags = Flags{}) {
 #if TK_HOPPER_DEVICE
   constexpr int BM = Shape::BM, BN = Shape::BN, STAGES = Shape::STAGES;
   const int units = p.tiles_m * p.tiles_n * p.splits;
@@ -1289,6 +1329,7 @@ __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CU
   } else if (threadIdx.x == 0) {
     for (int u = first; u < units; u += stride) {
       const WorkUnit w = work_unit(p, u, BM, BN);
+      flags.producer_wait(u);
       for (int kb = w.kb0; kb < w.kb1; ++kb) {
         ptx::mbar_wait(empty_bar<Shape>(base, pipe.stage), pipe.phase ^ 1u);
         const uint32_t full = full_bar<Shape>(base, pipe.stage);
@@ -1314,11 +1355,11 @@ __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CU
 // alone (ptxas reports C7510 where a call does not). Only for a producer that
 // runs at the block's register count: after setmaxnreg.dec (grid_gemm_units'
 // wide tiles) a callee could need more registers than the warp holds.
-template <typename T, class Shape, bool TA, bool TB, bool kPair = false>
+template <typename T, class Shape, bool TA, bool TB, bool kPair = false, class Flags = NoUnitFlags>
 __device__ __noinline__ void produce_units_call(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                                 const GemmParams& p, uint32_t base, int first,
-                                                int stride, PipeState& pipe) {
-  produce_units<T, Shape, TA, TB, kPair>(tma_a, tma_b, p, base, first, stride, pipe);
+                                                int stride, PipeState& pipe, const Flags& flags = Flags{}) {
+  produce_units<T, Shape, TA, TB, kPair>(tma_a, tma_b, p, base, first, stride, pipe, flags);
 }
 
 // The unit timer's split of a row epilogue (resident_probe --unit-timer, a
@@ -1354,9 +1395,10 @@ constexpr int kEpiloguePrefetchSteps = TK_EPILOGUE_PREFETCH_STEPS;
 // The consumer warpgroups' part of gemm_units.
 // kPair: the warps free each stage on the peer's empty barrier too.
 template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles, bool kSharedFixup = false,
-          bool kPair = false, class Epi>
+          bool kPair = false, class Epi, class Flags = NoUnitFlags>
 __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& epi, uint32_t base,
-                                              int first, int stride, PipeState& pipe) {
+                                              int first, int stride, PipeState& pipe,
+                                              const Flags& flags = Flags{}) {
 #if TK_HOPPER_DEVICE
   constexpr int BM = Shape::BM, BN = Shape::BN, STAGES = Shape::STAGES;
   const int wg = threadIdx.x / 128;
@@ -1401,6 +1443,8 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
     } else {
       w = work_unit(p, u, BM, BN);
     }
+    flags.consumer_wait(u);
+    const UnitArrival<Flags> arrival{flags, u};  // also where a slice leaves the fix-up to another
 #if defined(TK_UNIT_TIMER)
     // Development probe (resident_probe --unit-timer): where a unit's time goes.
     const long long tk_u0 = clock64();
@@ -1543,18 +1587,20 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
 // kProducerCall: the producer's part as a call (produce_units_call), for a
 // producer at the block's register count.
 template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles = false, bool kProducerCall = false,
-          bool kSharedFixup = false, bool kPair = false, class Epi>
+          bool kSharedFixup = false, bool kPair = false, class Epi, class Flags = NoUnitFlags>
 __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                            const GemmParams& p, const Epi& epi, uint32_t base,
-                                           int first, int stride, PipeState& pipe) {
+                                           int first, int stride, PipeState& pipe,
+                                           const Flags& flags = Flags{}) {
+  static_assert(!kPair || std::is_same_v<Flags, NoUnitFlags>, "a cluster pair's lockstep walk has no item flags");
 #if TK_HOPPER_DEVICE
   if (threadIdx.x < 128) {
     if constexpr (kProducerCall)
-      produce_units_call<T, Shape, TA, TB, kPair>(tma_a, tma_b, p, base, first, stride, pipe);
+      produce_units_call<T, Shape, TA, TB, kPair>(tma_a, tma_b, p, base, first, stride, pipe, flags);
     else
-      produce_units<T, Shape, TA, TB, kPair>(tma_a, tma_b, p, base, first, stride, pipe);
+      produce_units<T, Shape, TA, TB, kPair>(tma_a, tma_b, p, base, first, stride, pipe, flags);
   } else
-    consume_units<T, Shape, TA, TB, kWholeTiles, kSharedFixup, kPair>(p, epi, base, first, stride, pipe);
+    consume_units<T, Shape, TA, TB, kWholeTiles, kSharedFixup, kPair>(p, epi, base, first, stride, pipe, flags);
 #else
   (void)tma_a;
   (void)tma_b;
@@ -1564,6 +1610,7 @@ __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUten
   (void)first;
   (void)stride;
   (void)pipe;
+  (void)flags;
   __trap();  // built without sm_90a: see the header comment
 #endif
 }
@@ -1583,10 +1630,11 @@ __device__ __forceinline__ void gemm_units(const CUtensorMap* tma_a, const CUten
 // kPair: the kernel runs in clusters of two and every gemm of it walks as a pair
 // (pair_step; pipeline_init<Shape, true>, see "The cluster pair").
 template <typename T, class Shape, bool TA, bool TB, bool kWholeTiles = false, bool kProducerCall = false,
-          bool kSharedFixup = false, bool kPair = false, class Epi>
+          bool kSharedFixup = false, bool kPair = false, class Epi, class Flags = NoUnitFlags>
 __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
                                                 const GemmParams& p, const Epi& epi, uint32_t base,
-                                                int first, int stride, PipeState& pipe) {
+                                                int first, int stride, PipeState& pipe,
+                                                const Flags& flags = Flags{}) {
   static_assert(!(kProducerCall && Shape::BN > 128), "a wide tile's producer runs after setmaxnreg.dec: no calls");
 #if TK_HOPPER_DEVICE
   if constexpr (Shape::BN > 128) {
@@ -1594,12 +1642,12 @@ __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const 
     // Two separate paths: ptxas allocates each under its own register limit.
     if (producer) {
       ptx::setmaxnreg_dec<kProducerRegs>();
-      produce_units<T, Shape, TA, TB, kPair>(tma_a, tma_b, p, base, first, stride, pipe);
+      produce_units<T, Shape, TA, TB, kPair>(tma_a, tma_b, p, base, first, stride, pipe, flags);
       ptx::named_barrier(kRegsBarrier, kThreads);
       ptx::setmaxnreg_inc<kBaseRegs>();
     } else {
       ptx::setmaxnreg_inc<kConsumerRegs>();
-      consume_units<T, Shape, TA, TB, kWholeTiles, kSharedFixup, kPair>(p, epi, base, first, stride, pipe);
+      consume_units<T, Shape, TA, TB, kWholeTiles, kSharedFixup, kPair>(p, epi, base, first, stride, pipe, flags);
       ptx::setmaxnreg_dec<kBaseRegs>();
       ptx::named_barrier(kRegsBarrier, kThreads);
     }
@@ -1607,7 +1655,7 @@ __device__ __forceinline__ void grid_gemm_units(const CUtensorMap* tma_a, const 
   }
 #endif
   gemm_units<T, Shape, TA, TB, kWholeTiles, kProducerCall, kSharedFixup, kPair>(tma_a, tma_b, p, epi, base, first,
-                                                                               stride, pipe);
+                                                                               stride, pipe, flags);
 }
 
 // The tensor maps of a gemm the block runs next, asked for ahead of their first

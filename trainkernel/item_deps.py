@@ -1,0 +1,499 @@
+"""What each work item of a grid kernel reads and writes, and which items of
+earlier phases it must follow: the dependencies that let `tile.sync items`
+replace a grid barrier by per-item flags (tile-item-flags, issue 10.5).
+
+An item's accesses are boxes (a lower and an upper corner) in the shape of the
+buffer or view it goes through, over-approximated where an exact box would need
+more than the op's structure says (a transposed or sliced operand: the whole
+buffer). Two accesses conflict where one writes and their boxes meet: in the
+same buffer through the same shape, box against box; otherwise by the bytes
+they span (views share their buffer's bytes; arena temporaries share bytes
+where sched-allocate reused them; kernel arguments never share). An item
+follows every earlier item it conflicts with (read after write, write after
+read, write after write) since the last grid barrier, through a chain of
+direct dependencies: `ItemDeps.waits` lists only the items no chain already
+orders it after.
+
+The item structure mirrors the printer and the device library: a map's items
+are chunks of its flattened output, a gemm's are tiles (and K slices) in the
+engine's raster (mma.sync: row-major; wgmma: tk::hopper::work_unit's groups of
+16 tile-rows, column-major within a group), a reduction's are groups of
+`rows` outputs. The item-level interpreter (trainkernel/item_interpreter.py)
+checks the dependencies independently by running items in random orders.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Sequence
+
+import torch
+from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.dialects.builtin import MemRefType
+
+from trainkernel.dialects import sched, tile, tk
+from trainkernel.elements import byte_size
+from trainkernel.passes.tile_resident import state_casts
+from trainkernel.util import ceil_div, numel
+
+GROUP_M = 16  # tk::hopper::kGroupM: tile-rows per raster group of the wgmma engine
+PARTIAL_ROWS = 16  # rows a tk.column_partials row sums (target.column_partial_rows)
+
+Box = tuple[tuple[int, ...], tuple[int, ...]]  # [lo, hi) per dimension
+
+
+@dataclasses.dataclass(frozen=True)
+class Access:
+    """Boxes of one buffer (as `value`, a buffer, view or argument) an item touches."""
+
+    value: SSAValue | None  # None: arena bytes (`boxes` in bytes), a split gemm's workspace
+    boxes: tuple[Box, ...]
+    write: bool
+
+
+def _shape(v: SSAValue) -> tuple[int, ...]:
+    t = v.type
+    assert isinstance(t, MemRefType)
+    return tuple(t.get_shape())
+
+
+def flat_boxes(lo: int, hi: int, shape: Sequence[int]) -> list[Box]:
+    """The flat element range [lo, hi) of a row-major `shape` as at most 2 * rank - 1 boxes."""
+    if hi <= lo:
+        return []
+    if not shape:
+        return [((), ())]
+    inner = math.prod(shape[1:])
+    a0, a1 = divmod(lo, inner)
+    b0, b1 = divmod(hi, inner)
+    if a0 == b0:
+        return [((a0, *l), (a0 + 1, *h)) for l, h in flat_boxes(a1, b1, shape[1:])]
+    out: list[Box] = []
+    if a1:
+        out += [((a0, *l), (a0 + 1, *h)) for l, h in flat_boxes(a1, inner, shape[1:])]
+        a0 += 1
+    if a0 < b0:
+        out.append(((a0, *(0 for _ in shape[1:])), (b0, *shape[1:])))
+    if b1:
+        out += [((b0, *l), (b0 + 1, *h)) for l, h in flat_boxes(0, b1, shape[1:])]
+    return out
+
+
+def broadcast_box(box: Box, shape: Sequence[int]) -> Box:
+    """The box of an operand of `shape` that a box of the iteration space reads
+    when the operand broadcasts into it (trailing dimensions aligned, size-1
+    dimensions repeated: cuda_target.broadcast_index)."""
+    lo, hi = box
+    skip = len(lo) - len(shape)
+    assert skip >= 0, (box, shape)
+    return (tuple(0 if d == 1 else l for d, l in zip(shape, lo[skip:])),
+            tuple(1 if d == 1 else h for d, h in zip(shape, hi[skip:])))
+
+
+def whole(shape: Sequence[int]) -> Box:
+    return (tuple(0 for _ in shape), tuple(shape))
+
+
+def _arg_reads(op: tile.TileWorkOp, space: Sequence[int], boxes: Sequence[Box],
+               args: Iterable[BlockArgument] | None = None) -> list[Access]:
+    """Reads of `op`'s region arguments by its pointwise body over `boxes` of the
+    iteration space `space`: broadcast where used directly (or through
+    tk.expand); the whole buffer where read through a transpose or a slice, or
+    where its shape does not broadcast into the space."""
+    out = []
+    for arg in op.body.block.args if args is None else args:
+        if not arg.uses:
+            continue
+        buf = op.ins[arg.index]
+        shape = _shape(buf)
+        direct = all(not isinstance(u.operation, tk.TransposeOp | tk.SliceOp) for u in arg.uses)
+        fits = len(shape) <= len(space) and all(
+            d in (1, s) for d, s in zip(shape, space[len(space) - len(shape):]))
+        if direct and fits:
+            out.append(Access(buf, tuple(broadcast_box(b, shape) for b in boxes), False))
+        else:
+            out.append(Access(buf, (whole(shape),), False))
+    return out
+
+
+def _writes(outs: Iterable[SSAValue], boxes: Sequence[Box]) -> list[Access]:
+    return [Access(v, tuple(boxes), True) for v in outs]
+
+
+# ---------------------------------------------------------------- per op kind
+
+
+def map_accesses(op: tile.MapOp, item: int) -> list[Access]:
+    term = op.body.block.last_op
+    assert isinstance(term, tk.YieldOp)
+    space = tuple(tk.shape_of(term.values[0])) if term.values else ()
+    n = numel(space)
+    boxes = flat_boxes(item * op.chunk, min((item + 1) * op.chunk, n), space)
+    return _arg_reads(op, space, boxes) + _writes(op.outs, boxes)
+
+
+def gemm_tile(op: tile.GemmOp, item: int) -> tuple[int, int, int]:
+    """(tile row, tile column, K slice) of a gemm's work item, in its engine's raster."""
+    mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+    m, n = tk.shape_of(mm.result)
+    bm, bn, _ = op.tile_shape
+    tiles_m, tiles_n = ceil_div(m, bm), ceil_div(n, bn)
+    t, s = divmod(item, op.ksplit)
+    if op.engine != "wgmma":
+        return t // tiles_n, t % tiles_n, s
+    per_group = GROUP_M * tiles_n
+    g, in_group = divmod(t, per_group)
+    rows = min(tiles_m - g * GROUP_M, GROUP_M)
+    return g * GROUP_M + in_group % rows, in_group // rows, s
+
+
+def gemm_accesses(op: tile.GemmOp, item: int) -> tuple[list[Access], list[Access]]:
+    """(the operands' reads, which the wgmma producer's TMA makes; the epilogue's
+    reads and every write, which its consumers make). A K slice's item also
+    owns its tile's epilogue (whichever slice arrives last runs it) and the
+    split's whole workspace."""
+    mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+    m, n = tk.shape_of(mm.result)
+    bm, bn, bk = op.tile_shape
+    ta, tb = mm.transpose_a is not None, mm.transpose_b is not None
+    k = tk.shape_of(mm.lhs)[0 if ta else 1]
+    tm, tn, s = gemm_tile(op, item)
+    m0, m1 = tm * bm, min(m, (tm + 1) * bm)
+    n0, n1 = tn * bn, min(n, (tn + 1) * bn)
+    if op.ksplit > 1:
+        width = tile.gemm_k_slice(k, op.ksplit, bk)
+        k0, k1 = s * width, min(k, (s + 1) * width)
+    else:
+        k0, k1 = 0, k
+    a, b = op.ins[mm.lhs.index], op.ins[mm.rhs.index]
+    operands = [Access(a, (((k0, m0), (k1, m1)) if ta else ((m0, k0), (m1, k1)),), False),
+                Access(b, (((n0, k0), (n1, k1)) if tb else ((k0, n0), (k1, n1)),), False)]
+    tile_box = ((m0, n0), (m1, n1))
+    epilogue = _arg_reads(op, (m, n), [tile_box], [a for a in op.body.block.args if a not in (mm.lhs, mm.rhs)])
+    # The operands read again by the epilogue (rare): the whole buffer, as _arg_reads says.
+    for arg in (mm.lhs, mm.rhs):
+        if any(u.operation is not mm for u in arg.uses):
+            epilogue.append(Access(op.ins[arg.index], (whole(_shape(op.ins[arg.index])),), False))
+    partials = op.column_partials()
+    term = op.body.block.last_op
+    for buf, v in zip(op.outs, term.operands):
+        if partials is not None and v.owner is partials:
+            epilogue.append(Access(buf, (((m0 // PARTIAL_ROWS, n0), (ceil_div(m1, PARTIAL_ROWS), n1)),), True))
+        else:
+            epilogue.append(Access(buf, (tile_box,), True))
+    return operands, epilogue
+
+
+def reduce_accesses(op: tile.ReduceOp, item: int) -> list[Access]:
+    red = op.reduction()
+    in_shape = tuple(tk.shape_of(red.input))
+    axes = set(red.axes_list)
+    kept = [d for i, d in enumerate(in_shape) if i not in axes]
+    n_out = numel(kept)
+    first, last = (item * op.rows, min((item + 1) * op.rows, n_out)) if op.rows > 1 else (item, item + 1)
+    # The kept outputs' boxes, then the input boxes that fold into them (the
+    # reduced dimensions whole).
+    out_boxes = flat_boxes(first, last, kept)
+    in_boxes = []
+    for lo, hi in out_boxes:
+        it_lo, it_hi = iter(lo), iter(hi)
+        in_boxes.append((tuple(0 if i in axes else next(it_lo) for i in range(len(in_shape))),
+                         tuple(d if i in axes else next(it_hi) for i, d in enumerate(in_shape))))
+    # The prologue's arguments (what the reduction's input is computed from)
+    # index by the input; the epilogue's (after the reduction) by the result.
+    prologue = _operands_of(red.input)
+    res_shape = tuple(tk.shape_of(red.result))
+    res_boxes = [_result_box(b, in_shape, axes, res_shape) for b in out_boxes]
+    body_args = op.body.block.args
+    reads = _arg_reads(op, in_shape, in_boxes, [a for a in body_args if a in prologue])
+    reads += _arg_reads(op, res_shape, res_boxes,
+                        [a for a in body_args
+                         if any(u.operation is not red and not _in_slice(u.operation, red.input) for u in a.uses)])
+    writes = []
+    for buf in op.outs:
+        shape = _shape(buf)
+        writes.append(Access(buf, tuple(res_boxes) if shape == res_shape else (whole(shape),), True))
+    return reads + writes
+
+
+def _operands_of(v: SSAValue) -> set[SSAValue]:
+    """Every value `v` is computed from inside its block (v included)."""
+    seen: set[SSAValue] = set()
+    todo = [v]
+    while todo:
+        x = todo.pop()
+        if x in seen:
+            continue
+        seen.add(x)
+        if isinstance(x.owner, Operation):
+            todo.extend(x.owner.operands)
+    return seen
+
+
+def _in_slice(user: Operation, v: SSAValue) -> bool:
+    """Whether `user` is one of the ops `v` is computed by."""
+    return any(r in _operands_of(v) for r in user.results)
+
+
+def _result_box(kept_box: Box, in_shape: Sequence[int], axes: set[int], res_shape: Sequence[int]) -> Box:
+    """The box of a reduction's result that a box of its kept dimensions holds
+    (keepdim: the reduced dimensions stay, of size 1)."""
+    if len(res_shape) == len(kept_box[0]):
+        return kept_box
+    it_lo, it_hi = iter(kept_box[0]), iter(kept_box[1])
+    lo = tuple(0 if i in axes else next(it_lo) for i in range(len(in_shape)))
+    hi = tuple(1 if i in axes else next(it_hi) for i in range(len(in_shape)))
+    return lo, hi
+
+
+def item_accesses(op: tile.TileWorkOp, item: int) -> list[Access]:
+    """Every access of `op`'s work item `item`."""
+    if isinstance(op, tile.GemmOp):
+        operands, epilogue = gemm_accesses(op, item)
+        out = operands + epilogue
+        if op.ksplit > 1 and op.workspace is not None:  # partials and counters: arena bytes
+            out.append(Access(None, (((op.workspace,), (op.workspace + op.workspace_bytes(),)),), True))
+        return out
+    if isinstance(op, tile.MapOp):
+        return map_accesses(op, item)
+    if isinstance(op, tile.ReduceOp):
+        return reduce_accesses(op, item)
+    raise TypeError(f"item_deps: {op.name} has no items")
+
+
+# ---------------------------------------------------------------- conflicts
+
+
+class _Space:
+    """Where an access lands: `exact` names the buffer and shape its boxes are
+    in; `root` the memory its bytes are in (an argument, or the arena), and
+    `start`/`esize` turn a box into the bytes it spans."""
+
+    def __init__(self, value: SSAValue | None):
+        if value is None:
+            self.exact, self.root, self.start, self.shape, self.esize = None, "arena", 0, None, 1
+            return
+        root = sched.root_buffer(value)
+        self.shape = _shape(value)
+        self.exact = (root, self.shape)
+        self.esize = byte_size(value.type.get_element_type())
+        if isinstance(root.owner, sched.BufferOp):
+            self.root, self.start = "arena", root.owner.offset_value or 0
+        else:
+            self.root, self.start = root, 0
+
+    def bytes_of(self, box: Box) -> tuple[int, int]:
+        if self.shape is None:
+            return box[0][0], box[1][0]
+        lo, hi = box
+        if any(h <= l for l, h in zip(lo, hi)):
+            return self.start, self.start
+        first = sum(l * st for l, st in zip(lo, _strides(self.shape)))
+        last = sum((h - 1) * st for h, st in zip(hi, _strides(self.shape)))
+        return self.start + first * self.esize, self.start + (last + 1) * self.esize
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    out, acc = [], 1
+    for d in reversed(shape):
+        out.append(acc)
+        acc *= d
+    return out[::-1]
+
+
+class _Rows:
+    """One op's accesses as rows of tensors, per (where, read or write): the
+    item of each box and its corners (boxes in an exact space; byte intervals
+    in a root, with the exact space's number to tell same-space rows)."""
+
+    def __init__(self, op: tile.TileWorkOp, accesses: Sequence[Sequence[Access]], spaces: dict):
+        exact: dict[tuple, list] = {}
+        flat: dict[tuple, list] = {}
+        for item, accs in enumerate(accesses):
+            for a in accs:
+                sp = _Space(a.value)
+                key = spaces.setdefault(sp.exact, len(spaces))
+                for box in a.boxes:
+                    if sp.exact is not None:
+                        exact.setdefault((sp.exact, a.write), []).append((item, *box[0], *box[1]))
+                    lo, hi = sp.bytes_of(box)
+                    if hi > lo:
+                        flat.setdefault((sp.root, a.write), []).append((item, key, lo, hi))
+        self.items = len(accesses)
+        self.exact = {k: torch.tensor(v, dtype=torch.int64) for k, v in exact.items()}
+        self.flat = {k: torch.tensor(v, dtype=torch.int64) for k, v in flat.items()}
+
+
+def _hits(item_c: torch.Tensor, item_p: torch.Tensor, meet: torch.Tensor, shape: tuple[int, int]) -> torch.Tensor:
+    out = torch.zeros(shape, dtype=torch.bool)
+    c, p = meet.nonzero(as_tuple=True)
+    out[item_c[c], item_p[p]] = True
+    return out
+
+
+def conflicts(c: _Rows, p: _Rows) -> torch.Tensor:
+    """[items of c, items of p]: where an item of c and one of p touch the same
+    bytes and at least one writes them."""
+    out = torch.zeros((c.items, p.items), dtype=torch.bool)
+    for (where, wc), rc in c.exact.items():
+        for wp in (True, False) if wc else (True,):
+            rp = p.exact.get((where, wp))
+            if rp is None:
+                continue
+            rank = (rc.shape[1] - 1) // 2
+            lo_c, hi_c = rc[:, None, 1:1 + rank], rc[:, None, 1 + rank:]
+            lo_p, hi_p = rp[None, :, 1:1 + rank], rp[None, :, 1 + rank:]
+            meet = ((lo_c < hi_p) & (lo_p < hi_c)).all(dim=2)
+            out |= _hits(rc[:, 0], rp[:, 0], meet, out.shape)
+    for (root, wc), rc in c.flat.items():
+        for wp in (True, False) if wc else (True,):
+            rp = p.flat.get((root, wp))
+            if rp is None:
+                continue
+            other = rc[:, None, 1] != rp[None, :, 1]  # same exact space: the boxes above decide
+            meet = other & (rc[:, None, 2] < rp[None, :, 3]) & (rp[None, :, 2] < rc[:, None, 3])
+            out |= _hits(rc[:, 0], rp[:, 0], meet, out.shape)
+    return out
+
+
+# ---------------------------------------------------------------- dependencies
+
+ItemRef = tuple[int, int]  # (index of the op among the kernel's work ops, item)
+
+
+@dataclasses.dataclass
+class ItemDeps:
+    """The direct dependencies of every item after a `tile.sync items`. A wgmma
+    gemm's unit: `producer_waits[(op, item)]` the items its operands' TMA
+    copies must follow (its producer thread waits for them before its first
+    copy), `waits` those its epilogue's reads and writes must follow (its
+    consumer warps wait for them before the unit). Any other item: `waits`,
+    before any of its threads reads or writes. A list leaves out what a chain
+    of other waits already orders before it."""
+
+    ops: list[tile.TileWorkOp]
+    waits: dict[ItemRef, list[ItemRef]]
+    producer_waits: dict[ItemRef, list[ItemRef]]
+    # Per tile.sync of the kernel, in order: whether every item after it waits,
+    # directly or through others, for every item of the phase before it.
+    full: list[bool] = dataclasses.field(default_factory=list)
+
+    def full_syncs(self) -> list[bool]:
+        """Of the kernel's `tile.sync items`, in order: whether it orders as much as a barrier."""
+        return [f for f, items in zip(self.full, self.item_syncs) if items]
+
+    item_syncs: list[bool] = dataclasses.field(default_factory=list)
+
+    def signalled(self) -> set[int]:
+        """The ops whose items some item waits for (they count arrivals)."""
+        return {o for table in (self.waits, self.producer_waits) for refs in table.values() for o, _ in refs}
+
+
+def _reduce(required: list[ItemRef], covered: int, number: dict[ItemRef, int],
+            ancestors: dict[ItemRef, int]) -> tuple[list[ItemRef], int]:
+    """The items of `required` (latest op first) that no chain through an earlier
+    pick, or through `covered`, already orders; and what all of them cover."""
+    direct = []
+    for r in required:
+        if not (covered >> number[r]) & 1:
+            direct.append(r)
+            covered |= ancestors[r] | (1 << number[r])
+    return sorted(direct), covered
+
+
+def item_deps(kernel: tile.KernelOp) -> ItemDeps:
+    """The dependencies of the items after each `tile.sync items` of `kernel`
+    on the items since the last grid barrier."""
+    ops: list[tile.TileWorkOp] = []
+    phase_of: list[int] = []
+    barrier_after: list[bool] = []  # per phase: whether a grid (or block) barrier ends it
+    phase = 0
+    for op in kernel.block.ops:
+        if isinstance(op, tile.SyncOp):
+            barrier_after.append(op.scope.data != "items")
+            phase += 1
+        elif isinstance(op, tile.TileWorkOp):
+            ops.append(op)
+            phase_of.append(phase)
+    item_syncs = [not b for b in barrier_after]
+    barrier_after.append(True)
+    waits: dict[ItemRef, list[ItemRef]] = {}
+    producer_waits: dict[ItemRef, list[ItemRef]] = {}
+    full = [False] * len(item_syncs)
+    if all(barrier_after):
+        return ItemDeps(ops, waits, producer_waits, full, item_syncs)
+    spaces: dict = {}
+    rows: dict[int, _Rows] = {}
+    operand_rows: dict[int, _Rows] = {}
+
+    # The updates of a state argument also store the cast a later launch reads
+    # (target.grid_carried_casts: CudaPrinter.plan_chained_casts): counted as
+    # writes of the cast's temporary wherever they are printed.
+    casts: dict[SSAValue, list[SSAValue]] = {}
+    for cast in state_casts(kernel):
+        casts.setdefault(sched.root_buffer(cast.ins[0]), []).append(cast.outs[0])
+
+    def accesses(i: int, t: int) -> list[Access]:
+        out = item_accesses(ops[i], t)
+        for a in list(out):
+            for temp in casts.get(sched.root_buffer(a.value), []) if a.write and a.value is not None else []:
+                same = _shape(temp) == _shape(a.value)
+                out.append(Access(temp, a.boxes if same else (whole(_shape(temp)),), True))
+        return out
+
+    def rows_of(i: int) -> _Rows:
+        if i not in rows:
+            rows[i] = _Rows(ops[i], [accesses(i, t) for t in range(ops[i].items)], spaces)
+        return rows[i]
+
+    def split_rows_of(i: int) -> tuple[_Rows, _Rows]:
+        """A wgmma gemm's (operand reads, every other access)."""
+        if i not in operand_rows:
+            op = ops[i]
+            assert isinstance(op, tile.GemmOp)
+            parts = [gemm_accesses(op, t) for t in range(op.items)]
+            rest = [acc for acc in (accesses(i, t) for t in range(op.items))]
+            operand_rows[i] = (_Rows(op, [p[0] for p in parts], spaces),
+                               _Rows(op, [[a for a in r if a not in p[0]] for r, p in zip(rest, parts)], spaces))
+        return operand_rows[i]
+
+    # Every item's number, for the ancestor sets (bit n: item n is done before).
+    ancestors: dict[ItemRef, int] = {}
+    number: dict[ItemRef, int] = {}
+    window: list[int] = []  # ops since the last barrier, in order
+    for i, op in enumerate(ops):
+        ph = phase_of[i]
+        if window and any(barrier_after[x] for x in range(phase_of[window[-1]], ph)):
+            window = []  # a barrier since: everything before it is done
+        earlier = [j for j in window if phase_of[j] < ph]
+        wgmma = isinstance(op, tile.GemmOp) and op.engine == "wgmma"
+        if wgmma:  # the producer's copies and the consumers' epilogue wait apart
+            operand, rest = split_rows_of(i)
+            parts = [{j: conflicts(operand, rows_of(j)) for j in earlier},
+                     {j: conflicts(rest, rows_of(j)) for j in earlier}]
+        else:
+            parts = [{}, {j: conflicts(rows_of(i), rows_of(j)) for j in earlier}]
+        parts = [{j: m for j, m in need.items() if bool(m.any())} for need in parts]
+        for t in range(op.items):
+            ref = (i, t)
+            number[ref] = len(number)
+            done = 0
+            for table, need in zip((producer_waits, waits), parts):
+                required = [(j, int(q)) for j in sorted(need, key=lambda j: -j) for q in need[j][t].nonzero().flatten()]
+                direct, covered = _reduce(required, 0, number, ancestors)
+                done |= covered
+                if direct:
+                    table[ref] = direct
+            ancestors[ref] = done
+        window.append(i)
+    # A sync is full where every item of the phase after it covers every item of the phase before.
+    for q, is_items in enumerate(item_syncs):
+        if not is_items:
+            continue
+        before = [number[(j, t)] for j, o in enumerate(ops) if phase_of[j] == q for t in range(o.items)
+                  if (j, t) in number]
+        after = [(j, t) for j, o in enumerate(ops) if phase_of[j] == q + 1 for t in range(o.items)]
+        mask = sum(1 << b for b in before)
+        full[q] = bool(after) and bool(before) and all(ancestors.get(r, 0) & mask == mask for r in after)
+    return ItemDeps(ops, waits, producer_waits, full, item_syncs)
