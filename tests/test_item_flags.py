@@ -202,3 +202,13 @@ def test_flag_kernels_give_the_barrier_kernels_bits(target_fields, name, dtype):
     assert len(got) == len(want) and all(torch.equal(a, b) for a, b in zip(got, want))
     _, got_calls = _separate(w, 5, 4, dt)
     assert all(torch.equal(a, b) for a, b in zip(got_calls, want_calls))
+
+
+def test_bytes_without_a_buffer_conflict_by_their_range():
+    # A split gemm's workspace is arena bytes of no buffer: two such accesses meet where their bytes do.
+    from trainkernel.item_deps import Access, _Rows, conflicts
+
+    spaces: dict = {}
+    writer = _Rows([[Access(None, (((0,), (256,)),), True)], [Access(None, (((256,), (512,)),), True)]], spaces)
+    reader = _Rows([[Access(None, (((300,), (310,)),), False)]], spaces)
+    assert conflicts(reader, writer).tolist() == [[False, True]]

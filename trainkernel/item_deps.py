@@ -307,13 +307,14 @@ class _Rows:
     item of each box and its corners (boxes in an exact space; byte intervals
     in a root, with the exact space's number to tell same-space rows)."""
 
-    def __init__(self, op: tile.TileWorkOp, accesses: Sequence[Sequence[Access]], spaces: dict):
+    def __init__(self, accesses: Sequence[Sequence[Access]], spaces: dict):
         exact: dict[tuple, list] = {}
         flat: dict[tuple, list] = {}
         for item, accs in enumerate(accesses):
             for a in accs:
                 sp = _Space(a.value)
-                key = spaces.setdefault(sp.exact, len(spaces))
+                # Bytes without a buffer (a workspace) have no exact space: -1, never "the same".
+                key = spaces.setdefault(sp.exact, len(spaces)) if sp.exact is not None else -1
                 for box in a.boxes:
                     if sp.exact is not None:
                         exact.setdefault((sp.exact, a.write), []).append((item, *box[0], *box[1]))
@@ -351,7 +352,8 @@ def conflicts(c: _Rows, p: _Rows) -> torch.Tensor:
             rp = p.flat.get((root, wp))
             if rp is None:
                 continue
-            other = rc[:, None, 1] != rp[None, :, 1]  # same exact space: the boxes above decide
+            # The same exact space: the boxes above decide.
+            other = (rc[:, None, 1] != rp[None, :, 1]) | (rc[:, None, 1] < 0)
             meet = other & (rc[:, None, 2] < rp[None, :, 3]) & (rp[None, :, 2] < rc[:, None, 3])
             out |= _hits(rc[:, 0], rp[:, 0], meet, out.shape)
     return out
@@ -425,7 +427,7 @@ def item_deps(kernel: tile.KernelOp) -> ItemDeps:
         return ItemDeps(ops, waits, producer_waits, full, item_syncs)
     spaces: dict = {}
     rows: dict[int, _Rows] = {}
-    operand_rows: dict[int, _Rows] = {}
+    operand_rows: dict[int, tuple[_Rows, _Rows]] = {}
 
     # The updates of a state argument also store the cast a later launch reads
     # (target.grid_carried_casts: CudaPrinter.plan_chained_casts): counted as
@@ -444,7 +446,7 @@ def item_deps(kernel: tile.KernelOp) -> ItemDeps:
 
     def rows_of(i: int) -> _Rows:
         if i not in rows:
-            rows[i] = _Rows(ops[i], [accesses(i, t) for t in range(ops[i].items)], spaces)
+            rows[i] = _Rows([accesses(i, t) for t in range(ops[i].items)], spaces)
         return rows[i]
 
     def split_rows_of(i: int) -> tuple[_Rows, _Rows]:
@@ -453,9 +455,9 @@ def item_deps(kernel: tile.KernelOp) -> ItemDeps:
             op = ops[i]
             assert isinstance(op, tile.GemmOp)
             parts = [gemm_accesses(op, t) for t in range(op.items)]
-            rest = [acc for acc in (accesses(i, t) for t in range(op.items))]
-            operand_rows[i] = (_Rows(op, [p[0] for p in parts], spaces),
-                               _Rows(op, [[a for a in r if a not in p[0]] for r, p in zip(rest, parts)], spaces))
+            rest = [accesses(i, t) for t in range(op.items)]
+            operand_rows[i] = (_Rows([p[0] for p in parts], spaces),
+                               _Rows([[a for a in r if a not in p[0]] for r, p in zip(rest, parts)], spaces))
         return operand_rows[i]
 
     # Every item's number, for the ancestor sets (bit n: item n is done before).
