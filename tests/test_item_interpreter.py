@@ -294,17 +294,13 @@ def test_a_split_k_partial_overwritten_before_the_fix_up_is_an_error(monkeypatch
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["shared-fixup", "last-arrival"])
-def test_when_a_wgmma_split_k_slice_finishes(monkeypatch, shared):
+def test_when_a_wgmma_split_k_slice_finishes(target_fields, shared):
     """mlp4-adamw-ce's second layer (300 x 72, K = 136: 3 tiles, 2 slices each, items
     2t, 2t + 1) feeds the third (300 x 32, K = 72: tile t reads the rows of tile t).
     Under the shared fix-up (target.split_k_shared_fixup) a slice finishes only once
     its tile is stored whole, so waiting for slice 0 alone is enough; under the
     last-arrival fix-up slice 0 may finish first, having stored only its partial."""
-    import dataclasses
-
-    from trainkernel.backend import cuda_target
-
-    monkeypatch.setattr(cuda_target, "TARGET", dataclasses.replace(cuda_target.TARGET, split_k_shared_fixup=shared))
+    target_fields(split_k_shared_fixup=shared)
     kernel, inputs = _kernel("mlp4-adamw-ce-wgmma")
     want = run_program(kernel, inputs)
     loose, _ = _kernel("mlp4-adamw-ce-wgmma", scope="items")

@@ -157,7 +157,9 @@ LAYERS: dict[str, str] = {
     "trainkernel.numerics": "numerics",
     "trainkernel.interpreter": "interpreters",
     "trainkernel.sched_interpreter": "interpreters",
+    "trainkernel.item_interpreter": "interpreters",
     "trainkernel.passes": "passes",
+    "trainkernel.item_deps": "passes",  # an analysis of the tile IR that a pass and the printer read
     "trainkernel.backend": "backend",
     "trainkernel.targets": "backend",
     "trainkernel.runtime": "runtime",

@@ -70,8 +70,8 @@ def test_resident_kernels_keep_their_order(keep_order):
 
 
 def test_the_pipeline_names_the_pass():
-    assert stage_passes("tile").endswith(",tile-reductions-first,tile-row-local")
-    assert stage_passes("tile", target="h200").endswith(",tile-reductions-first,tile-row-local")
+    assert stage_passes("tile").endswith(",tile-reductions-first,tile-row-local,tile-item-flags")
+    assert stage_passes("tile", target="h200").endswith(",tile-reductions-first,tile-row-local,tile-item-flags")
 
 
 @pytest.mark.parametrize("name", ["small", "mlp4"])

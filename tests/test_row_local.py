@@ -69,7 +69,7 @@ def test_steps_without_a_row_chain_are_unchanged(row_local, row_local_off):
 
 
 def test_the_pipeline_runs_it_last():
-    assert stage_passes("tile").endswith(",tile-reductions-first,tile-row-local")
+    assert stage_passes("tile").endswith(",tile-reductions-first,tile-row-local,tile-item-flags")
 
 
 def test_the_tile_interpreter_gives_the_same_bits(row_local, row_local_off):

@@ -245,10 +245,11 @@ class _Machine:
 
 def _shared_fixup() -> bool:
     """Whether the CUDA printer shares a wgmma split-K tile's fix-up among its
-    slices (CudaPrinter.wgmma_gemm reads it from its TARGET when it prints)."""
-    from trainkernel.backend import cuda_target
+    slices: the default target's target.split_k_shared_fixup, as registered now
+    (CudaPrinter.wgmma_gemm reads the same target when it prints)."""
+    from trainkernel.target import DEFAULT, TARGETS
 
-    return bool(cuda_target.TARGET.split_k_shared_fixup)
+    return bool(TARGETS.get(DEFAULT.name, DEFAULT).split_k_shared_fixup)
 
 
 def _segments(kernel: tile.KernelOp, barrier_scopes: Sequence[str]) -> tuple[list[int], bool]:
