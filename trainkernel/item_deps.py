@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import torch
 from xdsl.ir import BlockArgument, Operation, SSAValue
@@ -95,13 +95,16 @@ def whole(shape: Sequence[int]) -> Box:
     return (tuple(0 for _ in shape), tuple(shape))
 
 
-def _arg_reads(op: tile.TileWorkOp, space: Sequence[int], boxes: Sequence[Box],
-               args: Iterable[BlockArgument] | None = None) -> list[Access]:
-    """Reads of `op`'s region arguments by its pointwise body over `boxes` of the
-    iteration space `space`: broadcast where used directly (or through
-    tk.expand); the whole buffer where read through a transpose or a slice, or
-    where its shape does not broadcast into the space."""
-    out = []
+ArgPlan = list[tuple[SSAValue, tuple[int, ...], bool]]  # (buffer, its shape, read through broadcast boxes)
+
+
+def _arg_plan(op: tile.TileWorkOp, space: Sequence[int], args: Iterable[BlockArgument] | None = None) -> ArgPlan:
+    """How `op`'s pointwise body reads its region arguments over boxes of the
+    iteration space `space`: through the boxes broadcast into each argument
+    where it is used directly (or through tk.expand); the whole buffer where it
+    is read through a transpose or a slice, or its shape does not broadcast
+    into the space."""
+    plan = []
     for arg in op.body.block.args if args is None else args:
         if not arg.uses:
             continue
@@ -110,11 +113,13 @@ def _arg_reads(op: tile.TileWorkOp, space: Sequence[int], boxes: Sequence[Box],
         direct = all(not isinstance(u.operation, tk.TransposeOp | tk.SliceOp) for u in arg.uses)
         fits = len(shape) <= len(space) and all(
             d in (1, s) for d, s in zip(shape, space[len(space) - len(shape):]))
-        if direct and fits:
-            out.append(Access(buf, tuple(broadcast_box(b, shape) for b in boxes), False))
-        else:
-            out.append(Access(buf, (whole(shape),), False))
-    return out
+        plan.append((buf, shape, direct and fits))
+    return plan
+
+
+def _reads(plan: ArgPlan, boxes: Sequence[Box]) -> list[Access]:
+    return [Access(buf, tuple(broadcast_box(b, shape) for b in boxes) if boxed else (whole(shape),), False)
+            for buf, shape, boxed in plan]
 
 
 def _writes(outs: Iterable[SSAValue], boxes: Sequence[Box]) -> list[Access]:
@@ -122,99 +127,119 @@ def _writes(outs: Iterable[SSAValue], boxes: Sequence[Box]) -> list[Access]:
 
 
 # ---------------------------------------------------------------- per op kind
+# Each factory reads the op once and returns its items' accesses by item.
 
 
-def map_accesses(op: tile.MapOp, item: int) -> list[Access]:
+def map_accesses(op: tile.MapOp) -> Callable[[int], list[Access]]:
     term = op.body.block.last_op
     assert isinstance(term, tk.YieldOp)
     space = tuple(tk.shape_of(term.values[0])) if term.values else ()
-    n = numel(space)
-    boxes = flat_boxes(item * op.chunk, min((item + 1) * op.chunk, n), space)
-    return _arg_reads(op, space, boxes) + _writes(op.outs, boxes)
+    n, chunk, outs = numel(space), op.chunk, list(op.outs)
+    plan = _arg_plan(op, space)
+
+    def accesses(item: int) -> list[Access]:
+        boxes = flat_boxes(item * chunk, min((item + 1) * chunk, n), space)
+        return _reads(plan, boxes) + _writes(outs, boxes)
+
+    return accesses
 
 
 def gemm_tile(op: tile.GemmOp, item: int) -> tuple[int, int, int]:
     """(tile row, tile column, K slice) of a gemm's work item, in its engine's raster."""
+    return _gemm_raster(op)(item)
+
+
+def _gemm_raster(op: tile.GemmOp) -> Callable[[int], tuple[int, int, int]]:
     mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
     m, n = tk.shape_of(mm.result)
     bm, bn, _ = op.tile_shape
     tiles_m, tiles_n = ceil_div(m, bm), ceil_div(n, bn)
-    t, s = divmod(item, op.ksplit)
-    if op.engine != "wgmma":
-        return t // tiles_n, t % tiles_n, s
-    per_group = GROUP_M * tiles_n
-    g, in_group = divmod(t, per_group)
-    rows = min(tiles_m - g * GROUP_M, GROUP_M)
-    return g * GROUP_M + in_group % rows, in_group // rows, s
+    ksplit, wgmma = op.ksplit, op.engine == "wgmma"
+
+    def raster(item: int) -> tuple[int, int, int]:
+        t, s = divmod(item, ksplit)
+        if not wgmma:
+            return t // tiles_n, t % tiles_n, s
+        per_group = GROUP_M * tiles_n
+        g, in_group = divmod(t, per_group)
+        rows = min(tiles_m - g * GROUP_M, GROUP_M)
+        return g * GROUP_M + in_group % rows, in_group // rows, s
+
+    return raster
 
 
-def gemm_accesses(op: tile.GemmOp, item: int) -> tuple[list[Access], list[Access]]:
-    """(the operands' reads, which the wgmma producer's TMA makes; the epilogue's
-    reads and every write, which its consumers make). A K slice's item also
-    owns its tile's epilogue (whichever slice arrives last runs it) and the
-    split's whole workspace."""
+def gemm_accesses(op: tile.GemmOp) -> Callable[[int], tuple[list[Access], list[Access]]]:
+    """By item: (the operands' reads, which the wgmma producer's TMA makes; the
+    epilogue's reads and every write, which its consumers make). A K slice's
+    item also owns its tile's epilogue (whichever slice arrives last runs it)
+    and the split's whole workspace."""
     mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
     m, n = tk.shape_of(mm.result)
     bm, bn, bk = op.tile_shape
     ta, tb = mm.transpose_a is not None, mm.transpose_b is not None
     k = tk.shape_of(mm.lhs)[0 if ta else 1]
-    tm, tn, s = gemm_tile(op, item)
-    m0, m1 = tm * bm, min(m, (tm + 1) * bm)
-    n0, n1 = tn * bn, min(n, (tn + 1) * bn)
-    if op.ksplit > 1:
-        width = tile.gemm_k_slice(k, op.ksplit, bk)
-        k0, k1 = s * width, min(k, (s + 1) * width)
-    else:
-        k0, k1 = 0, k
+    width = tile.gemm_k_slice(k, op.ksplit, bk) if op.ksplit > 1 else k
+    raster = _gemm_raster(op)
     a, b = op.ins[mm.lhs.index], op.ins[mm.rhs.index]
-    operands = [Access(a, (((k0, m0), (k1, m1)) if ta else ((m0, k0), (m1, k1)),), False),
-                Access(b, (((n0, k0), (n1, k1)) if tb else ((k0, n0), (k1, n1)),), False)]
-    tile_box = ((m0, n0), (m1, n1))
-    epilogue = _arg_reads(op, (m, n), [tile_box], [a for a in op.body.block.args if a not in (mm.lhs, mm.rhs)])
-    # The operands read again by the epilogue (rare): the whole buffer, as _arg_reads says.
-    for arg in (mm.lhs, mm.rhs):
-        if any(u.operation is not mm for u in arg.uses):
-            epilogue.append(Access(op.ins[arg.index], (whole(_shape(op.ins[arg.index])),), False))
+    plan = _arg_plan(op, (m, n), [x for x in op.body.block.args if x not in (mm.lhs, mm.rhs)])
+    # The operands read again by the epilogue (rare): the whole buffer.
+    again = [Access(op.ins[x.index], (whole(_shape(op.ins[x.index])),), False)
+             for x in (mm.lhs, mm.rhs) if any(u.operation is not mm for u in x.uses)]
     partials = op.column_partials()
-    term = op.body.block.last_op
-    for buf, v in zip(op.outs, term.operands):
-        if partials is not None and v.owner is partials:
-            epilogue.append(Access(buf, (((m0 // PARTIAL_ROWS, n0), (ceil_div(m1, PARTIAL_ROWS), n1)),), True))
-        else:
-            epilogue.append(Access(buf, (tile_box,), True))
-    return operands, epilogue
+    outs = [(buf, partials is not None and v.owner is partials)
+            for buf, v in zip(op.outs, op.body.block.last_op.operands)]
+    workspace = ([Access(None, (((op.workspace,), (op.workspace + op.workspace_bytes(),)),), True)]
+                 if op.ksplit > 1 and op.workspace is not None else [])  # partials and counters: arena bytes
+
+    def accesses(item: int) -> tuple[list[Access], list[Access]]:
+        tm, tn, s = raster(item)
+        m0, m1 = tm * bm, min(m, (tm + 1) * bm)
+        n0, n1 = tn * bn, min(n, (tn + 1) * bn)
+        k0, k1 = s * width, min(k, (s + 1) * width)
+        operands = [Access(a, (((k0, m0), (k1, m1)) if ta else ((m0, k0), (m1, k1)),), False),
+                    Access(b, (((n0, k0), (n1, k1)) if tb else ((k0, n0), (k1, n1)),), False)]
+        tile_box = ((m0, n0), (m1, n1))
+        epilogue = _reads(plan, [tile_box]) + again + workspace
+        for buf, is_partials in outs:
+            box = ((m0 // PARTIAL_ROWS, n0), (ceil_div(m1, PARTIAL_ROWS), n1)) if is_partials else tile_box
+            epilogue.append(Access(buf, (box,), True))
+        return operands, epilogue
+
+    return accesses
 
 
-def reduce_accesses(op: tile.ReduceOp, item: int) -> list[Access]:
+def reduce_accesses(op: tile.ReduceOp) -> Callable[[int], list[Access]]:
     red = op.reduction()
     in_shape = tuple(tk.shape_of(red.input))
     axes = set(red.axes_list)
     kept = [d for i, d in enumerate(in_shape) if i not in axes]
-    n_out = numel(kept)
-    first, last = (item * op.rows, min((item + 1) * op.rows, n_out)) if op.rows > 1 else (item, item + 1)
-    # The kept outputs' boxes, then the input boxes that fold into them (the
-    # reduced dimensions whole).
-    out_boxes = flat_boxes(first, last, kept)
-    in_boxes = []
-    for lo, hi in out_boxes:
-        it_lo, it_hi = iter(lo), iter(hi)
-        in_boxes.append((tuple(0 if i in axes else next(it_lo) for i in range(len(in_shape))),
-                         tuple(d if i in axes else next(it_hi) for i, d in enumerate(in_shape))))
+    n_out, rows = numel(kept), op.rows
+    res_shape = tuple(tk.shape_of(red.result))
     # The prologue's arguments (what the reduction's input is computed from)
     # index by the input; the epilogue's (after the reduction) by the result.
     prologue = _operands_of(red.input)
-    res_shape = tuple(tk.shape_of(red.result))
-    res_boxes = [_result_box(b, in_shape, axes, res_shape) for b in out_boxes]
     body_args = op.body.block.args
-    reads = _arg_reads(op, in_shape, in_boxes, [a for a in body_args if a in prologue])
-    reads += _arg_reads(op, res_shape, res_boxes,
-                        [a for a in body_args
-                         if any(u.operation is not red and not _in_slice(u.operation, red.input) for u in a.uses)])
-    writes = []
-    for buf in op.outs:
-        shape = _shape(buf)
-        writes.append(Access(buf, tuple(res_boxes) if shape == res_shape else (whole(shape),), True))
-    return reads + writes
+    in_plan = _arg_plan(op, in_shape, [x for x in body_args if x in prologue])
+    res_plan = _arg_plan(op, res_shape, [x for x in body_args
+                                         if any(u.operation is not red and not _in_slice(u.operation, red.input)
+                                                for u in x.uses)])
+    outs = [(buf, _shape(buf) == res_shape) for buf in op.outs]
+
+    def accesses(item: int) -> list[Access]:
+        first, last = (item * rows, min((item + 1) * rows, n_out)) if rows > 1 else (item, item + 1)
+        # The kept outputs' boxes, then the input boxes that fold into them (the
+        # reduced dimensions whole).
+        out_boxes = flat_boxes(first, last, kept)
+        in_boxes = []
+        for lo, hi in out_boxes:
+            it_lo, it_hi = iter(lo), iter(hi)
+            in_boxes.append((tuple(0 if i in axes else next(it_lo) for i in range(len(in_shape))),
+                             tuple(d if i in axes else next(it_hi) for i, d in enumerate(in_shape))))
+        res_boxes = [_result_box(b, in_shape, axes, res_shape) for b in out_boxes]
+        writes = [Access(buf, tuple(res_boxes) if same else (whole(_shape(buf)),), True) for buf, same in outs]
+        return _reads(in_plan, in_boxes) + _reads(res_plan, res_boxes) + writes
+
+    return accesses
 
 
 def _operands_of(v: SSAValue) -> set[SSAValue]:
@@ -247,19 +272,21 @@ def _result_box(kept_box: Box, in_shape: Sequence[int], axes: set[int], res_shap
     return lo, hi
 
 
+def op_accesses(op: tile.TileWorkOp) -> Callable[[int], list[Access]]:
+    """Every access of `op`'s work items, by item."""
+    if isinstance(op, tile.GemmOp):
+        parts = gemm_accesses(op)
+        return lambda item: [a for part in parts(item) for a in part]
+    if isinstance(op, tile.MapOp):
+        return map_accesses(op)
+    if isinstance(op, tile.ReduceOp):
+        return reduce_accesses(op)
+    raise TypeError(f"item_deps: {op.name} has no items")
+
+
 def item_accesses(op: tile.TileWorkOp, item: int) -> list[Access]:
     """Every access of `op`'s work item `item`."""
-    if isinstance(op, tile.GemmOp):
-        operands, epilogue = gemm_accesses(op, item)
-        out = operands + epilogue
-        if op.ksplit > 1 and op.workspace is not None:  # partials and counters: arena bytes
-            out.append(Access(None, (((op.workspace,), (op.workspace + op.workspace_bytes(),)),), True))
-        return out
-    if isinstance(op, tile.MapOp):
-        return map_accesses(op, item)
-    if isinstance(op, tile.ReduceOp):
-        return reduce_accesses(op, item)
-    raise TypeError(f"item_deps: {op.name} has no items")
+    return op_accesses(op)(item)
 
 
 # ---------------------------------------------------------------- conflicts
@@ -392,15 +419,16 @@ class ItemDeps:
         return {o for table in (self.waits, self.producer_waits) for refs in table.values() for o, _ in refs}
 
 
-def _reduce(required: list[ItemRef], covered: int, number: dict[ItemRef, int],
-            ancestors: dict[ItemRef, int]) -> tuple[list[ItemRef], int]:
-    """The items of `required` (latest op first) that no chain through an earlier
-    pick, or through `covered`, already orders; and what all of them cover."""
-    direct = []
-    for r in required:
-        if not (covered >> number[r]) & 1:
-            direct.append(r)
-            covered |= ancestors[r] | (1 << number[r])
+def _reduce(required: int, ancestors: list[int], refs: list[ItemRef]) -> tuple[list[ItemRef], int]:
+    """The items of `required` (a mask) that no chain through another pick already
+    orders, the latest first; and what they all cover."""
+    direct, covered = [], 0
+    left = required
+    while left:
+        n = left.bit_length() - 1
+        direct.append(refs[n])
+        covered |= ancestors[n] | (1 << n)
+        left &= ~covered
     return sorted(direct), covered
 
 
@@ -436,8 +464,12 @@ def item_deps(kernel: tile.KernelOp) -> ItemDeps:
     for cast in state_casts(kernel):
         casts.setdefault(sched.root_buffer(cast.ins[0]), []).append(cast.outs[0])
 
+    factories: dict[int, Callable[[int], list[Access]]] = {}
+
     def accesses(i: int, t: int) -> list[Access]:
-        out = item_accesses(ops[i], t)
+        if i not in factories:
+            factories[i] = op_accesses(ops[i])
+        out = factories[i](t)
         for a in list(out):
             for temp in casts.get(sched.root_buffer(a.value), []) if a.write and a.value is not None else []:
                 same = _shape(temp) == _shape(a.value)
@@ -454,15 +486,18 @@ def item_deps(kernel: tile.KernelOp) -> ItemDeps:
         if i not in operand_rows:
             op = ops[i]
             assert isinstance(op, tile.GemmOp)
-            parts = [gemm_accesses(op, t) for t in range(op.items)]
+            parts = gemm_accesses(op)
+            operands = [parts(t)[0] for t in range(op.items)]
             rest = [accesses(i, t) for t in range(op.items)]
-            operand_rows[i] = (_Rows([p[0] for p in parts], spaces),
-                               _Rows([[a for a in r if a not in p[0]] for r, p in zip(rest, parts)], spaces))
+            operand_rows[i] = (_Rows(operands, spaces),
+                               _Rows([[a for a in r if a not in o] for r, o in zip(rest, operands)], spaces))
         return operand_rows[i]
 
-    # Every item's number, for the ancestor sets (bit n: item n is done before).
-    ancestors: dict[ItemRef, int] = {}
-    number: dict[ItemRef, int] = {}
+    # Items are numbered in op order (op j's items from base[j]); ancestors[n]:
+    # the items item n is ordered after (bit k: item k), through its waits.
+    base: list[int] = []
+    refs: list[ItemRef] = []
+    ancestors: list[int] = []
     window: list[int] = []  # ops since the last barrier, in order
     for i, op in enumerate(ops):
         ph = phase_of[i]
@@ -476,26 +511,44 @@ def item_deps(kernel: tile.KernelOp) -> ItemDeps:
                      {j: conflicts(rest, rows_of(j)) for j in earlier}]
         else:
             parts = [{}, {j: conflicts(rows_of(i), rows_of(j)) for j in earlier}]
-        parts = [{j: m for j, m in need.items() if bool(m.any())} for need in parts]
+        # Per part and item, the earlier items it conflicts with, as a mask.
+        required = [[0] * op.items for _ in parts]
+        for masks, need in zip(required, parts):
+            for j, m in need.items():
+                for t, row in enumerate(_row_masks(m)):
+                    masks[t] |= row << base[j]
+        base.append(len(refs))
         for t in range(op.items):
             ref = (i, t)
-            number[ref] = len(number)
             done = 0
-            for table, need in zip((producer_waits, waits), parts):
-                required = [(j, int(q)) for j in sorted(need, key=lambda j: -j) for q in need[j][t].nonzero().flatten()]
-                direct, covered = _reduce(required, 0, number, ancestors)
+            for table, masks in zip((producer_waits, waits), required):
+                direct, covered = _reduce(masks[t], ancestors, refs)
                 done |= covered
                 if direct:
                     table[ref] = direct
-            ancestors[ref] = done
+            refs.append(ref)
+            ancestors.append(done)
         window.append(i)
     # A sync is full where every item of the phase after it covers every item of the phase before.
     for q, is_items in enumerate(item_syncs):
         if not is_items:
             continue
-        before = [number[(j, t)] for j, o in enumerate(ops) if phase_of[j] == q for t in range(o.items)
-                  if (j, t) in number]
-        after = [(j, t) for j, o in enumerate(ops) if phase_of[j] == q + 1 for t in range(o.items)]
-        mask = sum(1 << b for b in before)
-        full[q] = bool(after) and bool(before) and all(ancestors.get(r, 0) & mask == mask for r in after)
+        before = [j for j in range(len(ops)) if phase_of[j] == q]
+        after = [j for j in range(len(ops)) if phase_of[j] == q + 1]
+        mask = sum(((1 << ops[j].items) - 1) << base[j] for j in before)
+        full[q] = bool(after) and bool(before) and all(
+            ancestors[base[j] + t] & mask == mask for j in after for t in range(ops[j].items))
     return ItemDeps(ops, waits, producer_waits, full, item_syncs)
+
+
+def _row_masks(m: torch.Tensor) -> list[int]:
+    """Each row of a [rows, cols] bool matrix as an int (bit c: column c)."""
+    rows, cols = m.shape
+    width = ceil_div(max(cols, 1), 8) * 8
+    padded = torch.zeros((rows, width), dtype=torch.uint8)
+    padded[:, :cols] = m
+    weights = torch.tensor([1 << b for b in range(8)], dtype=torch.int32)
+    packed = (padded.view(rows, width // 8, 8).to(torch.int32) * weights).sum(-1).to(torch.uint8)
+    data = bytes(packed.flatten().tolist())
+    step = width // 8
+    return [int.from_bytes(data[r * step:(r + 1) * step], "little") for r in range(rows)]
