@@ -607,6 +607,7 @@ class CudaPrinter:
         # op's first flag, and the tables the kernel reads them from.
         self.deps: ItemDeps | None = None
         self.flag_base: dict[tile.TileWorkOp, int] = {}
+        self.flag_count = 0
         self.flag_tables: dict[str, tuple[list[int], list[int]]] = {}
 
     def _grid_phases(self) -> dict[tile.TileWorkOp, int]:
