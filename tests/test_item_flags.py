@@ -212,3 +212,34 @@ def test_bytes_without_a_buffer_conflict_by_their_range():
     writer = _Rows([[Access(None, (((0,), (256,)),), True)], [Access(None, (((256,), (512,)),), True)]], spaces)
     reader = _Rows([[Access(None, (((300,), (310,)),), False)]], spaces)
     assert conflicts(reader, writer).tolist() == [[False, True]]
+
+
+def test_the_printed_tables_hold_every_dependency_once():
+    # Decode each table as tk::ItemFlags::wait walks it (entries: first flag | arrivals << 24,
+    # the list's flags up to the range's end) and compare with item_deps' lists.
+    from trainkernel.backend.cuda_target import CudaPrinter
+
+    kernel, _ = _kernel("mlp4-adamw-ce-wgmma")
+    use_item_flags(kernel)
+    printer = CudaPrinter(kernel)
+    printer.print()
+    deps = printer.deps
+    first_flag = {deps.ops.index(op): base for op, base in printer.flag_base.items()}
+    checked = 0
+    for kind, table in (("wait", deps.waits), ("pwait", deps.producer_waits)):
+        for i, op in enumerate(deps.ops):
+            name = f"tk_{kind}_{i}"
+            if name not in printer.flag_tables:
+                assert not any((i, t) in table for t in range(op.items))
+                continue
+            rows, entries = printer.flag_tables[name]
+            for t in range(op.items):
+                got, start = [], 0
+                for e in range(rows[t], rows[t + 1]):
+                    head, end = entries[2 * e], entries[2 * e + 1]
+                    got += [((head & 0xFFFFFF) + k, head >> 24) for k in range(end - start)]
+                    start = end
+                want = [(first_flag[j] + q, printer.arrivals(deps.ops[j])) for j, q in table.get((i, t), [])]
+                assert sorted(got) == sorted(want), (name, t)
+                checked += len(want)
+    assert checked > 0
