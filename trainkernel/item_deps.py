@@ -404,15 +404,10 @@ class ItemDeps:
     ops: list[tile.TileWorkOp]
     waits: dict[ItemRef, list[ItemRef]]
     producer_waits: dict[ItemRef, list[ItemRef]]
-    # Per tile.sync of the kernel, in order: whether every item after it waits,
-    # directly or through others, for every item of the phase before it.
-    full: list[bool] = dataclasses.field(default_factory=list)
-
-    def full_syncs(self) -> list[bool]:
-        """Of the kernel's `tile.sync items`, in order: whether it orders as much as a barrier."""
-        return [f for f, items in zip(self.full, self.item_syncs) if items]
-
-    item_syncs: list[bool] = dataclasses.field(default_factory=list)
+    # Per `tile.sync items` of the kernel, in order: whether it orders as much as
+    # a barrier (every item after it waits, directly or through others, for
+    # every item of the phase before it).
+    full_syncs: list[bool] = dataclasses.field(default_factory=list)
 
     def signalled(self) -> set[int]:
         """The ops whose items some item waits for (they count arrivals)."""
@@ -446,13 +441,12 @@ def item_deps(kernel: tile.KernelOp) -> ItemDeps:
         elif isinstance(op, tile.TileWorkOp):
             ops.append(op)
             phase_of.append(phase)
-    item_syncs = [not b for b in barrier_after]
+    item_syncs = [q for q, b in enumerate(barrier_after) if not b]  # the phases an items sync ends
     barrier_after.append(True)
     waits: dict[ItemRef, list[ItemRef]] = {}
     producer_waits: dict[ItemRef, list[ItemRef]] = {}
-    full = [False] * len(item_syncs)
-    if all(barrier_after):
-        return ItemDeps(ops, waits, producer_waits, full, item_syncs)
+    if not item_syncs:
+        return ItemDeps(ops, waits, producer_waits)
     spaces: dict = {}
     rows: dict[int, _Rows] = {}
     operand_rows: dict[int, tuple[_Rows, _Rows]] = {}
@@ -530,15 +524,14 @@ def item_deps(kernel: tile.KernelOp) -> ItemDeps:
             ancestors.append(done)
         window.append(i)
     # A sync is full where every item of the phase after it covers every item of the phase before.
-    for q, is_items in enumerate(item_syncs):
-        if not is_items:
-            continue
+    full = []
+    for q in item_syncs:
         before = [j for j in range(len(ops)) if phase_of[j] == q]
         after = [j for j in range(len(ops)) if phase_of[j] == q + 1]
         mask = sum(((1 << ops[j].items) - 1) << base[j] for j in before)
-        full[q] = bool(after) and bool(before) and all(
-            ancestors[base[j] + t] & mask == mask for j in after for t in range(ops[j].items))
-    return ItemDeps(ops, waits, producer_waits, full, item_syncs)
+        full.append(bool(after) and bool(before) and all(
+            ancestors[base[j] + t] & mask == mask for j in after for t in range(ops[j].items)))
+    return ItemDeps(ops, waits, producer_waits, full)
 
 
 def _row_masks(m: torch.Tensor) -> list[int]:

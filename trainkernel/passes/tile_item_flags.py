@@ -57,13 +57,10 @@ def separate_temporaries(kernel: tile.KernelOp) -> int:
     ops = [op for op in kernel.block.ops if isinstance(op, tile.TileWorkOp)]
     used: dict[sched.BufferOp, set[int]] = {}
     for op, window in zip(ops, windows(kernel)):
-        for item in range(op.items):
-            for a in item_accesses(op, item):
-                if a.value is not None:
-                    root = sched.root_buffer(a.value)
-                    if isinstance(root.owner, sched.BufferOp):
-                        used.setdefault(root.owner, set()).add(window)
-            break  # every item of an op touches the same buffers
+        for a in item_accesses(op, 0):  # every item of an op touches the same buffers
+            root = sched.root_buffer(a.value) if a.value is not None else None
+            if root is not None and isinstance(root.owner, sched.BufferOp):
+                used.setdefault(root.owner, set()).add(window)
     kept: list[tuple[int, int, set[int]]] = []
     arena = kernel.arena_bytes.data
     moved = 0
@@ -92,7 +89,7 @@ def use_item_flags(kernel: tile.KernelOp) -> None:
         s.properties["scope"] = builtin.StringAttr("items")
     separate_temporaries(kernel)
     deps = item_deps(kernel)
-    for s, full in zip(syncs, deps.full_syncs()):
+    for s, full in zip(syncs, deps.full_syncs):
         if full:
             s.properties["scope"] = builtin.StringAttr("grid")
 

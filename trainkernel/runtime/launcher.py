@@ -145,12 +145,7 @@ class KernelLibrary:
 
     def num_buffers(self) -> int | None:
         """`tk_num_buffers()` where the library exports it (a consistency check), else None."""
-        fn = getattr(self._lib, "tk_num_buffers", None)
-        if fn is None:
-            return None
-        fn.argtypes = []
-        fn.restype = ctypes.c_int
-        return int(fn())
+        return self._exported("tk_num_buffers")
 
     def max_active_blocks_per_sm(self) -> int:
         """Blocks of this kernel that fit on one SM (for the current device)."""
@@ -171,14 +166,18 @@ class KernelLibrary:
             )
         return n
 
-    def _exported_count(self, name: str) -> int:
-        """What the library's `extern "C" int name()` returns; 0 where it exports none."""
+    def _exported(self, name: str) -> int | None:
+        """What the library's `extern "C" int name()` returns; None where it exports none."""
         fn = getattr(self._lib, name, None)
         if fn is None:
-            return 0
+            return None
         fn.argtypes = []
         fn.restype = ctypes.c_int
         return int(fn())
+
+    def _exported_count(self, name: str) -> int:
+        """`_exported`, 0 where the library exports none."""
+        return self._exported(name) or 0
 
     def cluster(self) -> int:
         """Blocks of the one cluster a resident kernel runs as (`tk_cluster()`); 0 for a grid kernel."""

@@ -127,12 +127,16 @@ struct ItemFlags {
   }
 };
 
-// A warp's arrival when it leaves the scope of one item (a `continue` too).
-struct ItemArrival {
-  const ItemFlags& f;
-  int flag;
-  __device__ __forceinline__ ~ItemArrival() { f.arrive(flag); }
+// A warp's arrival on `at` when it leaves the scope of one item (a `continue`
+// too): Flags is ItemFlags (at: the item's flag) or tk::hopper's UnitFlags /
+// NoUnitFlags (at: the unit).
+template <class Flags>
+struct Arrival {
+  const Flags& flags;
+  int at;
+  __device__ __forceinline__ ~Arrival() { flags.arrive(at); }
 };
+using ItemArrival = Arrival<ItemFlags>;
 
 // The launch's flags: `flags` the kernel's array, `epoch` its launch counter.
 // Every thread calls it at the start (after wait_prior_grid, if any).

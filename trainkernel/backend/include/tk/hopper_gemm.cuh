@@ -1280,14 +1280,6 @@ struct UnitFlags {
   }
 };
 
-// A consumer warp's arrival for unit u when it leaves the unit's scope.
-template <class Flags>
-struct UnitArrival {
-  const Flags& flags;
-  int u;
-  __device__ __forceinline__ ~UnitArrival() { flags.arrive(u); }
-};
-
 // The producer warpgroup's part of gemm_units (thread 0 issues the copies).
 // kPair (a cluster pair, see "The cluster pair"): each block loads its own A,
 // rank 0 multicasts B into both blocks' stage; each block's full barrier
@@ -1444,7 +1436,7 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
       w = work_unit(p, u, BM, BN);
     }
     flags.consumer_wait(u);
-    const UnitArrival<Flags> arrival{flags, u};  // also where a slice leaves the fix-up to another
+    const Arrival<Flags> arrival{flags, u};  // also where a slice leaves the fix-up to another
 #if defined(TK_UNIT_TIMER)
     // Development probe (resident_probe --unit-timer): where a unit's time goes.
     const long long tk_u0 = clock64();
