@@ -395,7 +395,7 @@ ItemRef = tuple[int, int]  # (index of the op among the kernel's work ops, item)
 class ItemDeps:
     """The direct dependencies of every item after a `tile.sync items`. A wgmma
     gemm's unit: `producer_waits[(op, item)]` the items its operands' TMA
-    copies must follow (its producer thread waits for them before its first
+    copies must follow (its producer warp waits for them before its first
     copy), `waits` those its epilogue's reads and writes must follow (its
     consumer warps wait for them before the unit). Any other item: `waits`,
     before any of its threads reads or writes. A list leaves out what a chain

@@ -77,8 +77,8 @@ struct ItemFlags {
   // Waits until every flag of entries [begin, end) of `table` has this launch's
   // arrivals; afterwards the caller sees every write those items made before
   // arriving, TMA (async proxy) reads included. `lanes` threads call it
-  // together, lane 0 .. lanes - 1 (a warp: 32, converged; the wgmma producer's
-  // one thread: 1), each polling the list's flags `lanes` apart, kBatch in
+  // together, lane 0 .. lanes - 1 (a warp: 32, converged; one thread: 1),
+  // each polling the list's flags `lanes` apart, kBatch in
   // flight: relaxed loads pipeline (an acquire would order the next load
   // behind it), and the fence after them makes them acquire together.
   __device__ __forceinline__ void wait(const unsigned* table, int begin, int end, unsigned lane = threadIdx.x % 32,
@@ -88,29 +88,30 @@ struct ItemFlags {
     int e = begin;
     unsigned e_start = 0;
     for (unsigned v0 = lane; v0 < total; v0 += lanes * kBatch) {
-      unsigned now[kBatch], target[kBatch];
-      const unsigned* at[kBatch];
+      // Flag numbers, not pointers: the wide wgmma tiles' producer waits at 40
+      // registers (setmaxnreg), where kBatch pointers more would spill.
+      unsigned now[kBatch], target[kBatch], at[kBatch];
 #pragma unroll
       for (int j = 0; j < kBatch; ++j) {
         const unsigned v = v0 + lanes * j;
         target[j] = 0;
         now[j] = 0;
-        at[j] = flags;
+        at[j] = 0;
         if (v < total) {
           for (unsigned e_end = __ldg(table + 2 * e + 1); v >= e_end; e_end = __ldg(table + 2 * e + 1)) {
             e_start = e_end;
             ++e;
           }
           const unsigned head = __ldg(table + 2 * e);
-          at[j] = flags + (head & 0xFFFFFFu) + (v - e_start);
+          at[j] = (head & 0xFFFFFFu) + (v - e_start);
           target[j] = epoch1 * (head >> 24);
-          asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(now[j]) : "l"(at[j]) : "memory");
+          asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(now[j]) : "l"(flags + at[j]) : "memory");
         }
       }
 #pragma unroll
       for (int j = 0; j < kBatch; ++j)
         while ((int)(now[j] - target[j]) < 0)
-          asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(now[j]) : "l"(at[j]) : "memory");
+          asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(now[j]) : "l"(flags + at[j]) : "memory");
     }
     asm volatile("fence.acq_rel.gpu;" ::: "memory");
     if (lanes > 1) __syncwarp();

@@ -1249,14 +1249,19 @@ __device__ __forceinline__ void pipeline_init(uint32_t base) {
 }
 
 // A product's per-item flags (tile.sync items; tk::ItemFlags): NoUnitFlags
-// for none. UnitFlags: before a unit's first copy the producer thread waits
-// for the items its operands come from (`producer`: CSR rows and entries of
-// tk::ItemFlags' lists, by unit); each consumer warp waits for the items its
+// for none. UnitFlags: before a unit's first copy the producer warp (its
+// kProducerLanes lanes; thread 0 alone issues the copies) waits for the items
+// its operands come from (`producer`: CSR rows and entries of tk::ItemFlags'
+// lists, by unit). A whole warp polls because such a list can name every item
+// of an operand's producer: a weight cast in row chunks that a tile reads by
+// columns (large: 1366 flags a unit, 171 rounds of 8 polls for one thread, 6
+// for a warp). Each consumer warp waits for the items its
 // epilogue reads after or overwrites (`consumer`) before the unit, and
 // arrives on the unit's flag (`base` + unit; base < 0: nothing waits for the
 // product) when the unit is done, a split-K slice that leaves the fix-up to
 // another included.
 struct NoUnitFlags {
+  static constexpr int kProducerLanes = 1;
   __device__ __forceinline__ void producer_wait(int) const {}
   __device__ __forceinline__ void consumer_wait(int) const {}
   __device__ __forceinline__ void arrive(int) const {}
@@ -1269,8 +1274,9 @@ struct UnitFlags {
   const unsigned* consumer_rows;  // nullptr: no unit's epilogue waits
   const unsigned* consumer;
   int base;
+  static constexpr int kProducerLanes = 32;
   __device__ __forceinline__ void producer_wait(int u) const {
-    if (producer_rows) f.wait(producer, producer_rows[u], producer_rows[u + 1], 0, 1);
+    if (producer_rows) f.wait(producer, producer_rows[u], producer_rows[u + 1], threadIdx.x % 32, kProducerLanes);
   }
   __device__ __forceinline__ void consumer_wait(int u) const {
     if (consumer_rows) f.wait(consumer, consumer_rows[u], consumer_rows[u + 1]);
@@ -1280,7 +1286,8 @@ struct UnitFlags {
   }
 };
 
-// The producer warpgroup's part of gemm_units (thread 0 issues the copies).
+// The producer warpgroup's part of gemm_units (thread 0 issues the copies;
+// with unit flags, its warp waits for them with it).
 // kPair (a cluster pair, see "The cluster pair"): each block loads its own A,
 // rank 0 multicasts B into both blocks' stage; each block's full barrier
 // expects the whole stage.
@@ -1318,10 +1325,11 @@ __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CU
         pipe.advance(STAGES);
       }
     }
-  } else if (threadIdx.x == 0) {
+  } else if (threadIdx.x < Flags::kProducerLanes) {
     for (int u = first; u < units; u += stride) {
       const WorkUnit w = work_unit(p, u, BM, BN);
       flags.producer_wait(u);
+      if (threadIdx.x != 0) continue;
       for (int kb = w.kb0; kb < w.kb1; ++kb) {
         ptx::mbar_wait(empty_bar<Shape>(base, pipe.stage), pipe.phase ^ 1u);
         const uint32_t full = full_bar<Shape>(base, pipe.stage);
