@@ -126,6 +126,36 @@ def test_the_pass_keeps_a_barrier_where_every_item_needs_every_earlier_one():
     assert not any(deps.full_syncs)
 
 
+@pytest.mark.parametrize("name", KERNELS)
+def test_barriers_kept_give_what_analysing_the_changed_kernel_gives(name):
+    # keep_barriers derives the analysis after some items syncs become barriers
+    # (the pass: the full ones; here random choices too) instead of analysing again.
+    from trainkernel.item_deps import _analyse, keep_barriers
+
+    rng = random.Random(name)
+    for trial in range(4):
+        kernel, _, _ = _flagged(name)
+        deps = item_deps(kernel)
+        n = len(deps.full_syncs)
+        barriers = deps.full_syncs if trial == 0 else [rng.random() < 0.4 for _ in range(n)]
+        kept = keep_barriers(kernel, deps, barriers)
+        scopes = [op.scope.data for op in kernel.block.ops if isinstance(op, tile.SyncOp)]
+        assert scopes.count("items") == n - sum(barriers)
+        fresh = _analyse(kernel)
+        assert kept.waits == fresh.waits and kept.producer_waits == fresh.producer_waits, (name, barriers)
+        assert kept.full_syncs == fresh.full_syncs
+        assert item_deps(kernel) is kept  # what the printer reads: no second analysis
+
+
+def test_a_kernel_changed_after_its_analysis_is_analysed_again():
+    kernel, _, _ = _flagged("small-mma")
+    deps = item_deps(kernel)
+    assert item_deps(kernel) is deps
+    next(op for op in kernel.block.ops if isinstance(op, tile.SyncOp)).scope = StringAttr("grid")
+    again = item_deps(kernel)
+    assert again is not deps and len(again.full_syncs) == len(deps.full_syncs) - 1
+
+
 def test_separate_temporaries_moves_only_shared_bytes_used_in_one_window():
     kernel, _ = _kernel("small-mma")
     assert separate_temporaries(kernel) == 0  # every sync a barrier: each phase its own window

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 
 import torch
 from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.dialects import builtin
 from xdsl.dialects.builtin import MemRefType
 
 from trainkernel.dialects import sched, tile, tk
@@ -399,7 +401,8 @@ class ItemDeps:
     copy), `waits` those its epilogue's reads and writes must follow (its
     consumer warps wait for them before the unit). Any other item: `waits`,
     before any of its threads reads or writes. A list leaves out what a chain
-    of other waits already orders before it."""
+    of other waits already orders before it. Items with the same list share
+    it: read, never modify."""
 
     ops: list[tile.TileWorkOp]
     waits: dict[ItemRef, list[ItemRef]]
@@ -427,20 +430,81 @@ def _reduce(required: int, ancestors: list[int], refs: list[ItemRef]) -> tuple[l
     return sorted(direct), covered
 
 
+# ---------------------------------------------------------------- one analysis a kernel
+
+# The analysis of a kernel as it stands (tile-item-flags computes it, the printer
+# reads it; large's costs ~1 s). A kernel changed since, or parsed from text,
+# has another stamp and is analysed again.
+_ANALYSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _stamp(kernel: tile.KernelOp) -> tuple:
+    """What the analysis reads of `kernel`: its ops (by identity), their properties
+    and operands."""
+    return tuple((op, tuple(op.properties.items()), tuple(op.operands)) for op in kernel.walk())
+
+
 def item_deps(kernel: tile.KernelOp) -> ItemDeps:
     """The dependencies of the items after each `tile.sync items` of `kernel`
     on the items since the last grid barrier."""
+    stamp = _stamp(kernel)
+    known = _ANALYSED.get(kernel)
+    if known is not None and known[0] == stamp:
+        return known[1]
+    deps = _analyse(kernel)
+    _ANALYSED[kernel] = (stamp, deps)
+    return deps
+
+
+def _phases(kernel: tile.KernelOp) -> tuple[list[tile.TileWorkOp], list[int], list[bool]]:
+    """The kernel's work ops, each one's phase (the syncs before it), and per
+    sync whether it is a barrier (grid or block scope) rather than `items`."""
     ops: list[tile.TileWorkOp] = []
     phase_of: list[int] = []
-    barrier_after: list[bool] = []  # per phase: whether a grid (or block) barrier ends it
-    phase = 0
+    barrier_after: list[bool] = []
     for op in kernel.block.ops:
         if isinstance(op, tile.SyncOp):
             barrier_after.append(op.scope.data != "items")
-            phase += 1
         elif isinstance(op, tile.TileWorkOp):
             ops.append(op)
-            phase_of.append(phase)
+            phase_of.append(len(barrier_after))
+    return ops, phase_of, barrier_after
+
+
+def keep_barriers(kernel: tile.KernelOp, deps: ItemDeps, barriers: Sequence[bool]) -> ItemDeps:
+    """`deps` of `kernel` after its `tile.sync items` flagged in `barriers` (one
+    per items sync, in order) become grid barriers, recorded as the kernel's
+    analysis. Exactly what analysing the changed kernel gives: an item loses
+    its waits on items a barrier now orders, and nothing else changes, since a
+    chain that orders an item after a later one never runs through an earlier
+    item."""
+    for s, barrier in zip((o for o in kernel.block.ops if isinstance(o, tile.SyncOp) and o.scope.data == "items"),
+                          list(barriers)):
+        if barrier:
+            s.properties["scope"] = builtin.StringAttr("grid")
+    ops, phase_of, barrier_after = _phases(kernel)
+    assert ops == deps.ops
+    # Per phase, the number of barriers before it: an item waits only within its count.
+    count = [0]
+    for b in barrier_after:
+        count.append(count[-1] + b)
+    kept: dict[int, list[ItemRef]] = {}
+
+    def keep(i: int, refs: list[ItemRef]) -> list[ItemRef]:
+        if id(refs) not in kept:  # shared lists stay shared
+            kept[id(refs)] = [r for r in refs if count[phase_of[r[0]]] == count[phase_of[i]]]
+        return kept[id(refs)]
+
+    waits, producer_waits = ({ref: out for ref, refs in table.items() if (out := keep(ref[0], refs))}
+                             for table in (deps.waits, deps.producer_waits))
+    full = [f for f, b in zip(deps.full_syncs, barriers) if not b]
+    out = ItemDeps(deps.ops, waits, producer_waits, full)
+    _ANALYSED[kernel] = (_stamp(kernel), out)
+    return out
+
+
+def _analyse(kernel: tile.KernelOp) -> ItemDeps:
+    ops, phase_of, barrier_after = _phases(kernel)
     item_syncs = [q for q, b in enumerate(barrier_after) if not b]  # the phases an items sync ends
     barrier_after.append(True)
     waits: dict[ItemRef, list[ItemRef]] = {}
@@ -492,6 +556,10 @@ def item_deps(kernel: tile.KernelOp) -> ItemDeps:
     base: list[int] = []
     refs: list[ItemRef] = []
     ancestors: list[int] = []
+    # _reduce by required mask: the ancestors of the items a mask names are final
+    # by then, and many items need the same ones (every unit of large's first
+    # gemm: all 1366 items of a weight's cast). Items with one mask share a list.
+    reduced: dict[int, tuple[list[ItemRef], int]] = {}
     window: list[int] = []  # ops since the last barrier, in order
     for i, op in enumerate(ops):
         ph = phase_of[i]
@@ -516,7 +584,9 @@ def item_deps(kernel: tile.KernelOp) -> ItemDeps:
             ref = (i, t)
             done = 0
             for table, masks in zip((producer_waits, waits), required):
-                direct, covered = _reduce(masks[t], ancestors, refs)
+                if masks[t] not in reduced:
+                    reduced[masks[t]] = _reduce(masks[t], ancestors, refs)
+                direct, covered = reduced[masks[t]]
                 done |= covered
                 if direct:
                     table[ref] = direct

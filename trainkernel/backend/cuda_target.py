@@ -581,6 +581,26 @@ def _multi_index(linear: str, shape: tuple[int, ...], prefix: str, index_type: s
     return decls, names
 
 
+
+def _flag_ranges(refs: list[ItemRef], base: dict[int, int], warps: dict[int, int]) -> list[int]:
+    """One item's entries of a tk::ItemFlags table: per run of consecutive flags with
+    one arrival count, first flag | arrivals << 24 and the list's flags up to the run's
+    end. `refs` is sorted by op and item, and flags are numbered in op order."""
+    entries: list[int] = []
+    total = first = count = arrivals = 0
+    for j, q in refs:
+        flag = base[j] + q
+        if count and flag == first + count and warps[j] == arrivals:
+            count += 1
+            continue
+        if count:
+            total += count
+            entries += [first | arrivals << 24, total]
+        first, count, arrivals = flag, 1, warps[j]
+    if count:
+        entries += [first | arrivals << 24, total + count]
+    return entries
+
 class CudaPrinter:
     def __init__(self, kernel: tile.KernelOp):
         self.kernel = kernel
@@ -739,30 +759,21 @@ class CudaPrinter:
             self.flag_base[deps.ops[i]] = n
             n += deps.ops[i].items
         self.flag_count = n
+        base = {i: self.flag_base[op] for i, op in enumerate(deps.ops) if op in self.flag_base}
+        warps = {i: self.arrivals(deps.ops[i]) for i in base}
+        ranges: dict[int, list[int]] = {}  # by id of a (shared) list: its entries
         for i, op in enumerate(deps.ops):
             for kind, table in (("wait", deps.waits), ("pwait", deps.producer_waits)):
                 lists = [table.get((i, t), []) for t in range(op.items)]
-                if any(lists):
-                    self.flag_tables[f"tk_{kind}_{i}"] = self._flag_table(lists)
-
-    def _flag_table(self, lists: list[list[ItemRef]]) -> tuple[list[int], list[int]]:
-        """(rows: each item's first entry, then the end; entries: pairs of first flag |
-        arrivals << 24 and the list's flags up to the range's end)."""
-        rows, entries = [0], []
-        for refs in lists:
-            flags = sorted((self.flag_base[self.deps.ops[j]] + q, self.arrivals(self.deps.ops[j])) for j, q in refs)
-            total = 0
-            k = 0
-            while k < len(flags):
-                first, warps = flags[k]
-                end = k + 1
-                while end < len(flags) and flags[end] == (first + end - k, warps):
-                    end += 1
-                total += end - k
-                entries += [first | warps << 24, total]
-                k = end
-            rows.append(len(entries) // 2)
-        return rows, entries
+                if not any(lists):
+                    continue
+                rows, entries = [0], []
+                for refs in lists:
+                    if id(refs) not in ranges:
+                        ranges[id(refs)] = _flag_ranges(refs, base, warps)
+                    entries += ranges[id(refs)]
+                    rows.append(len(entries) // 2)
+                self.flag_tables[f"tk_{kind}_{i}"] = (rows, entries)
 
     def _flag_decls(self) -> None:
         """The kernel's flags, launch counter and dependency tables (module globals)."""

@@ -34,7 +34,7 @@ from xdsl.dialects.builtin import IntAttr
 from xdsl.passes import ModulePass
 
 from trainkernel.dialects import sched, tile
-from trainkernel.item_deps import item_accesses, item_deps
+from trainkernel.item_deps import item_accesses, item_deps, keep_barriers
 from trainkernel.target import DEFAULT, pass_switched_on
 from trainkernel.util import align_up
 
@@ -89,9 +89,7 @@ def use_item_flags(kernel: tile.KernelOp) -> None:
         s.properties["scope"] = builtin.StringAttr("items")
     separate_temporaries(kernel)
     deps = item_deps(kernel)
-    for s, full in zip(syncs, deps.full_syncs):
-        if full:
-            s.properties["scope"] = builtin.StringAttr("grid")
+    keep_barriers(kernel, deps, deps.full_syncs)  # the printer reads this analysis
 
 
 @dataclass(frozen=True)
