@@ -156,6 +156,35 @@ def test_a_kernel_changed_after_its_analysis_is_analysed_again():
     assert again is not deps and len(again.full_syncs) == len(deps.full_syncs) - 1
 
 
+def test_barriers_between_long_phases_stay_at_a_share():
+    # target.item_flags_min_share: a barrier becomes flags where its modelled cost
+    # is at least that share of the modelled phases on its two sides.
+    import dataclasses
+
+    from trainkernel.passes.sched_to_tile import phase_us
+    from trainkernel.passes.tile_item_flags import worth_flags
+    from trainkernel.target import DEFAULT
+
+    kernel, _ = _kernel("medium-mma")
+    phases, syncs = [[]], []
+    for op in kernel.block.ops:
+        if isinstance(op, tile.SyncOp):
+            syncs.append(op)
+            phases.append([])
+        elif isinstance(op, tile.TileWorkOp):
+            phases[-1].append(op)
+    barrier = DEFAULT.grid_costs.sync_us("grid")
+    share = {s: barrier / (phase_us(phases[q], kernel.grid, DEFAULT) + phase_us(phases[q + 1], kernel.grid, DEFAULT))
+             for q, s in enumerate(syncs) if s.scope.data == "grid"}
+    assert len(set(share.values())) > 1
+    assert worth_flags(kernel, DEFAULT) == list(share)  # share 0: every barrier
+    cut = sorted(share.values())[len(share) // 2]
+    target = dataclasses.replace(DEFAULT, item_flags_min_share=cut)
+    assert worth_flags(kernel, target) == [s for s, v in share.items() if v >= cut]
+    use_item_flags(kernel, dataclasses.replace(DEFAULT, item_flags_min_share=2 * max(share.values())))
+    assert not any(op.scope.data == "items" for op in kernel.block.ops if isinstance(op, tile.SyncOp))
+
+
 def test_separate_temporaries_moves_only_shared_bytes_used_in_one_window():
     kernel, _ = _kernel("small-mma")
     assert separate_temporaries(kernel) == 0  # every sync a barrier: each phase its own window

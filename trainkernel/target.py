@@ -543,6 +543,11 @@ class TargetOptions:
     # soon as their own producers are done. A barrier stays where every item
     # after it needs every item before it. Off until measured.
     item_flags: bool = False
+    # ... and where the barrier's modelled cost (grid_costs.grid_sync_us) is
+    # under this share of the modelled time of the two phases it separates:
+    # there flags can gain little, and such phases' many items make the
+    # dependency analysis long (large in f32: ~20 s for 4096-32768 items a phase).
+    item_flags_min_share: float = 0.0
     final_grid_sync: str = "wide"  # never | wide | always: see sched_to_tile.ends_with_grid_sync
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.

@@ -140,13 +140,19 @@ def item_cost_us(op: tile.TileWorkOp, target: TargetOptions) -> float:
     return costs.map_chunk_us
 
 
+def phase_us(ops: list[tile.TileWorkOp], grid: int, target: TargetOptions) -> float:
+    """A phase's time on `grid` blocks: its longest op's items in turn, or all its
+    items spread evenly, whichever is longer."""
+    if not ops:
+        return 0.0
+    longest = max(ceil_div(op.items, grid) * item_cost_us(op, target) for op in ops)
+    spread = sum(op.items * item_cost_us(op, target) for op in ops) / grid
+    return max(longest, spread)
+
+
 def estimate_us(phases: list[list[tile.TileWorkOp]], grid: int, target: TargetOptions) -> float:
     total = target.grid_costs.sync_us("block" if grid == 1 else "grid") * (len(phases) - 1)
-    for ops in phases:
-        longest = max(ceil_div(op.items, grid) * item_cost_us(op, target) for op in ops)
-        spread = sum(op.items * item_cost_us(op, target) for op in ops) / grid
-        total += max(longest, spread)
-    return total
+    return total + sum(phase_us(ops, grid, target) for ops in phases)
 
 
 def choose_grid(phases: list[list[tile.TileWorkOp]], max_grid: int, target: TargetOptions) -> int:

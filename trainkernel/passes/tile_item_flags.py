@@ -18,7 +18,9 @@ items wait for every reader of the bytes they overwrite (a gradient written
 where the weights' cast was read); inside a run of phases joined by flags,
 such temporaries get bytes of their own past the arena (more memory, no
 false waits). A barrier stays where every item after it waits (directly or
-through others) for every item before it: there flags only add loads.
+through others) for every item before it: there flags only add loads; and
+where the phases around it are long against its cost
+(target.item_flags_min_share): there flags gain little.
 
 Grid kernels in clusters of two (gemm_cluster) and resident kernels keep
 their barriers. `mode`: on, off, or target (target.item_flags).
@@ -35,7 +37,8 @@ from xdsl.passes import ModulePass
 
 from trainkernel.dialects import sched, tile
 from trainkernel.item_deps import item_accesses, item_deps, keep_barriers
-from trainkernel.target import DEFAULT, pass_switched_on
+from trainkernel.passes.sched_to_tile import phase_us
+from trainkernel.target import DEFAULT, TargetOptions, pass_switched_on, pass_target
 from trainkernel.util import align_up
 
 
@@ -79,10 +82,29 @@ def separate_temporaries(kernel: tile.KernelOp) -> int:
     return moved
 
 
-def use_item_flags(kernel: tile.KernelOp) -> None:
-    """Every grid barrier of `kernel` becomes `tile.sync items`, but where every
-    item after it needs every item before it."""
-    syncs = [op for op in kernel.block.ops if isinstance(op, tile.SyncOp) and op.scope.data == "grid"]
+def worth_flags(kernel: tile.KernelOp, target: TargetOptions) -> list[tile.SyncOp]:
+    """The grid barriers of `kernel` whose modelled cost is at least
+    `target.item_flags_min_share` of the modelled time of the phases on its two
+    sides (all of them at share 0)."""
+    phases: list[list[tile.TileWorkOp]] = [[]]
+    syncs: list[tile.SyncOp] = []
+    for op in kernel.block.ops:
+        if isinstance(op, tile.SyncOp):
+            syncs.append(op)
+            phases.append([])
+        elif isinstance(op, tile.TileWorkOp):
+            phases[-1].append(op)
+    barrier = target.grid_costs.sync_us("grid")
+    share = target.item_flags_min_share
+    return [s for q, s in enumerate(syncs) if s.scope.data == "grid" and (
+        share <= 0 or barrier >= share * (phase_us(phases[q], kernel.grid, target)
+                                          + phase_us(phases[q + 1], kernel.grid, target)))]
+
+
+def use_item_flags(kernel: tile.KernelOp, target: TargetOptions = DEFAULT) -> None:
+    """The grid barriers of `kernel` worth it (worth_flags) become `tile.sync
+    items`, but where every item after it needs every item before it."""
+    syncs = worth_flags(kernel, target)
     if not syncs:
         return
     for s in syncs:
@@ -104,7 +126,8 @@ class TileItemFlagsPass(ModulePass):
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         if not pass_switched_on(self.name, self.target, self.mode, "item_flags"):
             return
+        target = pass_target(self.name, self.target)
         for kernel in op.walk():
             if (isinstance(kernel, tile.KernelOp) and kernel.cluster is None and kernel.gemm_cluster is None
                     and kernel.grid > 1):
-                use_item_flags(kernel)
+                use_item_flags(kernel, target)
