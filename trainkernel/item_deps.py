@@ -307,6 +307,7 @@ class _Space:
         self.shape = _shape(value)
         self.exact = (root, self.shape)
         self.esize = byte_size(value.type.get_element_type())
+        self.strides = [st * self.esize for st in _strides(self.shape)]
         if isinstance(root.owner, sched.BufferOp):
             self.root, self.start = "arena", root.owner.offset_value or 0
         else:
@@ -318,9 +319,9 @@ class _Space:
         lo, hi = box
         if any(h <= l for l, h in zip(lo, hi)):
             return self.start, self.start
-        first = sum(l * st for l, st in zip(lo, _strides(self.shape)))
-        last = sum((h - 1) * st for h, st in zip(hi, _strides(self.shape)))
-        return self.start + first * self.esize, self.start + (last + 1) * self.esize
+        first = sum(l * st for l, st in zip(lo, self.strides))
+        last = sum((h - 1) * st for h, st in zip(hi, self.strides))
+        return self.start + first, self.start + last + self.esize
 
 
 def _strides(shape: Sequence[int]) -> list[int]:
@@ -339,9 +340,12 @@ class _Rows:
     def __init__(self, accesses: Sequence[Sequence[Access]], spaces: dict):
         exact: dict[tuple, list] = {}
         flat: dict[tuple, list] = {}
+        known: dict[SSAValue | None, _Space] = {}
         for item, accs in enumerate(accesses):
             for a in accs:
-                sp = _Space(a.value)
+                sp = known.get(a.value)
+                if sp is None:
+                    sp = known[a.value] = _Space(a.value)
                 # Bytes without a buffer (a workspace) have no exact space: -1, never "the same".
                 key = spaces.setdefault(sp.exact, len(spaces)) if sp.exact is not None else -1
                 for box in a.boxes:
