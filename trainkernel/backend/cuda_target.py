@@ -781,7 +781,7 @@ class CudaPrinter:
             return
         self.w("#if !defined(TK_SEPARATE_IMAGE)")
         self.w("// tile.sync items: one flag a waited-for item, the launch counter and its block count (tk::ItemFlags)")
-        self.w(f"static __device__ unsigned tk_item_flag[{max(self.flag_count, 1)}];")
+        self.w(f"static __device__ unsigned tk_item_flag[{max(self.flag_count, 1)} * tk::ItemFlags::kStride];")
         self.w("static __device__ unsigned tk_flags_epoch, tk_flags_left;")
         for name, (rows, entries) in self.flag_tables.items():
             self.w(f"static __device__ const unsigned {name}_rows[{len(rows)}] = {{{', '.join(map(str, rows))}}};")

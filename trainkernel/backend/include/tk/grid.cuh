@@ -69,8 +69,19 @@ __device__ __forceinline__ void grid_sync() {
 // A dependency list is a run of entries, each two words: the first flag of a
 // range | (arrivals a flag of it counts a launch) << 24, and the number of
 // flags in the list up to the range's end.
+// Probe knobs (perf-log step 88's measurement: flags lost everywhere, the
+// waits' polls suspected of crowding the flags' few L2 lines, which the
+// producers' arrivals need): words between two flags (32: a 128-byte line
+// each) and a poll's back-off in ns once a flag is not yet there.
+#if !defined(TK_FLAG_STRIDE)
+#define TK_FLAG_STRIDE 1
+#endif
+#if !defined(TK_FLAG_BACKOFF_NS)
+#define TK_FLAG_BACKOFF_NS 0
+#endif
 struct ItemFlags {
   static constexpr int kBatch = 8;  // polls a lane has in flight
+  static constexpr unsigned kStride = TK_FLAG_STRIDE;
   unsigned* flags;
   unsigned epoch1;  // this launch's number + 1
 
@@ -105,13 +116,15 @@ struct ItemFlags {
           const unsigned head = __ldg(table + 2 * e);
           at[j] = (head & 0xFFFFFFu) + (v - e_start);
           target[j] = epoch1 * (head >> 24);
-          asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(now[j]) : "l"(flags + at[j]) : "memory");
+          asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(now[j]) : "l"(flags + at[j] * kStride) : "memory");
         }
       }
 #pragma unroll
       for (int j = 0; j < kBatch; ++j)
-        while ((int)(now[j] - target[j]) < 0)
-          asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(now[j]) : "l"(flags + at[j]) : "memory");
+        while ((int)(now[j] - target[j]) < 0) {
+          if (TK_FLAG_BACKOFF_NS > 0) __nanosleep(TK_FLAG_BACKOFF_NS);
+          asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(now[j]) : "l"(flags + at[j] * kStride) : "memory");
+        }
     }
     asm volatile("fence.acq_rel.gpu;" ::: "memory");
     if (lanes > 1) __syncwarp();
@@ -124,7 +137,8 @@ struct ItemFlags {
     asm volatile("fence.acq_rel.gpu;" ::: "memory");
     asm volatile("fence.proxy.async.global;" ::: "memory");  // for TMA readers of the stores
     __syncwarp();
-    if (threadIdx.x % 32 == 0) asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(flags + flag) : "memory");
+    if (threadIdx.x % 32 == 0)
+      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(flags + flag * kStride) : "memory");
   }
 };
 
