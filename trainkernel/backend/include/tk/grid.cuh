@@ -79,6 +79,12 @@ __device__ __forceinline__ void grid_sync() {
 #if !defined(TK_FLAG_BACKOFF_NS)
 #define TK_FLAG_BACKOFF_NS 0
 #endif
+// 1: an arrival's lanes do not each wait for their stores (fence.acq_rel.gpu);
+// lane 0's red.release, after __syncwarp, releases them (release is cumulative
+// over what the warp barrier ordered before it). Unverified: a probe knob.
+#if !defined(TK_FLAG_LEAN_ARRIVAL)
+#define TK_FLAG_LEAN_ARRIVAL 0
+#endif
 struct ItemFlags {
   static constexpr int kBatch = 8;  // polls a lane has in flight
   static constexpr unsigned kStride = TK_FLAG_STRIDE;
@@ -134,7 +140,7 @@ struct ItemFlags {
   // Every lane of the warp calls it, after its last store of the item: the
   // warp's one arrival on `flag`.
   __device__ __forceinline__ void arrive(int flag) const {
-    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    if (!TK_FLAG_LEAN_ARRIVAL) asm volatile("fence.acq_rel.gpu;" ::: "memory");
     asm volatile("fence.proxy.async.global;" ::: "memory");  // for TMA readers of the stores
     __syncwarp();
     if (threadIdx.x % 32 == 0)
