@@ -162,20 +162,19 @@ def test_barriers_between_long_phases_stay_at_a_share():
     import dataclasses
 
     from trainkernel.passes.sched_to_tile import phase_us
-    from trainkernel.passes.tile_item_flags import worth_flags
+    from trainkernel.passes.tile_item_flags import sync_shares, worth_flags
     from trainkernel.target import DEFAULT
 
     kernel, _ = _kernel("medium-mma")
-    phases, syncs = [[]], []
-    for op in kernel.block.ops:
-        if isinstance(op, tile.SyncOp):
-            syncs.append(op)
-            phases.append([])
-        elif isinstance(op, tile.TileWorkOp):
-            phases[-1].append(op)
-    barrier = DEFAULT.grid_costs.sync_us("grid")
-    share = {s: barrier / (phase_us(phases[q], kernel.grid, DEFAULT) + phase_us(phases[q + 1], kernel.grid, DEFAULT))
-             for q, s in enumerate(syncs) if s.scope.data == "grid"}
+    share = sync_shares(kernel, DEFAULT)
+    ops = list(kernel.block.ops)
+    syncs = [op for op in ops if isinstance(op, tile.SyncOp)]
+    # The first barrier's share by hand: the phases before and after it.
+    first, second = ops.index(syncs[0]), ops.index(syncs[1])
+    before = [op for op in ops[:first] if isinstance(op, tile.TileWorkOp)]
+    after = [op for op in ops[first:second] if isinstance(op, tile.TileWorkOp)]
+    want = DEFAULT.grid_costs.sync_us("grid") / (phase_us(before, kernel.grid, DEFAULT) + phase_us(after, kernel.grid, DEFAULT))
+    assert share[syncs[0]] == pytest.approx(want)
     assert len(set(share.values())) > 1
     assert worth_flags(kernel, DEFAULT) == list(share)  # share 0: every barrier
     cut = sorted(share.values())[len(share) // 2]

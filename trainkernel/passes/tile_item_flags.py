@@ -82,10 +82,9 @@ def separate_temporaries(kernel: tile.KernelOp) -> int:
     return moved
 
 
-def worth_flags(kernel: tile.KernelOp, target: TargetOptions) -> list[tile.SyncOp]:
-    """The grid barriers of `kernel` whose modelled cost is at least
-    `target.item_flags_min_share` of the modelled time of the phases on its two
-    sides (all of them at share 0)."""
+def sync_shares(kernel: tile.KernelOp, target: TargetOptions) -> dict[tile.SyncOp, float]:
+    """Per grid barrier of `kernel`: its modelled cost over the modelled time of
+    the two phases it separates."""
     phases: list[list[tile.TileWorkOp]] = [[]]
     syncs: list[tile.SyncOp] = []
     for op in kernel.block.ops:
@@ -95,10 +94,16 @@ def worth_flags(kernel: tile.KernelOp, target: TargetOptions) -> list[tile.SyncO
         elif isinstance(op, tile.TileWorkOp):
             phases[-1].append(op)
     barrier = target.grid_costs.sync_us("grid")
+    return {s: barrier / max(phase_us(phases[q], kernel.grid, target) + phase_us(phases[q + 1], kernel.grid, target),
+                             1e-9)
+            for q, s in enumerate(syncs) if s.scope.data == "grid"}
+
+
+def worth_flags(kernel: tile.KernelOp, target: TargetOptions) -> list[tile.SyncOp]:
+    """The grid barriers of `kernel` whose share (sync_shares) is at least
+    `target.item_flags_min_share` (all of them at share 0)."""
     share = target.item_flags_min_share
-    return [s for q, s in enumerate(syncs) if s.scope.data == "grid" and (
-        share <= 0 or barrier >= share * (phase_us(phases[q], kernel.grid, target)
-                                          + phase_us(phases[q + 1], kernel.grid, target)))]
+    return [s for s, v in sync_shares(kernel, target).items() if share <= 0 or v >= share]
 
 
 def use_item_flags(kernel: tile.KernelOp, target: TargetOptions = DEFAULT) -> None:
