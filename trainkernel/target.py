@@ -541,7 +541,10 @@ class TargetOptions:
     # earlier items it reads after, writes after or overwrites
     # (trainkernel.item_deps), so a block starts the next phase's items as
     # soon as their own producers are done. A barrier stays where every item
-    # after it needs every item before it. Off until measured.
+    # after it needs every item before it. Off: the same bits and
+    # sanitizer-clean, but 1.1-1.5x slower on every grid workload (an H100,
+    # run 3c2d3b8-f-h100: an arrival's fence per item and warp, chains through
+    # phases of few items; perf-log step 88).
     item_flags: bool = False
     # ... and where the barrier's modelled cost (grid_costs.grid_sync_us) is
     # under this share of the modelled time of the two phases it separates:
