@@ -1093,6 +1093,21 @@ struct AnyStoreEpilogue {
 // Layer 4: the kernel
 // =============================================================================
 
+// The fences of split-K's message passing (a slice's partial, then its
+// counter; the counter, then the other slices' partials). __threadfence() is
+// fence.sc.gpu (SASS: MEMBAR.SC.GPU); release and acquire need only
+// fence.acq_rel.gpu (MEMBAR.ALL.GPU), the grid barrier's and the item flags'
+// kind. -DTK_SPLITK_ACQ_REL=1 (a probe knob until measured) uses it.
+#if !defined(TK_SPLITK_ACQ_REL)
+#define TK_SPLITK_ACQ_REL 0
+#endif
+__device__ __forceinline__ void splitk_fence() {
+  if (TK_SPLITK_ACQ_REL)
+    asm volatile("fence.acq_rel.gpu;" ::: "memory");
+  else
+    __threadfence();
+}
+
 // Sums the split-K partials of this thread's fragment in slice order, after
 // publishing its own. Returns false (for the warp) when another unit of the
 // tile is still missing: only the last one continues. The sum is in slice
@@ -1135,7 +1150,7 @@ __device__ __forceinline__ const float4* store_split_partial(const GemmParams& p
   for (int q = 0; q < BN / 8; ++q)
     mine[q * kConsumerThreads + ctid] =
         make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
-  __threadfence();
+  splitk_fence();
   return tile_ws;
 }
 
@@ -1152,7 +1167,7 @@ __device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit
     if (last) *counter = 0;  // every slice has arrived: ready for the next launch
   }
   if (__shfl_sync(0xffffffffu, last, 0) == 0) return false;
-  __threadfence();
+  splitk_fence();
   sum_split_partials<BM, BN, BN / 8>(tile_ws, p.splits, acc, ctid, 0);
   return true;
 }
@@ -1186,7 +1201,7 @@ __device__ __forceinline__ void splitk_shared_fixup(const GemmParams& p, const W
     } while (seen < p.splits);
   }
   __syncwarp();
-  __threadfence();
+  splitk_fence();
 #pragma unroll
   for (int c0 = 0; c0 < BN; c0 += kRowCols)  // the passes this slice owns
     if ((c0 / kRowCols) % p.splits == w.split) sum_split_partials<BM, BN, kRowCols / 8>(tile_ws, p.splits, acc, ctid, c0 / 8);
