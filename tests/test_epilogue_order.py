@@ -96,10 +96,12 @@ def _builds_for_sm90a(src: str, tmp_path, flags: list[str]) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("flags", [[], ["-DTK_NO_ROWS_PRELOAD"], ["-DTK_UNIT_TIMER"], ["-DTK_ROWS_ALWAYS_GUARDED"]])
+@pytest.mark.parametrize("flags", [[], ["-DTK_NO_ROWS_PRELOAD"], ["-DTK_UNIT_TIMER"], ["-DTK_ROWS_ALWAYS_GUARDED"],
+                                   ["-DTK_SPLITK_ACQ_REL=1"]])
 def test_a_grid_kernel_builds_with_each_library_switch(tmp_path, flags):
     """The row preload (on by default; -DTK_NO_ROWS_PRELOAD turns it off for the probe),
-    step 22's probe (-DTK_ROWS_ALWAYS_GUARDED: every element bounds-tested)
+    step 22's probe (-DTK_ROWS_ALWAYS_GUARDED: every element bounds-tested),
+    step 89's split-K fences as fence.acq_rel (-DTK_SPLITK_ACQ_REL=1)
     and the unit timer's build
     (-DTK_UNIT_TIMER, resident_probe --unit-timer): small's kernel, whose 64-wide gemms
     preload one operand an element and one of which is split, compiles for sm_90a each way."""

@@ -206,7 +206,7 @@ def test_items_syncs_are_for_grid_kernels_without_cluster_pairs():
         kernel.verify()
 
 
-def _ptxas(src: str, tmp_path) -> str:
+def _ptxas(src: str, tmp_path, defines: tuple[str, ...] = ()) -> str:
     from pathlib import Path
 
     import trainkernel
@@ -214,7 +214,7 @@ def _ptxas(src: str, tmp_path) -> str:
     cu = tmp_path / "k.cu"
     cu.write_text(src)
     include = Path(trainkernel.__file__).parent / "backend" / "include"
-    out = subprocess.run(["nvcc", "-O3", "-std=c++17", "-cubin", "-gencode=arch=compute_90a,code=sm_90a",
+    out = subprocess.run(["nvcc", "-O3", "-std=c++17", "-cubin", "-gencode=arch=compute_90a,code=sm_90a", *defines,
                           "-I", str(include), "-Xptxas", "-v", str(cu), "-o", str(tmp_path / "k.cubin")],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -236,6 +236,17 @@ def test_flag_kernels_compile_for_sm90a(name, tmp_path):
     assert "C75" not in log, log[-2000:]
     spills = [line for line in log.splitlines() if "spill stores" in line]
     assert spills == [line for line in barrier_log.splitlines() if "spill stores" in line], log[-2000:]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_flag_kernels_build_with_the_probe_knobs(tmp_path):
+    # perf-log step 88's knobs: flags a line apart, a poll's back-off, arrivals
+    # without each lane's fence.
+    kernel, _ = _kernel("small-wgmma")
+    use_item_flags(kernel)
+    log = _ptxas(emit_cuda(kernel.parent_op()), tmp_path,
+                 ("-DTK_FLAG_STRIDE=32", "-DTK_FLAG_BACKOFF_NS=64", "-DTK_FLAG_LEAN_ARRIVAL=1"))
+    assert "C75" not in log, log[-2000:]
 
 
 # On the GPU: chains of launches (one captured program, replayed twice, so the
