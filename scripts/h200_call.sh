@@ -15,6 +15,9 @@
 #   probe-wide    resident_probe --wide on $ENGINE_SPECS (128 x 256 wgmma tiles, column-reduction loads)
 #   probe-target  resident_probe --target on $TARGET_SPECS: target variants, '|'-separated in
 #                 $TARGET_VARIANTS (each 'field=v[,v];field=v'; an empty one is the target as it is)
+#   probe-knobs   probe-target once per nvcc define set of $KNOB_SETS ('|'-separated, e.g.
+#                 "|-DTK_SPLITK_ACQ_REL=1": an empty set is the library as it is), each under
+#                 NVCC_APPEND_FLAGS (the build cache keys on it); the part's limit is per set
 #   probe-merge   resident_probe --merge on $MERGE_SPECS: tk-fuse's merge modes ($MERGE_MODES,
 #                 default none,maps; MODE+casts: tk-fuse input_casts too; perf-log steps 26, 70)
 #   probe-col-loads resident_probe --col-loads $COL_LOADS (default 16,32) on $COL_SPECS (column sums'
@@ -101,6 +104,13 @@ for item in "$@"; do
     probe-target) mkdir -p "$W/target"; IFS='|' read -r -a tv <<< "${TARGET_VARIANTS:-}"
              OUT=$W/target timeout "$t" python3 -m benchmarks.resident_probe --target "${tv[@]}" -- \
              ${TARGET_SPECS:-small mlp4} > "$W/probe_target.log" 2>&1 ;;
+    probe-knobs) IFS='|' read -r -a tv <<< "${TARGET_VARIANTS:-}"; IFS='|' read -r -a ks <<< "${KNOB_SETS:-}"
+             [[ ${#ks[@]} -eq 0 ]] && ks=("")
+             for i in "${!ks[@]}"; do
+               mkdir -p "$W/knobs/$i"; echo "=== NVCC_APPEND_FLAGS='${ks[$i]}'" >> "$W/probe_knobs.log"
+               NVCC_APPEND_FLAGS="${ks[$i]}" OUT=$W/knobs/$i timeout "$t" python3 -m benchmarks.resident_probe --target \
+                 "${tv[@]}" -- ${TARGET_SPECS:-small mlp4} >> "$W/probe_knobs.log" 2>&1
+             done ;;
     probe-merge) mkdir -p "$W/merge"; OUT=$W/merge timeout "$t" python3 -m benchmarks.resident_probe --merge \
              "${MERGE_MODES:-none,maps}" ${MERGE_SPECS:-online-adam classification-adamw-ce mlp4-adamw-ce} \
              > "$W/probe_merge.log" 2>&1 ;;
