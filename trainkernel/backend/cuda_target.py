@@ -581,7 +581,6 @@ def _multi_index(linear: str, shape: tuple[int, ...], prefix: str, index_type: s
     return decls, names
 
 
-
 def _flag_ranges(refs: list[ItemRef], base: dict[int, int], warps: dict[int, int]) -> list[int]:
     """One item's entries of a tk::ItemFlags table: per run of consecutive flags with
     one arrival count, first flag | arrivals << 24 and the list's flags up to the run's
@@ -600,6 +599,7 @@ def _flag_ranges(refs: list[ItemRef], base: dict[int, int], warps: dict[int, int
     if count:
         entries += [first | arrivals << 24, total + count]
     return entries
+
 
 class CudaPrinter:
     def __init__(self, kernel: tile.KernelOp):
