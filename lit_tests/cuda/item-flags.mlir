@@ -11,7 +11,7 @@
 // left between the joined phases.
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-item-flags{mode=on}' -t 'cuda{grid_casts=on last_outputs=off prefetch_maps=off reduce_tails=off}' | filecheck %s
 
-// CHECK:       static __device__ unsigned tk_item_flag[11];
+// CHECK:       static __device__ unsigned tk_item_flag[11 * tk::ItemFlags::kStride];
 // CHECK-NEXT:  static __device__ unsigned tk_flags_epoch, tk_flags_left;
 // W1's cast (6 map items of 12 warps: 12 << 24 | 0, 6 flags) before the first gemm's copies:
 // CHECK:       static __device__ const unsigned tk_pwait_5_rows[5] = {0, 1, 2, 3, 4};
