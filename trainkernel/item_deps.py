@@ -463,15 +463,10 @@ def item_deps(kernel: tile.KernelOp) -> ItemDeps:
 def _phases(kernel: tile.KernelOp) -> tuple[list[tile.TileWorkOp], list[int], list[bool]]:
     """The kernel's work ops, each one's phase (the syncs before it), and per
     sync whether it is a barrier (grid or block scope) rather than `items`."""
-    ops: list[tile.TileWorkOp] = []
-    phase_of: list[int] = []
-    barrier_after: list[bool] = []
-    for op in kernel.block.ops:
-        if isinstance(op, tile.SyncOp):
-            barrier_after.append(op.scope.data != "items")
-        elif isinstance(op, tile.TileWorkOp):
-            ops.append(op)
-            phase_of.append(len(barrier_after))
+    phases = kernel.phases()
+    ops = [op for ops in phases for op in ops]
+    phase_of = [q for q, ops in enumerate(phases) for _ in ops]
+    barrier_after = [op.scope.data != "items" for op in kernel.block.ops if isinstance(op, tile.SyncOp)]
     return ops, phase_of, barrier_after
 
 

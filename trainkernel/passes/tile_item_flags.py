@@ -85,14 +85,8 @@ def separate_temporaries(kernel: tile.KernelOp) -> int:
 def sync_shares(kernel: tile.KernelOp, target: TargetOptions) -> dict[tile.SyncOp, float]:
     """Per grid barrier of `kernel`: its modelled cost over the modelled time of
     the two phases it separates."""
-    phases: list[list[tile.TileWorkOp]] = [[]]
-    syncs: list[tile.SyncOp] = []
-    for op in kernel.block.ops:
-        if isinstance(op, tile.SyncOp):
-            syncs.append(op)
-            phases.append([])
-        elif isinstance(op, tile.TileWorkOp):
-            phases[-1].append(op)
+    phases = kernel.phases()
+    syncs = [op for op in kernel.block.ops if isinstance(op, tile.SyncOp)]
     barrier = target.grid_costs.sync_us("grid")
     return {s: barrier / max(phase_us(phases[q], kernel.grid, target) + phase_us(phases[q + 1], kernel.grid, target),
                              1e-9)
