@@ -3,6 +3,8 @@
 # timeout, every log and JSON packed into $OUT/<tag>.tgz at the end (the device tool brings
 # back at most 8 files). Parts:
 #   hgemm         benchmarks/hgemm_gpu_session.sh (smoke, gemm.json, GPU tests, memcheck, SASS)
+#   probe-ingress benchmarks/probes/ingress_probe.cu: bytes a cycle one SM's shared memory takes in
+#                 from L2, by TMA multicast in a cluster and by DSMEM pushes (perf-log step 91)
 #   probe-pitch   resident_probe --pitch on $PROBE_SPECS (padded against dense homes)
 #   probe-base    resident_probe --auto on $PROBE_SPECS from the tree staged in .stage/base
 #   hgemm-tests   the Hopper GEMM's GPU tests alone (tests/test_hopper_gemm.py, prebuilt library)
@@ -75,6 +77,8 @@ for item in "$@"; do
   case $part in
     hgemm) OUT=$W/hgemm T_SMOKE=60 T_BENCH=200 T_TESTS=$((t - 310)) T_SAN=40 PYTEST_ADDOPTS="-n 8" \
              timeout "$t" bash benchmarks/hgemm_gpu_session.sh > "$W/hgemm.log" 2>&1 ;;
+    probe-ingress) timeout "$t" bash -c 'nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -o /tmp/ingress \
+               benchmarks/probes/ingress_probe.cu && /tmp/ingress' > "$W/probe_ingress.log" 2>&1 ;;
     probe-pitch) mkdir -p "$W/pitch"; OUT=$W/pitch timeout "$t" python3 -m benchmarks.resident_probe --pitch $PROBE_SPECS \
              > "$W/probe_pitch.log" 2>&1 ;;
     probe-base) mkdir -p "$W/base"; (cd .stage/base && OUT=$W/base PYTHONPATH=/tmp/site:$PWD timeout "$t" \
