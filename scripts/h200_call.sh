@@ -75,7 +75,7 @@ for item in "$@"; do
   part=${item%%:*}; t=${item#*:}; [[ $t == "$item" ]] && t=570
   log "begin $part (limit $t s)"
   case $part in
-    hgemm) OUT=$W/hgemm T_SMOKE=60 T_BENCH=200 T_TESTS=$((t - 310)) T_SAN=40 PYTEST_ADDOPTS="-n 8" \
+    hgemm) OUT=$W/hgemm T_SMOKE=${T_SMOKE:-150} T_BENCH=200 T_TESTS=$((t - 310)) T_SAN=40 PYTEST_ADDOPTS="-n 8" \
              timeout "$t" bash benchmarks/hgemm_gpu_session.sh > "$W/hgemm.log" 2>&1 ;;
     probe-ingress) timeout "$t" bash -c 'nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -o /tmp/ingress \
                benchmarks/probes/ingress_probe.cu && /tmp/ingress' > "$W/probe_ingress.log" 2>&1 ;;

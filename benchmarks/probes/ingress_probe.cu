@@ -111,7 +111,7 @@ __global__ void ingress(const char* src, size_t span, int rounds, int mode, unsi
   cluster_barrier();
   // Each cluster reads its own window of the (L2-resident) source.
   const size_t window = (size_t)kBufs * kChunk;
-  const char* mine = src + ((size_t)(blockIdx.x / nranks) * window) % (span - window + 1);
+  const char* mine = src + (((size_t)(blockIdx.x / nranks) * window) % (span - window + 1) & ~(size_t)1023);
   const uint16_t all = (uint16_t)((1u << nranks) - 1);
   long long t0 = 0;
   if (mode == kStream) {
