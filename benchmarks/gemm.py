@@ -286,8 +286,11 @@ def main(argv=None) -> int:
             "sms": props.multi_processor_count,
             "torch": torch.__version__,
             "cuda": torch.version.cuda,
-            "commit": _git("rev-parse", "HEAD") or _stamp(),
-            "dirty": bool(_git("status", "--porcelain")),
+            # The device machine's copy of the tree may carry stale git metadata (run
+            # 91baf12-g recorded the session's first commit): the caller's
+            # TRAINKERNEL_COMMIT names what runs, as for benchmarks/train_loop.py.
+            "commit": os.environ.get("TRAINKERNEL_COMMIT") or _git("rev-parse", "HEAD") or _stamp(),
+            "dirty": None if os.environ.get("TRAINKERNEL_COMMIT") else bool(_git("status", "--porcelain")),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "host": platform.node(),
             "library": str(lib.path.name),
