@@ -52,40 +52,44 @@ def test_on_by_default():
 
 @pytest.mark.parametrize("sizes", [(33, (100, 300, 7)), (50, (100, 300, 10)), (1, (130, 250, 5))])
 def test_none_where_a_batch_row_is_not_16_byte_units(target_fields, sizes):
-    """Rows of 200 or 260 bytes are copied through registers, not cp.async: a
-    prefetch would only move the wait into the step (measured slower, run
-    33f6709-a). Nothing is prefetched: the kernel is the one without."""
+    """Under the 16-byte rule (target.prefetch_small_units off), rows of 200 or
+    260 bytes are copied through registers, not cp.async: a prefetch would only
+    move the wait into the step (measured slower, run 33f6709-a). Nothing is
+    prefetched: the kernel is the one without. (With 4- and 8-byte cp.async:
+    tests/test_prefetch_small_units.py.)"""
     name = "classification" if sizes[1][-1] == 10 else "online"
     w = WORKLOADS[name].with_sizes(sizes[0], sizes[1])
-    target_fields(prefetch_step_inputs=False)
+    target_fields(prefetch_step_inputs=False, prefetch_small_units=False)
     off = _source(w)
-    target_fields(prefetch_step_inputs=True)
+    target_fields(prefetch_step_inputs=True, prefetch_small_units=False)
     assert _source(w) == off
 
 
-@pytest.mark.parametrize("shape, split, pitch, cluster, whole", [
-    ((64, 128), -1, 136, 16, True),   # online's x: 256-byte rows, 272-byte pitch
-    ((64, 100), -1, 104, 16, False),  # 200-byte rows
-    ((64, 128), -1, 132, 16, False),  # 264-byte pitch
-    ((64, 128), 1, 136, 16, True),    # 8 columns a rank: 16 bytes
-    ((64, 128), 1, 136, 32, False),   # 4 columns a rank: 8 bytes
-    ((64, 128), 0, 136, 16, True),    # 4 rows a rank
-    ((512,), -1, None, 16, True),
-    ((100,), -1, None, 16, False),
-    ((64, 24), 0, None, 16, True),    # 4 rows of 48 bytes a rank
-    ((64, 20), 0, None, 16, True),    # 4 rows of 40 bytes a rank: 160 bytes
-    ((64, 13), 0, None, 16, False),   # 4 rows of 26 bytes a rank: 104 bytes
-    ((49, 2), 0, None, 16, False),    # 4 rows of 4 bytes a rank, but the last rank's 1 row: 4 bytes
+@pytest.mark.parametrize("shape, split, pitch, cluster, unit", [
+    ((64, 128), -1, 136, 16, 16),  # online's x: 256-byte rows, 272-byte pitch
+    ((64, 100), -1, 104, 16, 8),   # 200-byte rows
+    ((64, 128), -1, 132, 16, 8),   # 264-byte pitch
+    ((64, 128), 1, 136, 16, 16),   # 8 columns a rank: 16 bytes
+    ((64, 128), 1, 136, 32, 8),    # 4 columns a rank: 8 bytes
+    ((64, 128), 0, 136, 16, 16),   # 4 rows a rank
+    ((512,), -1, None, 16, 16),
+    ((100,), -1, None, 16, 8),
+    ((64, 24), 0, None, 16, 16),   # 4 rows of 48 bytes a rank
+    ((64, 20), 0, None, 16, 16),   # 4 rows of 40 bytes a rank: 160 bytes
+    ((64, 13), 0, None, 16, 8),    # 4 rows of 26 bytes a rank: 104 bytes
+    ((49, 2), 0, None, 16, 4),     # 196 bytes in all; 4 rows of 4 bytes a rank
+    ((64, 10), -1, 24, 16, 4),     # classification's labels: 20-byte rows
+    ((64, 7), -1, 8, 16, 0),       # 14-byte rows: 2-byte units, no cp.async
 ])
-def test_which_homes_copy_in_16_byte_units(shape, split, pitch, cluster, whole):
-    """The rule reads each block's slice, not only the whole home."""
+def test_stage_units(shape, split, pitch, cluster, unit):
+    """The widest cp.async unit every block's slice allows, not only the whole home's."""
     from types import SimpleNamespace
 
     from xdsl.dialects.builtin import MemRefType, bf16
 
     from trainkernel.backend.cuda_target import ResidentPrinter
     home = SimpleNamespace(result=SimpleNamespace(type=MemRefType(bf16, shape)), split_axis=split, pitch_value=pitch)
-    assert ResidentPrinter._stages_in_16_byte_units(SimpleNamespace(cluster=cluster), home) is whole
+    assert ResidentPrinter._stage_unit(SimpleNamespace(cluster=cluster), home) == unit
 
 
 def test_online_stages_the_next_batch_into_the_other_copy(prefetch_on):

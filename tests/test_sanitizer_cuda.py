@@ -58,7 +58,7 @@ def test_compute_sanitizer_reports_nothing(tool: str, workload: str, tmp_path):
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
-@pytest.mark.parametrize("workload", ["tiny", "online", "online-adam"])
+@pytest.mark.parametrize("workload", ["tiny", "online", "online-adam", "classification"])
 def test_compute_sanitizer_reports_nothing_on_the_step_loop(tool: str, workload: str, tmp_path):
     """Three steps in one launch of the resident kernel (capture's step loop): tiny (one
     block) and online (a cluster, whose replicated bias every block updates whole) keep

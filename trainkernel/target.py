@@ -380,6 +380,13 @@ class TargetOptions:
     # -0.10, -0.13); the same bits. classification's 20-byte label rows keep it
     # off there (-0.12 with them prefetched anyway).
     prefetch_step_inputs: bool = True
+    # With prefetch_step_inputs: batch homes whose rows are 4- or 8-byte units
+    # (classification's 20-byte label rows, 200-byte rows of odd widths) are
+    # prefetched too, by 4- and 8-byte cp.async (tk::stage_input_rows, .ca:
+    # nothing in the kernel writes a step input, so L1 holds nothing stale).
+    # Off: only 16-byte units (perf-log step 92). Unmeasured: on for the probe
+    # that decides it.
+    prefetch_small_units: bool = True
     # A cluster exchange's pushes are st.async stores that count their bytes on
     # an mbarrier of the owner, which waits on it instead of the exchange's first
     # cluster barrier (tk::exchange_async, perf-log step 67): ncu put half of the

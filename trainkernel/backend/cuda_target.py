@@ -1975,12 +1975,13 @@ class ResidentPrinter(CudaPrinter):
         which the step's parity picks (tk_odd), so that the copies are in flight
         through the whole step and the next step's staging wait finds them done.
         A home qualifies when its source is an input the kernel never writes (a
-        step input), it is copied as it is (tile.smem, not a cast) and in 16-byte
-        units (_stages_in_16_byte_units): only cp.async overlaps the step; rows of
-        other widths are loaded through registers, which the copying thread waits
-        for mid-step (measured, run 33f6709-a: +0.2..+0.5 us a step at 33 x
-        100-300-7, 50 x 100-300-10 and 1 x 130-250-5, whose rows are 200 and
-        260 bytes). No copy may hold anything else while the next step's batch
+        step input), it is copied as it is (tile.smem, not a cast) and in units
+        of cp.async (_stage_unit): 16 bytes, or 8 and 4 by tk::stage_input_rows
+        where target.prefetch_small_units (perf-log step 92). Only cp.async
+        overlaps the step; rows of 2-byte units are loaded through registers,
+        which the copying thread waits for mid-step (measured, run 33f6709-a:
+        +0.2..+0.5 us a step at 33 x 100-300-7, 50 x 100-300-10 and 1 x
+        130-250-5 when their 200- and 260-byte rows went so). No copy may hold anything else while the next step's batch
         lands in it (_parity_copies). The copies go past the placement's (and the receive
         copies') bytes, all or none as the budget allows: the step's staging wait
         is saved only where no step input is staged at the step's start. The
@@ -1996,7 +1997,8 @@ class ResidentPrinter(CudaPrinter):
             copies = {}
             for h in homes:
                 copies[h], at = self._parity_copies(h, at)
-            if homes and all(isinstance(h, tile.SmemOp) and self._stages_in_16_byte_units(h) for h in homes) \
+            least = 4 if TARGET.prefetch_small_units else 16  # cp.async's unit (perf-log step 92)
+            if homes and all(isinstance(h, tile.SmemOp) and self._stage_unit(h) >= least for h in homes) \
                     and at <= TARGET.resident_costs.smem_budget:
                 self.prefetched, self.smem_bytes = copies, at
 
@@ -2021,7 +2023,10 @@ class ResidentPrinter(CudaPrinter):
             ct = c_type(home.result.type)
             nxt, rows, row_elems, src_stride, dst_stride, _, _ = self.stage_args(
                 home, f"(({c_type(home.source.type)}*)tk_next[{column[home.source]}])")
-            self.w(f"    tk::stage_rows(({ct}*)(smem + (tk_odd ? {even} : {odd})), {nxt}, {rows}, "
+            # Rows of 16-byte units keep stage_rows (the same copies); the others
+            # take stage_input_rows' 8- and 4-byte cp.async.
+            copy = "stage_rows" if self._stage_unit(home) == 16 else "stage_input_rows"
+            self.w(f"    tk::{copy}(({ct}*)(smem + (tk_odd ? {even} : {odd})), {nxt}, {rows}, "
                    f"{row_elems}, {src_stride}, {dst_stride});")
         self.w("  }")
 
@@ -2484,11 +2489,12 @@ class ResidentPrinter(CudaPrinter):
         return (f"{src} + (long long){c * inner} * rank", f"{outer}", f"{self._slice_extent(full)} * {inner}",
                 f"{full * inner}LL", f"{c * inner}", outer, c * inner)
 
-    def _stages_in_16_byte_units(self, home: tile.Home) -> bool:
-        """Whether tk::stage_rows copies `home` with cp.async's 16-byte units in
-        every block: each row's bytes, both row strides and the block's offset
-        into a split source are multiples of 16 (the sources' own alignment is
-        checked at run time; allocations are 256-byte aligned)."""
+    def _stage_unit(self, home: tile.Home) -> int:
+        """The widest of cp.async's units (16, 8 or 4 bytes; 0: none) in which
+        tk::stage_input_rows copies `home` in every block: each row's bytes, both
+        row strides and the block's offset into a split source are multiples of
+        it (the sources' own alignment is checked at run time; allocations are
+        256-byte aligned). tk::stage_rows copies 16-byte units alone by cp.async."""
         shape = tuple(home.result.type.get_shape())
         split, pitch = home.split_axis, home.pitch_value
         if pitch is not None:
@@ -2499,12 +2505,12 @@ class ResidentPrinter(CudaPrinter):
         else:
             inner = numel(shape[split + 1 :])
             extents = [shape[split] * inner, tile.shard_extent(shape[split], self.cluster) * inner]
-        return all(n * byte_size(home.result.type) % 16 == 0 for n in extents)
+        return next((u for u in (16, 8, 4) if all(n * byte_size(home.result.type) % u == 0 for n in extents)), 0)
 
     def stage(self, home: tile.Home, name: str, indent: str = "") -> None:
         src, rows, row_elems, src_stride, dst_stride, _, _ = self.stage_args(home)
         loads = TARGET.stage_loads_in_flight
-        batched = f"<{loads}>" if loads > 1 and not self._stages_in_16_byte_units(home) else ""
+        batched = f"<{loads}>" if loads > 1 and self._stage_unit(home) < 16 else ""
         self.w(f"{indent}  tk::stage_rows{batched}({name}, {src}, {rows}, {row_elems}, {src_stride}, {dst_stride});")
 
     def stage_casts(self, homes: list[tuple[tile.Home, str]], indent: str = "") -> None:
@@ -3381,7 +3387,8 @@ class CudaTarget(Target):
     (target.prefetch_tensor_maps); `grid_pdl`, a grid kernel's cooperative
     launch with programmatic stream serialization (target.grid_programmatic_launch);
     `last_outputs`, a grid kernel's outputs left to a chain's last launch
-    (target.grid_last_launch_outputs).
+    (target.grid_last_launch_outputs); `prefetch_small`, the next step's
+    batch prefetched by 4- and 8-byte cp.async too (target.prefetch_small_units).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -3396,6 +3403,7 @@ class CudaTarget(Target):
     padded_columns: str = "target"
     double_receive: str = "target"
     prefetch_inputs: str = "target"
+    prefetch_small: str = "target"
     async_pushes: str = "target"
     async_publish: str = "target"
     cast_copies: str = "target"
@@ -3413,7 +3421,8 @@ class CudaTarget(Target):
               "static_slices": "static_slices", "fast_paths": "fast_paths",
               "last_step_outputs": "last_step_outputs", "step_block_barrier": "step_block_barrier",
               "padded_columns": "gemm_padded_columns", "double_receive": "double_receive",
-              "prefetch_inputs": "prefetch_step_inputs", "async_pushes": "exchange_async_pushes",
+              "prefetch_inputs": "prefetch_step_inputs", "prefetch_small": "prefetch_small_units",
+              "async_pushes": "exchange_async_pushes",
               "async_publish": "exchange_async_publish", "cast_copies": "carried_cast_copies",
               "producer_calls": "wgmma_producer_calls", "reduce_tails": "batched_reduce_tails",
               "grid_casts": "grid_carried_casts", "shared_fixup": "split_k_shared_fixup",

@@ -9,6 +9,10 @@
 //       all of them and publishes them to the block. Every copy of the
 //       kernel's prologue is in flight together. stage_rows<LOADS>: the
 //       loads that are not cp.async issued LOADS a thread before any store.
+//   stage_input_rows(dst, src, rows, row_elems, src_stride, dst_stride)
+//       the same for a step input (nothing in the kernel writes it): cp.async
+//       in 16-, 8- or 4-byte units (.ca under 16), so that rows of 20 or 200
+//       bytes stay in flight until stage_wait() too.
 //   smem_gemm<NT, NV, T>(M, N, K, A, sam, sak, B, sbk, sbn, compute, store)
 //       C = A @ B with both operands in shared memory at any strides
 //       (A(i,k) = A[i*sam + k*sak], B(k,j) = B[k*sbk + j*sbn]): mma.sync
@@ -151,6 +155,48 @@ __device__ __forceinline__ void stage_rows(T* dst, const T* src, int rows, int r
       const int r = c / row_elems, e = c - r * row_elems;
       dst[(long long)r * dst_stride + e] = load_l2(src + r * src_stride + e);
     }
+  }
+}
+
+// cp.async of 4 or 8 bytes exists only as .ca (through L1).
+template <int B>
+__device__ __forceinline__ void cp_async_ca(void* dst, const void* src) {
+  static_assert(B == 4 || B == 8, "cp_async_ca: 4 or 8 bytes (16: cp_async16)");
+  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(d), "l"(src), "n"(B) : "memory");
+}
+
+// The rows of a step input (a batch: nothing in the kernel writes it) as
+// stage_rows copies them, but by cp.async in the widest unit of 16, 8 or 4
+// bytes that every row, stride and address allows, so that the copies stay in
+// flight until stage_wait() (perf-log step 92: the next step's batch, staged
+// during the step, where rows of 20 or 200 bytes went through registers and
+// made the copying threads wait mid-step). Units under 16 bytes are .ca: L1
+// cannot hold a stale line of a step input, which no block writes and every
+// launch starts without. Rows of 2-byte units take stage_rows' element loop.
+template <typename T>
+__device__ __forceinline__ void stage_input_rows(T* dst, const T* src, int rows, int row_elems,
+                                                 long long src_stride, int dst_stride) {
+  if (rows <= 0 || row_elems <= 0) return;
+  const long long row_bytes = (long long)row_elems * sizeof(T);
+  auto units_of = [&](int b) {
+    return is_aligned(dst, b) && is_aligned(src, b) && row_bytes % b == 0 && (src_stride * sizeof(T)) % b == 0 &&
+           ((long long)dst_stride * sizeof(T)) % b == 0;
+  };
+  const int unit = units_of(16) ? 16 : units_of(8) ? 8 : units_of(4) ? 4 : 0;
+  if (unit == 0) {
+    stage_rows(dst, src, rows, row_elems, src_stride, dst_stride);
+    return;
+  }
+  const int per_row = (int)(row_bytes / unit);
+  const int total = rows * per_row;
+  for (int c = threadIdx.x; c < total; c += blockDim.x) {
+    const int r = c / per_row, u = c - r * per_row;
+    char* d = (char*)(dst + (long long)r * dst_stride) + u * unit;
+    const char* s = (const char*)(src + r * src_stride) + u * unit;
+    if (unit == 16) cp_async16(d, s);
+    else if (unit == 8) cp_async_ca<8>(d, s);
+    else cp_async_ca<4>(d, s);
   }
 }
 
