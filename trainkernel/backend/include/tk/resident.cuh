@@ -543,6 +543,13 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
           const int i = min(m0 + g + 8 * (c >> 1), M - 1), j = min(n0 + min(8 * q + 2 * t + (c & 1), cols - 1), N - 1);
           compute(i, j, acc[q][c], vals[q][c]);
         }
+      // A clamped duplicate's compute reads the element another lane of this warp
+      // owns and may store in place (classification's dW2 with its SGD update:
+      // s15 read by the duplicates of column 9, written by its owner). The value
+      // is discarded, but without this barrier the warp's lanes are not ordered
+      // (racecheck: 2048 intra-warp hazards a step, run a34bdbb-t); with it every
+      // lane's reads come before any lane's stores.
+      __syncwarp();
       if constexpr (!std::is_same<StorePair, NoPairStore>::value) {
         // Elements c and c + 1 of a fragment are columns jl and jl + 1 of one row.
 #pragma unroll
