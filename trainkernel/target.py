@@ -384,8 +384,9 @@ class TargetOptions:
     # (classification's 20-byte label rows, 200-byte rows of odd widths) are
     # prefetched too, by 4- and 8-byte cp.async (tk::stage_input_rows, .ca:
     # nothing in the kernel writes a step input, so L1 holds nothing stale).
-    # Off: only 16-byte units (perf-log step 92). Unmeasured: on for the probe
-    # that decides it.
+    # Off: only 16-byte units. Measured (perf-log step 92, run a34bdbb-q):
+    # classification 50 x 100-300-10 -0.70, online 33 x 100-300-8 -1.09 us a
+    # step; classification itself and 64 x 200-300-10 within the call's noise.
     prefetch_small_units: bool = True
     # A cluster exchange's pushes are st.async stores that count their bytes on
     # an mbarrier of the owner, which waits on it instead of the exchange's first
