@@ -344,8 +344,10 @@ __device__ __forceinline__ void ldsm_frags(const T* A, int sam, int sak, int amo
 }
 
 // fp32 C = A @ B by FMA, U outputs per thread at a time (U independent chains;
-// a short last round clamps onto the last output and skips its store).
-// Output 0 on warp WARP0.
+// a short last round's missing outputs repeat the thread's first and skip their
+// store). Output 0 on warp WARP0. A repeat is the thread's own element, not the
+// last output: a compute may read a home that the element's owner stores in
+// place (an SGD update), and another thread's store would race that read.
 template <int U, int NT, int NV, int WARP0, class Compute, class Store>
 __device__ __forceinline__ void simt_gemm(int M, int N, int K, const float* A, int sam, int sak, const float* B,
                                           int sbk, int sbn, Compute& compute, Store& store) {
@@ -354,7 +356,7 @@ __device__ __forceinline__ void simt_gemm(int M, int N, int K, const float* A, i
     int ii[U], jj[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int e = min(e0 + u * NT, M * N - 1);
+      const int e = e0 + u * NT < M * N ? e0 + u * NT : e0;
       ii[u] = e / N;
       jj[u] = e - ii[u] * N;
     }
