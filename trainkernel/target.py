@@ -388,6 +388,15 @@ class TargetOptions:
     # classification 50 x 100-300-10 -0.70, online 33 x 100-300-8 -1.09 us a
     # step; classification itself and 64 x 200-300-10 within the call's noise.
     prefetch_small_units: bool = True
+    # A grid kernel's producer copies the operands of each phase's first wgmma
+    # gemm that no op since the last grid barrier writes (the weights' casts,
+    # the batch) into its first unit's stages before the barrier in front of
+    # the phase, so that they are in flight while the grid meets
+    # (tk::hopper::preissue_operands, CudaPrinter.plan_preissue, perf-log step
+    # 93). The small steps' units take in a round of loads that drains at each
+    # barrier (~50 B a cycle against ~80-100 streaming, step 91). Off until
+    # measured.
+    preissue_ready_operands: bool = False
     # A cluster exchange's pushes are st.async stores that count their bytes on
     # an mbarrier of the owner, which waits on it instead of the exchange's first
     # cluster barrier (tk::exchange_async, perf-log step 67): ncu put half of the

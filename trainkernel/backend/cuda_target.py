@@ -629,6 +629,9 @@ class CudaPrinter:
         self.flag_base: dict[tile.TileWorkOp, int] = {}
         self.flag_count = 0
         self.flag_tables: dict[str, tuple[list[int], list[int]]] = {}
+        # Each phase's first wgmma gemm whose ready operands are issued before
+        # the barrier in front of it, with the mask expression (plan_preissue).
+        self.preissue: dict[int, tuple[tile.GemmOp, str]] = {}
 
     def _grid_phases(self) -> dict[tile.TileWorkOp, int]:
         """Each tile op's phase: the tile.syncs before it."""
@@ -836,10 +839,12 @@ class CudaPrinter:
         self.plan_chained_casts()
         self.plan_last_launch_outputs()
         self.plan_item_flags()
+        self.plan_preissue()
         # A chain's launch flags (plan_chained_casts): its first launch, another follows, the launch's index % 2.
         flags = " int first; int more; int parity;" if self.chained else ""
         if self.wgmma:
-            self.w(header() + '#include "tk/hopper_gemm.cuh"\n' + WGMMA_REQUIRES)
+            preissue = "#define TK_PREISSUE_READY_OPERANDS 1\n" if self.preissue else ""
+            self.w(header() + preissue + '#include "tk/hopper_gemm.cuh"\n' + WGMMA_REQUIRES)
         else:
             self.w(header())
         self.w(f"// kernel {k.sym_name.data}: {nbuf} buffers, arena {self.arena_bytes} bytes, "
@@ -922,6 +927,7 @@ class CudaPrinter:
                 last_only = bool(phase_ops) and all(o in self.last_only_ops for o in phase_ops)
                 phase_ops = []
                 self._prefetch_maps(phase)
+                self._preissue(phase)
                 if op.scope.data == "items":  # no barrier: the items wait for their own producers (tk::ItemFlags)
                     self.w("  // tile.sync items: each item of the next phases waits for its own producers' flags")
                 else:
@@ -1206,18 +1212,11 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         bm, bn, bk = op.tile_shape
         g = self.wgmma.index(op)
         ks = op.ksplit
-        kb_total = ceil_div(kdim, bk)
         kb_per = tile.gemm_k_slice(kdim, ks, bk) // bk
         head = f"  {{ // tile.gemm {m}x{n}x{kdim} {op.mma} {'T' if ta else 'N'}{'T' if tb else 'N'}, wgmma {bm}x{bn}x{bk}"
         self.w(head + (f", split-K: {ks} slices of {kb_per * bk}" if ks > 1 else ""))
-        if ks > 1:
-            ws = f"(float*)(p.arena + {op.workspace})"
-            counters = f"(int*)(p.arena + {op.workspace} + {tile.gemm_partials_bytes(op)})"
-        else:
-            ws = counters = "nullptr"
-        self.w(f"    const tk::hopper::GemmParams tk_gp{{{m}, {n}, {kdim}, {ceil_div(m, bm)}, {ceil_div(n, bn)}, {ks}, "
-               f"{kb_total}, {kb_per}, {ws}, {counters}}};")
-        start = f"(int)((blockIdx.x + G - {op.offset} % G) % G)" if op.offset else "(int)blockIdx.x"
+        self.w(f"    const tk::hopper::GemmParams tk_gp{self._gemm_params(op)};")
+        start = self._unit_start(op)
         # Every tile whole: the epilogue drops its bounds tests at compile time
         # (otherwise each tile decides at run time; perf-log step 22).
         whole = m % bm == 0 and n % bn == 0
@@ -1248,6 +1247,84 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
             self.w(f"        , {self.names[out]}, {n})")
         self.w(f"      , tk_hbase, {start}, G, tk_pipe{self._unit_flags(op)});")
         self.w("  }")
+
+    def _gemm_params(self, op: tile.GemmOp) -> str:
+        """A wgmma gemm's tk::hopper::GemmParams, as a brace initializer."""
+        mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+        _, _, m, n, kdim, _, _ = self._gemm_geometry(mm)
+        bm, bn, bk = op.tile_shape
+        ks = op.ksplit
+        if ks > 1:
+            ws = f"(float*)(p.arena + {op.workspace})"
+            counters = f"(int*)(p.arena + {op.workspace} + {tile.gemm_partials_bytes(op)})"
+        else:
+            ws = counters = "nullptr"
+        return (f"{{{m}, {n}, {kdim}, {ceil_div(m, bm)}, {ceil_div(n, bn)}, {ks}, {ceil_div(kdim, bk)}, "
+                f"{tile.gemm_k_slice(kdim, ks, bk) // bk}, {ws}, {counters}}}")
+
+    @staticmethod
+    def _unit_start(op: tile.GemmOp) -> str:
+        """The block's first unit of a wgmma gemm: its offset in the phase, as every op's items."""
+        return f"(int)((blockIdx.x + G - {op.offset} % G) % G)" if op.offset else "(int)blockIdx.x"
+
+    def plan_preissue(self) -> None:
+        """target.preissue_ready_operands (perf-log step 93): for each phase's
+        first wgmma gemm (in the block's order, the one its producer reaches
+        first), the operands the producer may copy before the barrier in front
+        of the phase, from where the phase before it ends: those that no op
+        writes since the last grid barrier before that phase (so every write
+        they hold was ordered by a grid barrier and a proxy fence before the
+        copy). An update of state whose cast is carried (plan_chained_casts)
+        writes the cast too. A writer that runs in a chain's first launch alone
+        (a carried cast) leaves the operand ready in the later launches: the
+        mask is then `tk_first ? always : later`. None in a kernel of cluster
+        pairs or item flags, for a gemm that runs in one launch of a chain only,
+        or behind a barrier that is not a grid's."""
+        if not (TARGET.preissue_ready_operands and self.wgmma) or self.kernel.gemm_cluster or self.deps is not None:
+            return
+        k = self.kernel
+        syncs = [op.scope.data for op in k.block.ops if isinstance(op, tile.SyncOp)]  # syncs[i]: before phase i + 1
+        if k.grid == 1:
+            return
+        phase_of = self._grid_phases()
+        cast_of_state = {state: cast for cast, state in self.state_of_cast.items()}
+        writes: dict[int, list[tuple[SSAValue, bool]]] = {}  # phase -> (root written, by a first-launch op alone)
+        for op, ph in phase_of.items():
+            for v in op.outs:
+                root = sched.root_buffer(v)
+                writes.setdefault(ph, []).append((root, op in self.first_only))
+                if root in cast_of_state:
+                    writes[ph].append((cast_of_state[root], False))
+        for ph in range(1, len(syncs) + 1):
+            gemm = next((op for op in k.block.ops if isinstance(op, tile.GemmOp) and op.engine == "wgmma"
+                         and phase_of.get(op) == ph), None)
+            if gemm is None or syncs[ph - 1] != "grid" or gemm in self.first_only or gemm in self.last_only_ops:
+                continue
+            # The phases since the last grid barrier before phase ph - 1 (the kernel's start counts as one).
+            since = max((i + 1 for i in range(ph - 1) if syncs[i] == "grid"), default=0)
+            window = [w for q in range(since, ph) for w in writes.get(q, [])]
+            mm = next(o for o in gemm.body.block.ops if isinstance(o, tk.MatmulOp))
+            always = later = 0
+            for bit, arg in ((1, mm.lhs), (2, mm.rhs)):
+                root = sched.root_buffer(gemm.ins[arg.index])
+                by = [first for r, first in window if r is root]
+                always |= bit if not by else 0
+                later |= bit if all(by) else 0
+            if later:
+                self.preissue[ph] = (gemm, f"{always}u" if always == later else f"(tk_first ? {always}u : {later}u)")
+
+    def _preissue(self, phase: int) -> None:
+        """plan_preissue's copies for phase `phase`, before the barrier in front of it."""
+        if phase not in self.preissue:
+            return
+        gemm, mask = self.preissue[phase]
+        g = self.wgmma.index(gemm)
+        mm = next(o for o in gemm.body.block.ops if isinstance(o, tk.MatmulOp))
+        ta, tb = mm.transpose_a is not None, mm.transpose_b is not None
+        self.w(f"  tk::hopper::preissue_operands<{c_type(mm.result.type)}, TkShape, {str(ta).lower()}, "
+               f"{str(tb).lower()}>({self._map_ref(g, 0)}, {self._map_ref(g, 1)}, tk::hopper::GemmParams"
+               f"{self._gemm_params(gemm)}, tk_hbase, {self._unit_start(gemm)}, tk_pipe, {mask});  "
+               f"// phase {phase}'s ready operands (plan_preissue)")
 
     def _unit_flags(self, op: tile.GemmOp) -> str:
         """A wgmma gemm's tk::hopper::UnitFlags argument under tile.sync items ("" otherwise)."""
@@ -3388,7 +3465,9 @@ class CudaTarget(Target):
     launch with programmatic stream serialization (target.grid_programmatic_launch);
     `last_outputs`, a grid kernel's outputs left to a chain's last launch
     (target.grid_last_launch_outputs); `prefetch_small`, the next step's
-    batch prefetched by 4- and 8-byte cp.async too (target.prefetch_small_units).
+    batch prefetched by 4- and 8-byte cp.async too (target.prefetch_small_units);
+    `preissue`, a grid kernel's ready wgmma operands copied before the barrier
+    in front of their phase (target.preissue_ready_operands).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -3404,6 +3483,7 @@ class CudaTarget(Target):
     double_receive: str = "target"
     prefetch_inputs: str = "target"
     prefetch_small: str = "target"
+    preissue: str = "target"
     async_pushes: str = "target"
     async_publish: str = "target"
     cast_copies: str = "target"
@@ -3422,6 +3502,7 @@ class CudaTarget(Target):
               "last_step_outputs": "last_step_outputs", "step_block_barrier": "step_block_barrier",
               "padded_columns": "gemm_padded_columns", "double_receive": "double_receive",
               "prefetch_inputs": "prefetch_step_inputs", "prefetch_small": "prefetch_small_units",
+              "preissue": "preissue_ready_operands",
               "async_pushes": "exchange_async_pushes",
               "async_publish": "exchange_async_publish", "cast_copies": "carried_cast_copies",
               "producer_calls": "wgmma_producer_calls", "reduce_tails": "batched_reduce_tails",

@@ -1219,9 +1219,23 @@ __device__ __forceinline__ bool shared_fixup_owns(bool shared, const GemmParams&
 // parity of that stage's current use. The producer thread and every consumer
 // thread walk the same work units, so their copies agree; a persistent caller
 // (the megakernel: several gemms, one pipeline) keeps one from gemm to gemm.
+// A kernel that calls preissue_operands defines TK_PREISSUE_READY_OPERANDS 1
+// before it includes this header (the printer does, target.preissue_ready_operands);
+// without it produce_units compiles to the walk it always was.
+#if !defined(TK_PREISSUE_READY_OPERANDS)
+#define TK_PREISSUE_READY_OPERANDS 0
+#endif
+constexpr bool kPreissue = TK_PREISSUE_READY_OPERANDS;
+
+// `preissued` and `preissued_ops`: the producer thread's record of
+// preissue_operands (the first K steps of its next gemm's first unit whose
+// stages already expect their bytes, and which operands' copies are in flight:
+// bit 0 A, bit 1 B); produce_units issues only the rest of those steps.
 struct PipeState {
   int stage = 0;
   uint32_t phase = 0;
+  int preissued = 0;
+  uint32_t preissued_ops = 0;
   __device__ __forceinline__ void advance(int stages) {
     if (++stage == stages) {
       stage = 0;
@@ -1346,13 +1360,20 @@ __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CU
       flags.producer_wait(u);
       if (threadIdx.x != 0) continue;
       for (int kb = w.kb0; kb < w.kb1; ++kb) {
-        ptx::mbar_wait(empty_bar<Shape>(base, pipe.stage), pipe.phase ^ 1u);
+        // A step preissue_operands began: its stage already expects the bytes and
+        // holds the copies of the operands in preissued_ops; the rest go now.
+        const bool begun = kPreissue && pipe.preissued > 0;
         const uint32_t full = full_bar<Shape>(base, pipe.stage);
-        ptx::mbar_arrive_expect_tx(full, Shape::STAGE_BYTES);
+        if (!begun) {
+          ptx::mbar_wait(empty_bar<Shape>(base, pipe.stage), pipe.phase ^ 1u);
+          ptx::mbar_arrive_expect_tx(full, Shape::STAGE_BYTES);
+        }
         const uint32_t sa = base + pipe.stage * Shape::STAGE_BYTES;
         for_each_box<Shape, TA, TB>(w, kb, [&](int op, uint32_t off, int c0, int c1) {
-          ptx::tma_load_2d(sa + off, op == 0 ? tma_a : tma_b, full, c0, c1);
+          if (!begun || !((pipe.preissued_ops >> op) & 1u))
+            ptx::tma_load_2d(sa + off, op == 0 ? tma_a : tma_b, full, c0, c1);
         });
+        if (begun) --pipe.preissued;
         pipe.advance(STAGES);
       }
     }
@@ -1360,6 +1381,45 @@ __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CU
   // Warp 0 leaves together: a caller's next block barrier (bar.sync is
   // warp-aligned) must not see its lanes split around the producer loop.
   __syncwarp();
+#endif
+}
+
+// Before the barrier in front of a gemm's phase, the producer thread (thread 0)
+// issues the copies of the operands in `ops` (bit 0 A, bit 1 B) for the first K
+// steps of its block's first unit of that gemm, as many as the pipeline has
+// stages: operands that no op of the phase before the barrier writes (the
+// weights' casts), so that they are in flight while the grid meets, and after
+// the barrier only the other operand's copies are issued (produce_units, from
+// pipe's record). Each such stage expects its whole STAGE_BYTES now, so its
+// full barrier completes only once the rest has landed too; the consumers are
+// unchanged. The wait for each stage's release is the one produce_units would
+// make (the phase's consumers release them as their K loops end, waiting for
+// nothing of the producer). perf-log step 93; target.preissue_ready_operands.
+template <typename T, class Shape, bool TA, bool TB>
+__device__ __forceinline__ void preissue_operands(const CUtensorMap* tma_a, const CUtensorMap* tma_b,
+                                                  const GemmParams& p, uint32_t base, int first,
+                                                  PipeState& pipe, uint32_t ops) {
+#if TK_HOPPER_DEVICE
+  constexpr int BM = Shape::BM, BN = Shape::BN, STAGES = Shape::STAGES;
+  static_assert(kPreissue, "preissue_operands: define TK_PREISSUE_READY_OPERANDS 1 before including tk/hopper_gemm.cuh");
+  if (threadIdx.x != 0 || ops == 0 || pipe.preissued > 0 || first >= p.tiles_m * p.tiles_n * p.splits) return;
+  const WorkUnit w = work_unit(p, first, BM, BN);
+  const int steps = w.kb1 - w.kb0 < STAGES ? w.kb1 - w.kb0 : STAGES;
+  PipeState at = pipe;  // produce_units walks the same stages again
+  for (int i = 0; i < steps; ++i) {
+    ptx::mbar_wait(empty_bar<Shape>(base, at.stage), at.phase ^ 1u);
+    const uint32_t full = full_bar<Shape>(base, at.stage);
+    ptx::mbar_arrive_expect_tx(full, Shape::STAGE_BYTES);
+    const uint32_t sa = base + at.stage * Shape::STAGE_BYTES;
+    for_each_box<Shape, TA, TB>(w, w.kb0 + i, [&](int op, uint32_t off, int c0, int c1) {
+      if ((ops >> op) & 1u) ptx::tma_load_2d(sa + off, op == 0 ? tma_a : tma_b, full, c0, c1);
+    });
+    at.advance(STAGES);
+  }
+  pipe.preissued = steps;
+  pipe.preissued_ops = ops;
+#else
+  (void)tma_a; (void)tma_b; (void)p; (void)base; (void)first; (void)pipe; (void)ops;
 #endif
 }
 
