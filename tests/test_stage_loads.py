@@ -44,7 +44,7 @@ def test_every_register_copy_is_batched_and_nothing_else(target_fields, name):
     target_fields(stage_loads_in_flight=8)
     on = _source(_w(name))
     pr, kernel = resident_printer(_w(name))
-    whole = {pr.names[op.result]: pr._stages_in_16_byte_units(op) for op in kernel.block.ops
+    whole = {pr.names[op.result]: pr._stage_unit(op) == 16 for op in kernel.block.ops
              if isinstance(op, tile.Home) and op.source is not None}
     staged = re.findall(r"tk::stage_rows(<8>)?\((s\d+)", on)
     assert staged

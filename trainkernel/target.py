@@ -394,8 +394,9 @@ class TargetOptions:
     # the phase, so that they are in flight while the grid meets
     # (tk::hopper::preissue_operands, CudaPrinter.plan_preissue, perf-log step
     # 93). The small steps' units take in a round of loads that drains at each
-    # barrier (~50 B a cycle against ~80-100 streaming, step 91). Off until
-    # measured.
+    # barrier (~50 B a cycle against ~80-100 streaming, step 91). Measured
+    # slower on every grid step (run a6926fa-h100-q: small +0.3, mlp4 +0.6,
+    # medium +4.3 us): off.
     preissue_ready_operands: bool = False
     # A cluster exchange's pushes are st.async stores that count their bytes on
     # an mbarrier of the owner, which waits on it instead of the exchange's first
