@@ -1283,9 +1283,9 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         if not (TARGET.preissue_ready_operands and self.wgmma) or self.kernel.gemm_cluster or self.deps is not None:
             return
         k = self.kernel
-        syncs = [op.scope.data for op in k.block.ops if isinstance(op, tile.SyncOp)]  # syncs[i]: before phase i + 1
         if k.grid == 1:
             return
+        syncs = [op.scope.data for op in k.block.ops if isinstance(op, tile.SyncOp)]  # syncs[i]: before phase i + 1
         phase_of = self._grid_phases()
         cast_of_state = {state: cast for cast, state in self.state_of_cast.items()}
         writes: dict[int, list[tuple[SSAValue, bool]]] = {}  # phase -> (root written, by a first-launch op alone)
@@ -2058,9 +2058,10 @@ class ResidentPrinter(CudaPrinter):
         overlaps the step; rows of 2-byte units are loaded through registers,
         which the copying thread waits for mid-step (measured, run 33f6709-a:
         +0.2..+0.5 us a step at 33 x 100-300-7, 50 x 100-300-10 and 1 x
-        130-250-5 when their 200- and 260-byte rows went so). No copy may hold anything else while the next step's batch
-        lands in it (_parity_copies). The copies go past the placement's (and the receive
-        copies') bytes, all or none as the budget allows: the step's staging wait
+        130-250-5 when their 200- and 260-byte rows went so). No copy may hold
+        anything else while the next step's batch lands in it (_parity_copies).
+        The copies go past the placement's (and the receive copies') bytes, all
+        or none as the budget allows: the step's staging wait
         is saved only where no step input is staged at the step's start. The
         copy a step fills was last read in the step before, which ended with a
         barrier. Sets `prefetched` (home -> the offsets of its even and odd
