@@ -167,6 +167,6 @@ for item in "$@"; do
   esac
   log "end $part rc=$?"
 done
-kill $SMI 2>/dev/null; pkill -f "nvidia-smi --query-gpu" 2>/dev/null
+pkill -P $SMI 2>/dev/null; kill $SMI 2>/dev/null  # the sampler (its nvidia-smi is the subshell's child); not pkill -f, which matches a caller whose command line names nvidia-smi too
 tar czf "$root/$tag.tgz" -C "$W" .
 tail -n 25 "$W"/*.log | cut -c1-240 | tail -n 150
