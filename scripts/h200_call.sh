@@ -5,6 +5,8 @@
 #   hgemm         benchmarks/hgemm_gpu_session.sh (smoke, gemm.json, GPU tests, memcheck, SASS)
 #   probe-ingress benchmarks/probes/ingress_probe.cu: bytes a cycle one SM's shared memory takes in
 #                 from L2, by TMA multicast in a cluster and by DSMEM pushes (perf-log step 91)
+#   probe-stores  benchmarks/probes/store_probe.cu: cycles a 128 x 64 bf16 tile's stores take by the width
+#                 of a thread's store (the row walk's 2 bytes, 4, 16, bulk rows; perf-log step 94)
 #   probe-pitch   resident_probe --pitch on $PROBE_SPECS (padded against dense homes)
 #   probe-base    resident_probe --auto on $PROBE_SPECS from the tree staged in .stage/base
 #   hgemm-tests   the Hopper GEMM's GPU tests alone (tests/test_hopper_gemm.py, prebuilt library)
@@ -79,6 +81,8 @@ for item in "$@"; do
              timeout "$t" bash benchmarks/hgemm_gpu_session.sh > "$W/hgemm.log" 2>&1 ;;
     probe-ingress) timeout "$t" bash -c 'nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -o /tmp/ingress \
                benchmarks/probes/ingress_probe.cu && /tmp/ingress' > "$W/probe_ingress.log" 2>&1 ;;
+    probe-stores) timeout "$t" bash -c 'nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -o /tmp/stores \
+               benchmarks/probes/store_probe.cu && /tmp/stores' > "$W/probe_stores.log" 2>&1 ;;
     probe-pitch) mkdir -p "$W/pitch"; OUT=$W/pitch timeout "$t" python3 -m benchmarks.resident_probe --pitch $PROBE_SPECS \
              > "$W/probe_pitch.log" 2>&1 ;;
     probe-base) mkdir -p "$W/base"; (cd .stage/base && OUT=$W/base PYTHONPATH=/tmp/site:$PWD timeout "$t" \
