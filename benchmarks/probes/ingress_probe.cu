@@ -24,6 +24,9 @@
 //   stream  as l2 without the rounds' barriers: each buffer is reissued as
 //           soon as its last copy landed (the steady state of one SM's loads,
 //           no drain between rounds)
+//   dsmst   clusters of two: rank 0's threads store rank 1's buffers with
+//           16-byte st.shared::cluster (a split-K fix-up's partials through
+//           DSMEM by element stores, where bulk pushes measured 19 B a cycle)
 // Printed per configuration: bytes each receiving block took in per cycle
 // (the mean over receiving blocks of bytes / its cycles) and the launch's
 // wall time.
@@ -38,7 +41,7 @@ constexpr int kChunk = 32 * 1024;
 constexpr int kBufs = 6;
 constexpr int kSmem = kChunk * kBufs + 1024;
 
-enum Mode { kL2 = 0, kMc = 1, kDsmem = 2, kBoth = 3, kStream = 4 };
+enum Mode { kL2 = 0, kMc = 1, kDsmem = 2, kBoth = 3, kStream = 4, kDsmemSt = 5 };
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
 __device__ __forceinline__ uint32_t cluster_rank() {
@@ -94,7 +97,7 @@ __device__ __forceinline__ void push(uint32_t remote_dst, uint32_t src, uint32_t
 // Bytes this block receives in a round: all its buffers, but rank 0 of dsmem
 // receives nothing and of both only its own half.
 __device__ __forceinline__ int received_bufs(int mode, uint32_t rank) {
-  if (mode == kDsmem) return rank == 0 ? 0 : kBufs;
+  if (mode == kDsmem || mode == kDsmemSt) return rank == 0 ? 0 : kBufs;
   if (mode == kBoth) return rank == 0 ? kBufs / 2 : kBufs;
   return kBufs;
 }
@@ -136,6 +139,17 @@ __global__ void ingress(const char* src, size_t span, int rounds, int mode, unsi
   }
   for (int r = 0; r < rounds; ++r) {
     if (r == 1) t0 = clock64();  // round 0 warms L2 and the TLB
+    if (mode == kDsmemSt) {
+      if (rank == 0) {
+        const uint32_t remote = mapa(base, 1);
+        for (uint32_t off = threadIdx.x * 16u; off < (uint32_t)(kBufs * kChunk); off += blockDim.x * 16u)
+          asm volatile("st.shared::cluster.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(remote + off), "r"(r), "r"(off),
+                       "r"(0u), "r"(1u)
+                       : "memory");
+      }
+      cluster_barrier();  // release (the stores) and acquire: rank 1 may read its buffers
+      continue;
+    }
     if (threadIdx.x == 0) {
       const int recv = received_bufs(mode, rank);
       for (int b = 0; b < kBufs; ++b) {
@@ -170,7 +184,7 @@ __global__ void ingress(const char* src, size_t span, int rounds, int mode, unsi
   }
 }
 
-static const char* kModeNames[] = {"l2", "mc", "dsmem", "both", "stream"};
+static const char* kModeNames[] = {"l2", "mc", "dsmem", "both", "stream", "dsmst"};
 
 static void run(const char* src, size_t span, unsigned long long* out, int mode, int cluster, int want_grid) {
   cudaLaunchConfig_t cfg = {};
@@ -252,6 +266,7 @@ int main() {
     run(src, span, out, kMc, 4, g);
     run(src, span, out, kDsmem, 2, g);
     run(src, span, out, kBoth, 2, g);
+    run(src, span, out, kDsmemSt, 2, g);
   }
   return 0;
 }
