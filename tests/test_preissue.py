@@ -12,7 +12,6 @@ import re
 
 import pytest
 import torch
-from torch.utils import _pytree as pytree
 
 import trainkernel
 from trainkernel import target as T
@@ -92,29 +91,17 @@ def test_builds_for_sm90a(target_fields, tmp_path, name, dtype):
     assert nvcc_errors(src, tmp_path) == ""
 
 
-def _chained(name, steps: int, seed: int, dtype=torch.bfloat16):
-    """`steps` steps recorded by capture (one chain of launches), replayed twice: the
-    source, the state and the last step's outputs."""
-    w = _workload(name)
-    batches = w.make_batches(3, seed=seed, device="cuda", dtype=dtype)
-    c = trainkernel.compile_training(w.make_step(dtype), w.example_args(dtype=dtype), resident="off")
-    state = w.init_state(device="cuda")
-    program = c.capture(state, *batches[0], steps=steps, batches=batches)
-    for _ in range(2):
-        program.replay()
-    torch.cuda.synchronize()
-    return c.cuda_source, [t.clone() for t in pytree.tree_leaves((state, tuple(program.outputs)[:-1]))]
-
-
 @pytest.mark.cuda
 @pytest.mark.parametrize("name,dtype", [("small", torch.bfloat16), ("mlp4", torch.bfloat16),
                                         ("medium", torch.bfloat16), (ODD, torch.float16), (DEEP, torch.bfloat16)])
 def test_the_same_bits_on_and_off(target_fields, name, dtype):
     """A captured chain of 7 steps replayed twice, the operands issued early or not:
     the same state and last outputs, bit for bit (the copies' bytes are the same)."""
+    from test_grid_carried_casts import _chained
+
     target_fields(preissue_ready_operands=False)
-    _, want = _chained(name, 7, 3, dtype)
+    _, want = _chained(name, 7, 3, dtype, replays=2)
     target_fields(preissue_ready_operands=True)
-    src, got = _chained(name, 7, 3, dtype)
+    src, got = _chained(name, 7, 3, dtype, replays=2)
     assert "preissue_operands" in src
     assert len(got) == len(want) and all(torch.equal(a, b) for a, b in zip(got, want))

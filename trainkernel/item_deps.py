@@ -152,7 +152,7 @@ def gemm_tile(op: tile.GemmOp, item: int) -> tuple[int, int, int]:
 
 
 def _gemm_raster(op: tile.GemmOp) -> Callable[[int], tuple[int, int, int]]:
-    mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+    mm = op.matmul
     m, n = tk.shape_of(mm.result)
     bm, bn, _ = op.tile_shape
     tiles_m, tiles_n = ceil_div(m, bm), ceil_div(n, bn)
@@ -175,7 +175,7 @@ def gemm_accesses(op: tile.GemmOp) -> Callable[[int], tuple[list[Access], list[A
     epilogue's reads and every write, which its consumers make). A K slice's
     item also owns its tile's epilogue (whichever slice arrives last runs it)
     and the split's whole workspace."""
-    mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+    mm = op.matmul
     m, n = tk.shape_of(mm.result)
     bm, bn, bk = op.tile_shape
     ta, tb = mm.transpose_a is not None, mm.transpose_b is not None

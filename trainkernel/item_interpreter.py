@@ -40,7 +40,7 @@ import torch
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
-from trainkernel.dialects import sched, tile, tk
+from trainkernel.dialects import sched, tile
 from trainkernel.elements import nbytes, torch_dtype
 from trainkernel.numerics import DEFAULT, run_block
 from trainkernel.sched_interpreter import _alloc_arena, _program, _typed
@@ -186,7 +186,7 @@ class _Machine:
         c0 / kRowCols % splits): all of the tile's slices finish at its last
         arrival, when the tile is stored whole (the passes' owners are not
         modelled: they all finish at that one moment)."""
-        mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+        mm = op.matmul
         u = gemm_unit(op, item)
         a_now, b_now = values[mm.lhs.index], values[mm.rhs.index]
         rec = self.tiles.get((k, u.tile))

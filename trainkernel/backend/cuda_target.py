@@ -554,7 +554,7 @@ def _gemm_space(op: tile.GemmOp) -> tuple[tk.MatmulOp, tuple[int, int, int]]:
     """A gemm's matmul and its iteration space (M, N, K)."""
     from trainkernel.passes.tile_resident import iteration_space
 
-    return next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp)), iteration_space(op)
+    return op.matmul, iteration_space(op)
 
 
 def _guard_condition(guard: str) -> str | None:
@@ -1073,7 +1073,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
 #endif""")
 
     def _gemm_cfg(self, op: tile.GemmOp) -> tuple[str, int, int, int]:
-        mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+        mm = op.matmul
         bm, bn, bk = op.tile_shape
         return (c_type(mm.result.type), bm, bn, bk)
 
@@ -1138,7 +1138,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         self.w("  }")
 
     def gemm(self, op: tile.GemmOp) -> None:
-        mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+        mm = op.matmul
         if not (isinstance(mm.lhs, BlockArgument) and isinstance(mm.rhs, BlockArgument)):
             raise DiagnosticException("cuda: tile.gemm operands must be region arguments (loaded buffers)")
         if op.engine == "wgmma":
@@ -1250,8 +1250,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
 
     def _gemm_params(self, op: tile.GemmOp) -> str:
         """A wgmma gemm's tk::hopper::GemmParams, as a brace initializer."""
-        mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
-        _, _, m, n, kdim, _, _ = self._gemm_geometry(mm)
+        _, _, m, n, kdim, _, _ = self._gemm_geometry(op.matmul)
         bm, bn, bk = op.tile_shape
         ks = op.ksplit
         if ks > 1:
@@ -1285,27 +1284,27 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         k = self.kernel
         if k.grid == 1:
             return
+        phases = k.phases()
         syncs = [op.scope.data for op in k.block.ops if isinstance(op, tile.SyncOp)]  # syncs[i]: before phase i + 1
-        phase_of = self._grid_phases()
         cast_of_state = {state: cast for cast, state in self.state_of_cast.items()}
-        writes: dict[int, list[tuple[SSAValue, bool]]] = {}  # phase -> (root written, by a first-launch op alone)
-        for op, ph in phase_of.items():
-            for v in op.outs:
-                root = sched.root_buffer(v)
-                writes.setdefault(ph, []).append((root, op in self.first_only))
-                if root in cast_of_state:
-                    writes[ph].append((cast_of_state[root], False))
-        for ph in range(1, len(syncs) + 1):
-            gemm = next((op for op in k.block.ops if isinstance(op, tile.GemmOp) and op.engine == "wgmma"
-                         and phase_of.get(op) == ph), None)
+        writes: list[list[tuple[SSAValue, bool]]] = []  # per phase: (root written, by a first-launch op alone)
+        for ops in phases:
+            writes.append([])
+            for op in ops:
+                for v in op.outs:
+                    root = sched.root_buffer(v)
+                    writes[-1].append((root, op in self.first_only))
+                    if root in cast_of_state:
+                        writes[-1].append((cast_of_state[root], False))
+        for ph in range(1, len(phases)):
+            gemm = next((op for op in phases[ph] if isinstance(op, tile.GemmOp) and op.engine == "wgmma"), None)
             if gemm is None or syncs[ph - 1] != "grid" or gemm in self.first_only or gemm in self.last_only_ops:
                 continue
             # The phases since the last grid barrier before phase ph - 1 (the kernel's start counts as one).
             since = max((i + 1 for i in range(ph - 1) if syncs[i] == "grid"), default=0)
-            window = [w for q in range(since, ph) for w in writes.get(q, [])]
-            mm = next(o for o in gemm.body.block.ops if isinstance(o, tk.MatmulOp))
+            window = [w for q in range(since, ph) for w in writes[q]]
             always = later = 0
-            for bit, arg in ((1, mm.lhs), (2, mm.rhs)):
+            for bit, arg in ((1, gemm.matmul.lhs), (2, gemm.matmul.rhs)):
                 root = sched.root_buffer(gemm.ins[arg.index])
                 by = [first for r, first in window if r is root]
                 always |= bit if not by else 0
@@ -1319,8 +1318,8 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
             return
         gemm, mask = self.preissue[phase]
         g = self.wgmma.index(gemm)
-        mm = next(o for o in gemm.body.block.ops if isinstance(o, tk.MatmulOp))
-        ta, tb = mm.transpose_a is not None, mm.transpose_b is not None
+        mm = gemm.matmul
+        ta, tb, *_ = self._gemm_geometry(mm)
         self.w(f"  tk::hopper::preissue_operands<{c_type(mm.result.type)}, TkShape, {str(ta).lower()}, "
                f"{str(tb).lower()}>({self._map_ref(g, 0)}, {self._map_ref(g, 1)}, tk::hopper::GemmParams"
                f"{self._gemm_params(gemm)}, tk_hbase, {self._unit_start(gemm)}, tk_pipe, {mask});  "
@@ -1367,7 +1366,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         pairs = [(g, 2 * g, False) for g in range(len(self.wgmma))] + [(g, a, True) for g, a in self.alt_maps.items()]
         for g, at, odd in pairs:  # the odd copies' pairs after the others (_map_ref)
             op = self.wgmma[g]
-            mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+            mm = op.matmul
             ta, tb, m, n, kdim, lda, ldb = self._gemm_geometry(mm)
             a = self._host_pointer(op.ins[mm.lhs.index], odd)
             b = self._host_pointer(op.ins[mm.rhs.index], odd)

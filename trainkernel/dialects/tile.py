@@ -209,6 +209,13 @@ class GemmOp(TileWorkOp):
     def workspace_bytes(self) -> int:
         return gemm_workspace_bytes(self)
 
+    @property
+    def matmul(self):
+        """The body's tk.matmul (the verifier holds it to exactly one)."""
+        from trainkernel.dialects.tk import MatmulOp
+
+        return next(op for op in self.body.block.ops if isinstance(op, MatmulOp))
+
     def verify_(self) -> None:
         super().verify_()
         from trainkernel.dialects.tk import MatmulOp
@@ -933,7 +940,6 @@ def verify_wgmma_kernel(kernel: "KernelOp") -> None:
     (384 threads), the stages and barriers inside its shared memory, and arena
     operands where TMA can address them (16-byte aligned)."""
     from trainkernel.dialects import sched
-    from trainkernel.dialects.tk import MatmulOp
     from trainkernel.target import TargetOptions
 
     gemms = [op for op in kernel.block.ops if isinstance(op, GemmOp)]
@@ -955,7 +961,7 @@ def verify_wgmma_kernel(kernel: "KernelOp") -> None:
     if kernel.smem < need:
         raise VerifyException(f"tile.kernel: smem {kernel.smem} is short of the wgmma pipeline's {need} bytes")
     for op in wgmma:
-        mm = next(o for o in op.body.block.ops if isinstance(o, MatmulOp))
+        mm = op.matmul
         for arg in (mm.lhs, mm.rhs):
             buf = sched.root_buffer(op.ins[arg.index]).owner
             if isinstance(buf, sched.BufferOp) and (buf.offset_value or 0) % 16:
@@ -1027,10 +1033,8 @@ class Access:
 
 def iteration_space(op: TileWorkOp) -> tuple[int, ...]:
     """gemm: (m, n, k); reduce: the reduction's input shape; map: its first output's shape."""
-    from trainkernel.dialects.tk import MatmulOp
-
     if isinstance(op, GemmOp):
-        mm = next(o for o in op.body.block.ops if isinstance(o, MatmulOp))
+        mm = op.matmul
         m, n = mm.result.type.get_shape()
         lhs = mm.lhs.type.get_shape()
         return (m, n, lhs[0] if mm.transpose_a is not None else lhs[1])

@@ -189,7 +189,7 @@ class Analysis:
 
     def visit(self, op: tile.TileWorkOp) -> None:
         if isinstance(op, tile.GemmOp):
-            mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+            mm = op.matmul
             m, n = tk.shape_of(mm.result)
             sa = tk.shape_of(mm.lhs)
             ta, tb = mm.transpose_a is not None, mm.transpose_b is not None
@@ -303,7 +303,7 @@ class Plan:
 
 def iteration_space(op: tile.TileWorkOp) -> tuple[int, ...]:
     if isinstance(op, tile.GemmOp):
-        mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+        mm = op.matmul
         m, n = tk.shape_of(mm.result)
         sa = tk.shape_of(mm.lhs)
         return (m, n, sa[0] if mm.transpose_a is not None else sa[1])
@@ -600,7 +600,7 @@ def estimate(kernel, plan: Plan, cluster: int, homes, costs: ResidentCosts, last
             work *= d
         t += costs.op_overhead_us
         if isinstance(op, tile.GemmOp):
-            mm = next(o for o in op.body.block.ops if isinstance(o, tk.MatmulOp))
+            mm = op.matmul
             simt = isinstance(tk.element_type_of(mm.result), builtin.Float32Type)
             t += 2 * work / (costs.simt_flop_per_us if simt else costs.mma_flop_per_us)
             t += local[0] * local[1] / costs.elem_ops_per_us  # the epilogue
