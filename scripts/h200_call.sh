@@ -22,6 +22,8 @@
 #   probe-knobs   probe-target once per nvcc define set of $KNOB_SETS ('|'-separated, e.g.
 #                 "|-DTK_SPLITK_ACQ_REL=1": an empty set is the library as it is), each under
 #                 NVCC_APPEND_FLAGS (the build cache keys on it); the part's limit is per set
+#   probe-compile benchmarks/compile_probe.py on $COMPILE_SPECS once per nvcc flag set of $KNOB_SETS
+#                 (cold compile seconds as the harness measures them; perf-log step 95)
 #   probe-merge   resident_probe --merge on $MERGE_SPECS: tk-fuse's merge modes ($MERGE_MODES,
 #                 default none,maps; MODE+casts: tk-fuse input_casts too; perf-log steps 26, 70)
 #   probe-col-loads resident_probe --col-loads $COL_LOADS (default 16,32) on $COL_SPECS (column sums'
@@ -118,6 +120,12 @@ for item in "$@"; do
                mkdir -p "$W/knobs/$i"; echo "=== NVCC_APPEND_FLAGS='${ks[$i]}'" >> "$W/probe_knobs.log"
                NVCC_APPEND_FLAGS="${ks[$i]}" OUT=$W/knobs/$i timeout "$t" python3 -m benchmarks.resident_probe --target \
                  "${tv[@]}" -- ${TARGET_SPECS:-small mlp4} >> "$W/probe_knobs.log" 2>&1
+             done ;;
+    probe-compile) IFS='|' read -r -a ks <<< "${KNOB_SETS:-}"; [[ ${#ks[@]} -eq 0 ]] && ks=("")
+             mkdir -p "$W/compile"
+             for i in "${!ks[@]}"; do
+               NVCC_APPEND_FLAGS="${ks[$i]}" OUT=$W/compile timeout "$t" python3 -m benchmarks.compile_probe \
+                 --repeat "${COMPILE_REPEAT:-1}" ${COMPILE_SPECS:-} >> "$W/probe_compile.log" 2>&1
              done ;;
     probe-merge) mkdir -p "$W/merge"; OUT=$W/merge timeout "$t" python3 -m benchmarks.resident_probe --merge \
              "${MERGE_MODES:-none,maps}" ${MERGE_SPECS:-online-adam classification-adamw-ce mlp4-adamw-ce} \
