@@ -140,30 +140,6 @@ def test_build_many_parallel_and_partial_failure(tmp_path):
     assert B.build(ok, cache_dir=tmp_path).cached  # the good one was kept
 
 
-def test_device_flags_follow_the_kernel_s_build_line():
-    from trainkernel.backend.cuda_target import NVVM_O1, WGMMA_REQUIRES
-
-    assert B.device_flags(tiny()) == () == B.device_flags(f"{tiny()}{WGMMA_REQUIRES}\n")
-    assert B.device_flags(f"{WGMMA_REQUIRES}\n{NVVM_O1}\n{tiny()}") == ("-Xcicc", "-O1")
-
-
-def test_build_many_builds_each_flag_set_apart(tmp_path):
-    """A source that asks for NVVM -O1 (perf-log step 95) is compiled with it,
-    and only it, in one build_many call with plain sources; its key differs
-    from the same kernel's without the line (the source differs) and its cache
-    record names the flags."""
-    import json
-
-    from trainkernel.backend.cuda_target import NVVM_O1
-
-    plain, o1 = tiny("f0"), f"{NVVM_O1}\n{tiny('f0')}"
-    results = B.build_many([plain, o1, tiny("f1")], cache_dir=tmp_path)
-    flags = [json.loads((tmp_path / f"{r.key}.json").read_text())["flags"] for r in results]
-    assert [("-Xcicc" in f, "-O1" in f) for f in flags] == [(False, False), (True, True), (False, False)]
-    assert len({r.key for r in results}) == 3 and all(r.path.is_file() for r in results)
-    assert all(r.cached for r in B.build_many([o1, plain], cache_dir=tmp_path))
-
-
 def _build_in_child(args):
     src, cache, barrier = args
     barrier.wait()

@@ -469,19 +469,6 @@ class TargetOptions:
     wgmma: bool = True
     wgmma_arch: str = "sm_90a"  # the feature set its kernels are built for; they run on this arch less the "a"
     wgmma_threads: int = 384
-    # A wgmma kernel whose tile is at least this wide is built with NVVM's
-    # optimizer at -O1 (the printer's NVVM_O1 line; `build.device_flags`); 0:
-    # never. cicc -O3 spends superlinear time on the one kernel function's
-    # inlined gemms, the more the wider the tile's accumulator (large's five
-    # 128 x 256 gemms: 2.2 of cicc's 2.8 s in the function's optimizer); at -O1
-    # cicc takes 1.2 s and ptxas ~0.4 s more (perf-log step 95: cold compile,
-    # CI machine, large 5.85 -> 4.40 s, medium 3.50 -> 3.08, medium and large
-    # with Adam 3.12 -> 2.81 and 4.58 -> 3.68; run fafdb94-h100-o: large 665.5
-    # -> 666.1, medium 90.8 -> 91.5 us a step, the same errors). The 64-wide
-    # tiles of the small steps are not: their time is the epilogues' (small
-    # and mlp4 compile 0.1-0.2 s slower at -O1, mlp4-adamw-ce 2.7 s slower:
-    # O3 shrinks its unrolled AdamW maps before ptxas).
-    nvvm_o1_tile_width: int = 128
     wgmma_tile: tuple[int, int, int] = (128, 128, 64)  # BM, BN, BK of a wgmma kernel's gemms (one shape a kernel)
     # The tile widths sched-to-tile tries (WGMMA_TILES has them); a kernel with
     # 256-wide tiles hands the producer's registers to the consumers during

@@ -95,7 +95,6 @@ __all__ = [
     "cache_key",
     "default_arch",
     "default_cache_dir",
-    "device_flags",
     "host_compiler",
     "include_dir",
     "normalize_arch",
@@ -255,14 +254,6 @@ def arch_for_source(source: str, arch: str) -> str:
     raise BuildError(
         f"this kernel's gemms use wgmma, which only sm_90 (Hopper) runs; the device is {arch}. "
         "Compile it with gemm_engine='mma' (the pass option sched-to-tile{engine=mma}).")
-
-
-def device_flags(source: str) -> tuple[str, ...]:
-    """nvcc flags a kernel asks for in its source: NVVM's optimizer at -O1 for a
-    kernel of wide wgmma tiles (the printer's NVVM_O1 line, perf-log step 95)."""
-    from trainkernel.backend.cuda_target import NVVM_O1
-
-    return ("-Xcicc", "-O1") if NVVM_O1 in source else ()
 
 
 def default_arch() -> str:
@@ -749,20 +740,19 @@ def build_many(
     the successful ones stay cached and one `BuildError` lists every failure.
     """
     arch_s = normalize_arch(arch)
-    groups = [(arch_for_source(src, arch_s), device_flags(src)) for src in sources]
-    if len(set(groups)) > 1:  # one nvcc flag set per call: build each (architecture, flags) group apart
+    archs = [arch_for_source(src, arch_s) for src in sources]
+    if len(set(archs)) > 1:  # one nvcc flag set per call: build each architecture's sources apart
         results: list[BuildResult | None] = [None] * len(sources)
-        for g in sorted(set(groups)):
-            idx = [i for i, x in enumerate(groups) if x == g]
-            for i, r in zip(idx, build_many([sources[i] for i in idx], g[0], cache_dir, include_dirs=include_dirs,
-                                            jobs=jobs)):
+        for a in sorted(set(archs)):
+            idx = [i for i, x in enumerate(archs) if x == a]
+            for i, r in zip(idx, build_many([sources[i] for i in idx], a, cache_dir, include_dirs=include_dirs, jobs=jobs)):
                 results[i] = r
         return [r for r in results if r is not None]
-    arch_s, extra = groups[0] if groups else (arch_s, ())
+    arch_s = archs[0] if archs else arch_s
     start = time.perf_counter()
     root = _cache_root(cache_dir)
     nvcc = nvcc_path()
-    flags = nvcc_flags(arch_s, include_dirs) + list(extra)
+    flags = nvcc_flags(arch_s, include_dirs)
     inc = [include_dir(), *(Path(d).resolve() for d in include_dirs)]
     toolchain = toolchain_fingerprint(nvcc, arch_s)
 

@@ -53,12 +53,6 @@ WGMMA_REQUIRES = "// requires: sm_90a"
 the "a" feature set, so the build compiles it for that (`build.arch_for_source`)."""
 
 
-NVVM_O1 = "// build: -Xcicc -O1"
-"""The line a kernel carries whose wgmma tiles are at least
-target.nvvm_o1_tile_width wide: the build runs NVVM's optimizer at -O1 on it
-(`build.device_flags`, perf-log step 95)."""
-
-
 def _float_literal(x: float) -> str:
     if x != x:
         return "__int_as_float(0x7fc00000)"
@@ -850,9 +844,7 @@ class CudaPrinter:
         flags = " int first; int more; int parity;" if self.chained else ""
         if self.wgmma:
             preissue = "#define TK_PREISSUE_READY_OPERANDS 1\n" if self.preissue else ""
-            bn = self.wgmma[0].tile_shape[1]
-            o1 = "\n" + NVVM_O1 if TARGET.nvvm_o1_tile_width and bn >= TARGET.nvvm_o1_tile_width else ""
-            self.w(header() + preissue + '#include "tk/hopper_gemm.cuh"\n' + WGMMA_REQUIRES + o1)
+            self.w(header() + preissue + '#include "tk/hopper_gemm.cuh"\n' + WGMMA_REQUIRES)
         else:
             self.w(header())
         self.w(f"// kernel {k.sym_name.data}: {nbuf} buffers, arena {self.arena_bytes} bytes, "
@@ -860,6 +852,7 @@ class CudaPrinter:
         if self.wgmma:
             # The wgmma operands' tensor maps travel in the parameters
             # (__grid_constant__: TMA reads them where they are).
+            bn = self.wgmma[0].tile_shape[1]
             nmaps = 2 * len(self.wgmma) + 2 * len(self.alt_maps)
             self.w(f"struct TkParams {{ CUtensorMap maps[{nmaps}]; void* buf[{max(nbuf, 1)}]; char* arena;{flags} }};")
             self.w(f"using TkShape = tk::hopper::TileById<{WGMMA_TILES[bn][0]}>::type;")
@@ -3477,9 +3470,7 @@ class CudaTarget(Target):
     in front of their phase (target.preissue_ready_operands).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
-    cp.async's 16-byte units (target.stage_loads_in_flight); `nvvm_o1_width`,
-    a tile width (0: as the target says): kernels with wgmma tiles at least
-    this wide built with NVVM's optimizer at -O1 (target.nvvm_o1_tile_width)."""
+    cp.async's 16-byte units (target.stage_loads_in_flight)."""
 
     name = "cuda"
     thread_rows: str = "target"
@@ -3504,7 +3495,6 @@ class CudaTarget(Target):
     grid_pdl: str = "target"
     last_outputs: str = "target"
     stage_loads: int = 0
-    nvvm_o1_width: int = 0
 
     # option -> the target field it sets
     FIELDS = {"thread_rows": "resident_thread_rows", "spread_ops": "resident_spread_ops",
@@ -3520,7 +3510,7 @@ class CudaTarget(Target):
               "prefetch_maps": "prefetch_tensor_maps", "grid_pdl": "grid_programmatic_launch",
               "last_outputs": "grid_last_launch_outputs"}
     # option -> the integer target field it sets
-    COUNTS = {"stage_loads": "stage_loads_in_flight", "nvvm_o1_width": "nvvm_o1_tile_width"}
+    COUNTS = {"stage_loads": "stage_loads_in_flight"}
 
     def emit(self, ctx: Context, module: builtin.ModuleOp, output: IO[str]) -> None:
         global TARGET
