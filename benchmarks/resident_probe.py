@@ -37,6 +37,18 @@ DEFAULT = ["tiny", "online", "classification", "small", "mlp4",
            "tiny:1,32,64,8", "online:33,100,300,7", "tiny::f32", "online::f16", "classification::f32"]
 
 
+# The caller's NVCC_APPEND_FLAGS (h200_call.sh probe-knobs' define sets) stay in
+# front of each variant's own flags. Until the twenty-seventh session a variant's
+# flags replaced them, so probe-knobs built every set without its flags: runs
+# ee817c5-h100-k and fafdb94-h100-o measured the library as it is (perf-log step 95).
+CALLER_FLAGS = os.environ.get("NVCC_APPEND_FLAGS", "")
+
+
+def nvcc_append_flags(flags: str) -> str:
+    """NVCC_APPEND_FLAGS for a variant's `flags`: the caller's, then the variant's."""
+    return " ".join(f for f in (CALLER_FLAGS, flags) if f)
+
+
 STEPS = 20  # steps of one captured program (a replay)
 LOOP_STEPS = 4  # timer_run's loop: its steps 1 and 2 neither stage everything nor store outputs
 # Every probe's batches are in the compute dtype, as the harness passes them
@@ -131,8 +143,7 @@ def timer_run(specs: list[str], flags: str = "", timer: str = "PHASE_TIMER") -> 
     timer: OP_TIMER (--op-timer) for grid kernels' per-op maxima over the blocks instead."""
     from trainkernel.backend import cuda_target
 
-    if flags:
-        os.environ["NVCC_APPEND_FLAGS"] = flags
+    os.environ["NVCC_APPEND_FLAGS"] = nvcc_append_flags(flags)
     setattr(cuda_target, timer, True)
     for spec in specs:
         w, dtype = workload(spec)
@@ -278,7 +289,7 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
         w, dtype = workload(spec)
         for label, mode, flags in configs:
             key = f"{spec}/{label}"
-            os.environ["NVCC_APPEND_FLAGS"] = flags
+            os.environ["NVCC_APPEND_FLAGS"] = nvcc_append_flags(flags)
             if label in ("padded", "dense"):
                 from trainkernel.dialects import tile
 

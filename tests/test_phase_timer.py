@@ -123,6 +123,19 @@ def test_probe_target_variants_read_fields_as_the_call_script_spells_them():
         target.H200, grid_carried_casts=True)
 
 
+def test_probe_variants_keep_the_caller_s_nvcc_flags(monkeypatch):
+    """probe-knobs sets NVCC_APPEND_FLAGS around the probe; a variant's own flags
+    (" +-D...") go after them, never instead (runs ee817c5-h100-k and
+    fafdb94-h100-o built every knob set without its flags: perf-log step 95)."""
+    import benchmarks.resident_probe as probe
+
+    monkeypatch.setattr(probe, "CALLER_FLAGS", "-DTK_SPLITK_ACQ_REL=1")
+    assert probe.nvcc_append_flags("") == "-DTK_SPLITK_ACQ_REL=1"
+    assert probe.nvcc_append_flags("-DTK_UNIT_TIMER") == "-DTK_SPLITK_ACQ_REL=1 -DTK_UNIT_TIMER"
+    monkeypatch.setattr(probe, "CALLER_FLAGS", "")
+    assert probe.nvcc_append_flags("") == "" and probe.nvcc_append_flags("-DX") == "-DX"
+
+
 @pytest.mark.parametrize("name", ["tiny", "online-adam", "classification-adamw-ce"])
 def test_probe_check_feeds_back_the_whole_state_of_any_recipe(name):
     """resident_probe's correctness check runs SGD steps and the Adam twins alike (run r of
