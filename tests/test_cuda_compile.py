@@ -2,7 +2,8 @@
 
 For each case below, `trainkernel.pipeline.lower(captured, inplace).cuda_source`
 (the exact text `compile_training` builds) is compiled by nvcc for sm_90 (the
-H200) with the flags from the task:
+H200; sm_90a for wgmma kernels, as the build does) with the build's flags
+(`build.nvcc_flags`, those of the task):
 
     nvcc -std=c++17 -arch=sm_90 -O3 --shared -Xcompiler -fPIC -I trainkernel/backend/include
 
@@ -14,8 +15,9 @@ two compiles at a time (`concurrent.futures`, 2 workers: CI has 2 cores); the
 whole file takes about a minute and a half there.
 
 Besides exit status 0, the library must export the launcher symbols the
-runtime binds with ctypes, and every kernel must be the one the metadata
-describes (the `__global__` name). Skipped only where nvcc is absent.
+runtime binds with ctypes, every kernel must be the one the metadata
+describes (the `__global__` name), and ptxas must report no stack frame for
+it (`-Xptxas -v`: nothing of the kernel in local memory). Skipped only where nvcc is absent.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pathlib import Path
 import pytest
 
 import trainkernel
+from trainkernel.backend.build import arch_for_source, nvcc_flags
 from trainkernel.pipeline import lower
 from trainkernel.workloads import COMPUTE_DTYPES, WORKLOADS, Workload
 
@@ -41,8 +44,10 @@ NVCC = shutil.which("nvcc") or (
 )
 pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc not found (CUDA toolkit absent)")
 
-INCLUDE = Path(trainkernel.__file__).resolve().parent / "backend" / "include"
-FLAGS = ["-std=c++17", "-arch=sm_90", "-O3", "--shared", "-Xcompiler", "-fPIC", "-I", str(INCLUDE)]
+def flags_for(source: str) -> list[str]:
+    """The build's own nvcc flags for `source` on an sm_90 device (sm_90a where its
+    gemms use wgmma: `build.arch_for_source`), and ptxas's resource report."""
+    return nvcc_flags(arch_for_source(source, "sm_90")) + ["-Xptxas", "-v"]
 LAUNCHER_SYMBOLS = (
     "tk_launch",
     "tk_num_buffers",
@@ -84,6 +89,11 @@ class Built:
     returncode: int
     log: str
     symbols: set[str] | None  # dynamic symbols the library defines; None: no tool to read them
+    stack_frames: dict[str, int]  # ptxas -v: bytes of stack frame of each entry function
+
+
+# ptxas -v: "Compiling entry function 'NAME' for 'sm_90a'" ... "N bytes stack frame"
+STACK_FRAME = re.compile(r"Compiling entry function '(\w+)'[^\n]*\n(?:[^\n]*\n)*?[^\n]*?(\d+) bytes stack frame")
 
 
 def exported_symbols(lib: Path) -> set[str] | None:
@@ -112,9 +122,11 @@ def _compile(source: str, workdir: Path) -> Built:
     src, lib = workdir / f"{digest}.cu", workdir / f"{digest}.so"
     src.write_text(source)
     COMPILED.append(source)
-    proc = subprocess.run([NVCC, *FLAGS, str(src), "-o", str(lib)], capture_output=True, text=True)
+    proc = subprocess.run([NVCC, *flags_for(source), str(src), "-o", str(lib)], capture_output=True, text=True)
     symbols = exported_symbols(lib) if proc.returncode == 0 else set()
-    return Built(proc.returncode, proc.stdout + proc.stderr, symbols)
+    log = proc.stdout + proc.stderr
+    frames = {name: int(size) for name, size in STACK_FRAME.findall(log)}
+    return Built(proc.returncode, log, symbols, frames)
 
 
 @functools.cache
@@ -163,6 +175,10 @@ def test_emitted_cuda_compiles_for_sm90(builds, case):
     assert result.symbols is not None, "neither nm nor readelf found: cannot check the exported launcher symbols"
     missing = [s for s in LAUNCHER_SYMBOLS if s not in result.symbols]
     assert not missing, f"{case.id}: launcher symbols not exported: {missing}"
+    # No local-memory stack: a kernel whose arrays (a gemm's accumulators) live in
+    # local memory runs many times slower (perf-log step 95: medium built at NVVM
+    # -O1 had a 1488-byte frame and ran 35x slower, correct).
+    assert result.stack_frames.get(low.kernel_name) == 0, f"{case.id}: stack frames {result.stack_frames}"
     # One grid barrier per phase boundary, or none at all on a single block.
     syncs = low.cuda_source.count("tk::grid_sync();")
     assert syncs == low.meta.grid_barriers <= low.meta.phases - 1
