@@ -7,7 +7,8 @@ H200; sm_90a for wgmma kernels, as the build does) with the build's flags
 
     nvcc -std=c++17 -arch=sm_90 -O3 --shared -Xcompiler -fPIC -I trainkernel/backend/include
 
-Cases: every workload at its GPU size in bf16 (the default compute dtype), and
+Cases: every workload at its GPU size in bf16 (the default compute dtype), the
+harness's `large` and twins (their kernels are compiled, not interpreted), and
 f32 / f16 for the tiny workload and the odd shapes of the GPU suite (B=33,
 I=100, H=300, O=7; a batch of 1), plus tiny bf16 lowered out of place. Each
 distinct source is compiled once (cases with identical text share a build),
@@ -37,7 +38,7 @@ import pytest
 import trainkernel
 from trainkernel.backend.build import arch_for_source, nvcc_flags
 from trainkernel.pipeline import lower
-from trainkernel.workloads import COMPUTE_DTYPES, WORKLOADS, Workload
+from trainkernel.workloads import COMPUTE_DTYPES, LARGE, TWINS, WORKLOADS, Workload
 
 NVCC = shutil.which("nvcc") or (
     "/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else None
@@ -77,7 +78,7 @@ class Case:
 
 
 CASES: list[Case] = (
-    [Case(name, w, "bf16") for name, w in WORKLOADS.items()]
+    [Case(name, w, "bf16") for name, w in {**WORKLOADS, "large": LARGE, **TWINS}.items()]
     + [Case("tiny", WORKLOADS["tiny"], dt) for dt in ("f32", "f16")]
     + [Case(name, w, dt) for name, w in ODD.items() for dt in ("f32", "bf16", "f16")]
     + [Case("tiny", WORKLOADS["tiny"], "bf16", inplace=False)]
@@ -150,7 +151,7 @@ def builds():
 
 
 def test_cases_cover_every_workload_and_odd_shape():
-    assert {c.name for c in CASES} >= set(WORKLOADS) | set(ODD)
+    assert {c.name for c in CASES} >= set(WORKLOADS) | set(ODD) | {"large"} | set(TWINS)
     for name in ("tiny", *ODD):
         assert {c.dtype for c in CASES if c.name == name} == set(COMPUTE_DTYPES)
 
