@@ -392,9 +392,10 @@ def main(specs: list[str], modes: tuple[str, ...] = ("auto", "off"), variants: d
                 cluster = "grid" if c.meta.grid_barriers or "resident" not in c.cuda_source[:400] else c.meta.grid
                 results[key] = {"median_us": med, "samples": samples, "max_rel_err": err, "compile_s": compile_s,
                                 "grid": c.meta.grid, "smem": c.meta.smem_bytes, "resident": "resident" in c.cuda_source[:400],
-                                "capture_matches_calls": same}
+                                "capture_matches_calls": same, "nvcc_append_flags": os.environ["NVCC_APPEND_FLAGS"]}
+                built_with = f"  nvcc +{os.environ['NVCC_APPEND_FLAGS']}" if os.environ["NVCC_APPEND_FLAGS"] else ""
                 rows.append(f"{spec:28s} {label:11s} {str(cluster):>5s} smem {c.meta.smem_bytes:7d}  {med:8.2f} us/step  "
-                            f"err {err:.2e}  capture {'=' if same else '!= (WRONG)'} calls")
+                            f"err {err:.2e}  capture {'=' if same else '!= (WRONG)'} calls{built_with}")
             except Exception as e:  # a probe: report and go on
                 results[key] = {"error": repr(e)[:2000]}
                 rows.append(f"{spec:28s} {label:11s} ERROR {repr(e)[:300]}")
