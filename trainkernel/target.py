@@ -398,6 +398,14 @@ class TargetOptions:
     # slower on every grid step (run a6926fa-h100-q: small +0.3, mlp4 +0.6,
     # medium +4.3 us): off.
     preissue_ready_operands: bool = False
+    # A value rounded to a bf16 or f16 result keeps its narrow form under a
+    # name of its own (`v<n>_bits`), and a store of the value into a buffer of
+    # that type writes those bits instead of rounding the widened float again:
+    # the same bits (the float is exactly representable), without the second
+    # conversion and its byte permute a stored element (SASS of small's kernel:
+    # F2F, IMAD.U32, then F2FP.PACK_AB and PRMT before each STG.U16; perf-log
+    # step 96). Off until measured.
+    store_rounded_bits: bool = False
     # A cluster exchange's pushes are st.async stores that count their bytes on
     # an mbarrier of the owner, which waits on it instead of the exchange's first
     # cluster barrier (tk::exchange_async, perf-log step 67): ncu put half of the

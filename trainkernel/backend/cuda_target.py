@@ -363,6 +363,9 @@ class BodyPrinter:
     stored_casts: set[SSAValue] = dataclass_field(default_factory=set)
     # Outputs a chain's last launch alone stores (CudaPrinter.plan_last_launch_outputs).
     last_only: frozenset[SSAValue] = frozenset()
+    # target.store_rounded_bits: a rounded value's name -> the name of its bf16/f16
+    # bits and their C type, which a store of the value into that type writes.
+    bits: dict[str, tuple[str, str]] = dataclass_field(default_factory=dict)
 
     def fresh(self) -> str:
         self.counter += 1
@@ -370,6 +373,25 @@ class BodyPrinter:
 
     def line(self, text: str) -> None:
         self.out.write(self.indent + text + "\n")
+
+    def declare_rounded(self, name: str, expr: str, t: Attribute) -> None:
+        """`name` = `expr` rounded to t's element type (as a float), introduced by
+        `decl`; with target.store_rounded_bits and a bf16/f16 t, its narrow bits
+        first, under `name`_bits (`stored` writes them)."""
+        ct = c_type(t)
+        if not (TARGET.store_rounded_bits and ct in ("__nv_bfloat16", "__half")):
+            self.line(f"{self.decl}{name} = {_round(expr, t)};")
+            return
+        narrow = f"{name}_bits"
+        self.line(f"{self.decl.replace('float', ct)}{narrow} = tk::from_float<{ct}>({expr});")
+        self.line(f"{self.decl}{name} = tk::to_float({narrow});")
+        self.bits[name] = (narrow, ct)
+
+    def stored(self, t: Attribute, value: str) -> str:
+        """`value` converted for a store to an element of type t: its bits where
+        declare_rounded kept them in that type, else `_store`."""
+        narrow = self.bits.get(value)
+        return narrow[0] if narrow is not None and narrow[1] == c_type(t) else _store(t, value)
 
     def load(self, arg: BlockArgument, index: list[str]) -> str:
         buf = self.op.ins[arg.index]
@@ -419,7 +441,7 @@ class BodyPrinter:
                     self.value_at(v, index, env)
             expr = self.expr(op, index, env)
             name = self.fresh()
-            self.line(f"{self.decl}{name} = {_round(expr, op.results[0].type)};")
+            self.declare_rounded(name, expr, op.results[0].type)
             env[op.results[0]] = name
 
     def expr(self, op: Operation, index: list[str], env: dict[SSAValue, str]) -> str:
@@ -447,7 +469,7 @@ class BodyPrinter:
             val = self.value_at(v, index, env)
             at = _linear(index, shape, self.wide)
             guard = "if (!tk_more) " if sched.root_buffer(buf) in self.last_only else ""
-            self.line(f"{guard}{self.names[buf]}[{at}] = {_store(buf.type, val)};")
+            self.line(f"{guard}{self.names[buf]}[{at}] = {self.stored(buf.type, val)};")
             cast = self.next_casts.get(buf)
             if cast is not None:  # the cast of the value as stored: the bits the next launch's cast map gives
                 ptr, cast_type = cast
@@ -1385,7 +1407,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         bp = BodyPrinter(body, self.names, op, indent + "    ", wide=self.wide, hoisted={}, hoist_ref="tk_l.v[{}]",
                          **self._carrying())
         env: dict[SSAValue, str] = {mm.result: "mmv"}
-        bp.line(f"const float mmv = {_round('acc', mm.result.type)};")
+        bp.declare_rounded("mmv", "acc", mm.result.type)
         # Column partials (tile-column-partials): the functor returns the value
         # that tk::hopper::ColumnPartials sums, as stored (already rounded).
         partials = op.column_partials()
@@ -1423,7 +1445,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         (`bp`: the body printer to use, by default the grid kernel's)."""
         bp = bp or BodyPrinter(self.out, self.names, op, indent, wide=self.wide, **self._carrying())
         env: dict[SSAValue, str] = {mm.result: "mmv"}
-        self.w(f"{indent}const float mmv = {_round('acc', mm.result.type)};")
+        bp.declare_rounded("mmv", "acc", mm.result.type)
         bp.emit_ops(["i", "j"], env, skip=(mm,))
         bp.store_outputs(["i", "j"], env)
 
@@ -1925,7 +1947,7 @@ class ResidentBodyPrinter(BodyPrinter):
         for k, (buf, val) in enumerate(zip(self.op.outs, values)):
             place = self.places[buf]
             vals = [val] + ([next_values[k]] if next_values else [])
-            stored = [_store(buf.type, v) for v in vals]
+            stored = [self.stored(buf.type, v) for v in vals]
             if place.split is None:
                 conds = ["rank == 0"] * self.replicated_store_guard + ["!tk_more"] * (
                     sched.root_buffer(buf) in self.last_step_only)
@@ -3467,7 +3489,9 @@ class CudaTarget(Target):
     (target.grid_last_launch_outputs); `prefetch_small`, the next step's
     batch prefetched by 4- and 8-byte cp.async too (target.prefetch_small_units);
     `preissue`, a grid kernel's ready wgmma operands copied before the barrier
-    in front of their phase (target.preissue_ready_operands).
+    in front of their phase (target.preissue_ready_operands); `rounded_bits`,
+    a rounded bf16/f16 value stored as the bits it was rounded to
+    (target.store_rounded_bits).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -3484,6 +3508,7 @@ class CudaTarget(Target):
     prefetch_inputs: str = "target"
     prefetch_small: str = "target"
     preissue: str = "target"
+    rounded_bits: str = "target"
     async_pushes: str = "target"
     async_publish: str = "target"
     cast_copies: str = "target"
@@ -3502,7 +3527,7 @@ class CudaTarget(Target):
               "last_step_outputs": "last_step_outputs", "step_block_barrier": "step_block_barrier",
               "padded_columns": "gemm_padded_columns", "double_receive": "double_receive",
               "prefetch_inputs": "prefetch_step_inputs", "prefetch_small": "prefetch_small_units",
-              "preissue": "preissue_ready_operands",
+              "preissue": "preissue_ready_operands", "rounded_bits": "store_rounded_bits",
               "async_pushes": "exchange_async_pushes",
               "async_publish": "exchange_async_publish", "cast_copies": "carried_cast_copies",
               "producer_calls": "wgmma_producer_calls", "reduce_tails": "batched_reduce_tails",
