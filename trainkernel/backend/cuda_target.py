@@ -305,6 +305,18 @@ EXPR_AT: dict[type[Operation], Callable[[Operation, Callable[[tuple[int, ...]], 
 }
 """Ops whose C expression reads the iteration index instead of operands."""
 
+# Ops whose result is one of their operands or +0 (their EXPR forms above). With
+# target.store_rounded_bits, where every operand they can return keeps bits of
+# the result's type, they select those bits the same way (`b(i)`: operand i's
+# bits; `zero`: +0's) instead of rounding the selected float again: the same
+# bits, since a kept value is exact in that type and +0 rounds to +0.
+NARROW_SELECT: dict[type[Operation], tuple[tuple[int, ...], Callable[..., str]]] = {
+    tk.ReluOp: ((0,), lambda a, b, zero: f"(({a(0)}) > 0.0f || ({a(0)}) != ({a(0)}) ? ({b(0)}) : {zero})"),
+    tk.ReluGradOp: ((0,), lambda a, b, zero: f"(({a(1)}) <= 0.0f ? {zero} : ({b(0)}))"),
+    tk.SelectOp: ((1, 2), lambda a, b, zero: f"(({a(0)}) != 0.0f ? ({b(1)}) : ({b(2)}))"),
+}
+"""op class -> (the operands it may return, its form over their bits)."""
+
 
 def _prefetch_lines(sources, indent: str) -> str:
     """The L2 prefetch of a gemm epilogue's operands over its slab
@@ -374,18 +386,33 @@ class BodyPrinter:
     def line(self, text: str) -> None:
         self.out.write(self.indent + text + "\n")
 
-    def declare_rounded(self, name: str, expr: str, t: Attribute) -> None:
+    def declare_rounded(self, name: str, expr: str, t: Attribute, narrow_expr: str | None = None) -> None:
         """`name` = `expr` rounded to t's element type (as a float), introduced by
         `decl`; with target.store_rounded_bits and a bf16/f16 t, its narrow bits
-        first, under `name`_bits (`stored` writes them)."""
+        first, under `name`_bits (`stored` writes them): `narrow_expr` where
+        given (a selection of bits, `narrow_select`), else `expr` rounded."""
         ct = c_type(t)
         if not (TARGET.store_rounded_bits and ct in ("__nv_bfloat16", "__half")):
             self.line(f"{self.decl}{name} = {_round(expr, t)};")
             return
         narrow = f"{name}_bits"
-        self.line(f"{self.decl.replace('float', ct)}{narrow} = tk::from_float<{ct}>({expr});")
+        self.line(f"{self.decl.replace('float', ct)}{narrow} = {narrow_expr or f'tk::from_float<{ct}>({expr})'};")
         self.line(f"{self.decl}{name} = tk::to_float({narrow});")
         self.bits[name] = (narrow, ct)
+
+    def narrow_select(self, op: Operation, index: list[str], env: dict[SSAValue, str]) -> str | None:
+        """`op`'s NARROW_SELECT form over its operands' kept bits, or None (not such
+        an op, or an operand it may return keeps no bits of the result's type)."""
+        form = NARROW_SELECT.get(type(op))
+        ct = c_type(op.results[0].type)
+        if form is None or not TARGET.store_rounded_bits:
+            return None
+        returned, render = form
+        operand = [self.value_at(v, index, env) for v in op.operands]
+        kept = {i: self.bits.get(operand[i]) for i in returned}
+        if any(k is None or k[1] != ct for k in kept.values()):
+            return None
+        return render(lambda i: operand[i], lambda i: kept[i][0], f"tk::zero<{ct}>()")
 
     def stored(self, t: Attribute, value: str) -> str:
         """`value` converted for a store to an element of type t: its bits where
@@ -441,7 +468,7 @@ class BodyPrinter:
                     self.value_at(v, index, env)
             expr = self.expr(op, index, env)
             name = self.fresh()
-            self.declare_rounded(name, expr, op.results[0].type)
+            self.declare_rounded(name, expr, op.results[0].type, self.narrow_select(op, index, env))
             env[op.results[0]] = name
 
     def expr(self, op: Operation, index: list[str], env: dict[SSAValue, str]) -> str:

@@ -54,6 +54,15 @@ __host__ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(floa
 template <>
 __host__ __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
 
+// +0 in T as its bits, no conversion: a narrow select's zero (the printer's
+// store_rounded_bits forms of relu, its gradient and select).
+template <typename T>
+__host__ __device__ __forceinline__ T zero();
+template <>
+__host__ __device__ __forceinline__ __nv_bfloat16 zero<__nv_bfloat16>() { return __ushort_as_bfloat16(0); }
+template <>
+__host__ __device__ __forceinline__ __half zero<__half>() { return __ushort_as_half(0); }
+
 // x rounded to T and widened back: the float value of a T-typed intermediate, for
 // the few ATen CUDA kernels that compute in the element type rather than in float.
 template <typename T>
