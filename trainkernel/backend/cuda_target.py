@@ -31,7 +31,7 @@ from xdsl.utils.exceptions import DiagnosticException
 from xdsl.utils.target import Target
 
 from trainkernel.dialects import sched, tile, tk
-from trainkernel.elements import byte_size, c_type
+from trainkernel.elements import byte_size, c_type, find
 from trainkernel.item_deps import ItemDeps, ItemRef, item_deps
 from trainkernel.target import DEFAULT as TARGET
 from trainkernel.target import WGMMA_TILES, wgmma_hands_registers_back
@@ -391,10 +391,11 @@ class BodyPrinter:
         `decl`; with target.store_rounded_bits and a bf16/f16 t, its narrow bits
         first, under `name`_bits (`stored` writes them): `narrow_expr` where
         given (a selection of bits, `narrow_select`), else `expr` rounded."""
-        ct = c_type(t)
-        if not (TARGET.store_rounded_bits and ct in ("__nv_bfloat16", "__half")):
+        e = find(t)
+        if not (TARGET.store_rounded_bits and e is not None and e.opmath is not e):  # not computed wider: no bits
             self.line(f"{self.decl}{name} = {_round(expr, t)};")
             return
+        ct = c_type(t)
         narrow = f"{name}_bits"
         self.line(f"{self.decl.replace('float', ct)}{narrow} = {narrow_expr or f'tk::from_float<{ct}>({expr})'};")
         self.line(f"{self.decl}{name} = tk::to_float({narrow});")
@@ -403,11 +404,11 @@ class BodyPrinter:
     def narrow_select(self, op: Operation, index: list[str], env: dict[SSAValue, str]) -> str | None:
         """`op`'s NARROW_SELECT form over its operands' kept bits, or None (not such
         an op, or an operand it may return keeps no bits of the result's type)."""
-        form = NARROW_SELECT.get(type(op))
-        ct = c_type(op.results[0].type)
-        if form is None or not TARGET.store_rounded_bits:
+        form = NARROW_SELECT.get(type(op)) if TARGET.store_rounded_bits else None
+        if form is None:
             return None
         returned, render = form
+        ct = c_type(op.results[0].type)
         operand = [self.value_at(v, index, env) for v in op.operands]
         kept = {i: self.bits.get(operand[i]) for i in returned}
         if any(k is None or k[1] != ct for k in kept.values()):
