@@ -2,14 +2,17 @@
 // masks (the `EXPR` table of the printer). Formulas and float constants are
 // those of PyTorch's CUDA kernels; masks are 0/1 floats after
 // tk-legalize-masks; each value is rounded to bf16 right after its op (and inside
-// tanh_grad, whose CUDA kernel computes in bf16 itself).
+// tanh_grad, whose CUDA kernel computes in bf16 itself). The rounded value keeps
+// its bits (`v<n>_bits`, target.store_rounded_bits) and its store writes them.
 // RUN: trainkernel-opt %s -p 'tk-legalize-masks,canonicalize,tk-fuse,tk-to-sched{inplace=false},sched-allocate,sched-to-tile' -t cuda | filecheck %s
 
 // Every map loads its operands first (tk_l<k>[u]), then computes.
 // CHECK: tk_l0[u] = tk::to_float(b0_x[(i0)*8 + (i1)]);
 // CHECK-NEXT: tk_l1[u] = tk::to_float(b1_g[(i0)*8 + (i1)]);
-// CHECK: const float [[T:v[0-9]+]] = tk::to_float(tk::from_float<__nv_bfloat16>(tanhf(tk_l0[u])));
-// CHECK-NEXT: tk::from_float<__nv_bfloat16>(([&]() { const float g = tk_l1[u]; const float y = [[T]]; return g * tk::rounded<__nv_bfloat16>(1.0f - tk::rounded<__nv_bfloat16>(y * y)); }())));
+// CHECK: const __nv_bfloat16 [[T:v[0-9]+]]_bits = tk::from_float<__nv_bfloat16>(tanhf(tk_l0[u]));
+// CHECK-NEXT: const float [[T]] = tk::to_float([[T]]_bits);
+// CHECK-NEXT: tk::from_float<__nv_bfloat16>(([&]() { const float g = tk_l1[u]; const float y = [[T]]; return g * tk::rounded<__nv_bfloat16>(1.0f - tk::rounded<__nv_bfloat16>(y * y)); }()));
+// CHECK: = [[T]]_bits;
 // CHECK: tk::from_float<__nv_bfloat16>(1.0f / (1.0f + expf(-(tk_l0[u]))))
 // CHECK: return x * 0.5f * (1.0f + erff(x * 0.7071067690849304f)); }()
 // CHECK: const float x_cube = x * x * x; const float inner = 0.7978845834732056f * (x + 0.044714998453855515f * x_cube); return 0.5f * x * (1.0f + tanhf(inner)); }()
@@ -26,9 +29,11 @@
 // The mask is a float: compare gives 1.0f or 0.0f (no rounding: f32), select tests nonzero.
 // CHECK: tk_l0[u] = tk::to_float(b0_x[(i0)*8 + (i1)]);
 // CHECK-NEXT: tk_l1[u] = tk::to_float(b1_g[(i0)*8 + (i1)]);
-// CHECK: const float [[Z:v[0-9]+]] = tk::to_float(tk::from_float<__nv_bfloat16>(0.0f));
+// CHECK: const __nv_bfloat16 [[Z:v[0-9]+]]_bits = tk::from_float<__nv_bfloat16>(0.0f);
+// CHECK-NEXT: const float [[Z]] = tk::to_float([[Z]]_bits);
 // CHECK-NEXT: const float [[M:v[0-9]+]] = ((tk_l0[u]) > ([[Z]]) ? 1.0f : 0.0f);
-// CHECK-NEXT: tk::from_float<__nv_bfloat16>((([[M]]) != 0.0f ? (tk_l1[u]) : ([[Z]]))));
+// A loaded operand (tk_l1) keeps no bits: the select rounds its float.
+// CHECK-NEXT: tk::from_float<__nv_bfloat16>((([[M]]) != 0.0f ? (tk_l1[u]) : ([[Z]])));
 // relu backward is aten.threshold_backward, `out <= 0 ? 0 : grad`: a NaN `out` passes the gradient.
 // CHECK: tk_l0[u] = tk::to_float(b1_g[(i0)*8 + (i1)]);
 // CHECK-NEXT: tk_l1[u] = tk::to_float(b0_x[(i0)*8 + (i1)]);

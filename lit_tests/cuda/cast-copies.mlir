@@ -19,7 +19,7 @@
 // ON:       if (tk_first)  // carried from the previous step (plan_carried_casts)
 // ON:       if (tk_first)  // carried from the previous step (plan_carried_casts)
 // ON-NEXT:  { // tile.map split 0: 256 elements per block
-// ON:       s20[((u0g0) - 16 * rank)*24 + (u0l1)] = tk::from_float<__nv_bfloat16>(v1);
+// ON:       s20[((u0g0) - 16 * rank)*24 + (u0l1)] = v1_bits;
 // ON:       tk::smem_gemm<{{.*}}>(64, 16, 16, s24, 24, 1, s20, 1, 24,
 // ON:       if (tk_more) s14[((i) - 16 * rank)*20 + (j)] = tk::from_float<float>(vals[1]);
 // ON-NEXT:  if (tk_more) s20_next[((i) - 16 * rank)*24 + (j)] = tk::from_float<__nv_bfloat16>(vals[1]);

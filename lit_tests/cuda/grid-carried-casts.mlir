@@ -25,7 +25,7 @@
 // ON:       __nv_bfloat16* [[B2:t[0-9]+]] = (__nv_bfloat16*)(p.arena + 193792);  // a carried cast
 // ON:       if (tk_first)  // a carried cast
 // ON-NEXT:  { // tile.map: 32768 elements
-// ON:       [[W1]][(i0)*256 + (i1)] = tk::from_float<__nv_bfloat16>(v1);
+// ON:       [[W1]][(i0)*256 + (i1)] = v1_bits;
 // ON:       if (tk_first)  // a carried cast
 // ON:       if (tk_first)  // a carried cast
 // ON:       if (tk_first)  // a carried cast

@@ -85,8 +85,9 @@ tile.kernel @edge_wide(%x: memref<2147483520xbf16>, %y: memref<2147483520xbf16>)
 // CHECK-NEXT:    for (long long item = blockIdx.x; item < 611524; item += G) {
 // CHECK-NEXT:      tk::gemm_tile_nt<kThreads, __nv_bfloat16, 64, 64, 32, false, false>(b0_x, 64, b1_w, 50000, 50000, 50000, 64, (int)(item / 782), (int)(item % 782), smem,
 // CHECK-NEXT:        [&](int i, int j, float acc) {
-// CHECK-NEXT:          const float mmv = tk::to_float(tk::from_float<__nv_bfloat16>(acc));
-// CHECK-NEXT:          t3_h[(long long)(i)*50000 + (j)] = tk::from_float<__nv_bfloat16>(mmv);
+// CHECK-NEXT:          const __nv_bfloat16 mmv_bits = tk::from_float<__nv_bfloat16>(acc);
+// CHECK-NEXT:          const float mmv = tk::to_float(mmv_bits);
+// CHECK-NEXT:          t3_h[(long long)(i)*50000 + (j)] = mmv_bits;
 // The sum over the 2.5e9 products: long long r, rr and q's, in the batches of
 // 16 loads and in the tail.
 // CHECK:       { // tile.reduce tk.sum over 2500000000 elements into 1 outputs

@@ -9,7 +9,7 @@
 
 // ON:       tk::exchange<kCluster, tk::SumOp>(part, 1024, rank, [&](int e, float acc) {
 // ON:         if (!tk_more) [[SQ:s[0-9]+]][(i)*20 + (j)] = tk::from_float<float>(
-// ON-NEXT:    [[DY:s[0-9]+]][(i)*24 + (j)] = tk::from_float<__nv_bfloat16>(
+// ON-NEXT:    [[DY:s[0-9]+]][(i)*24 + (j)] = v{{[0-9]+}}_bits;
 // ON:         if (!tk_more) tk::at_rank([[SQ]], r)
 // ON-NEXT:    tk::at_rank([[DY]], r)
 // ON:       if (!tk_more)  // only the last step's outputs read it (plan_last_step_ops)

@@ -42,8 +42,9 @@
 // CHECK-NEXT:    for (int item = (blockIdx.x + G - 1 % G) % G; item < 1; item += G) {
 // CHECK-NEXT:      tk::gemm_tile_nt<kThreads, __half, 64, 64, 32, false, true>(b2_h, 8, b2_h, 8, 8, 8, 8, item / 1, item % 1, smem,
 // CHECK-NEXT:        [&](int i, int j, float acc) {
-// CHECK-NEXT:          const float mmv = tk::to_float(tk::from_float<__half>(acc));
-// CHECK:               t8_u[(i)*8 + (j)] = tk::from_float<__half>(mmv);
+// CHECK-NEXT:          const __half mmv_bits = tk::from_float<__half>(acc);
+// CHECK-NEXT:          const float mmv = tk::to_float(mmv_bits);
+// CHECK:               t8_u[(i)*8 + (j)] = mmv_bits;
 // CHECK-NEXT:        }
 // CHECK-NEXT:        );
 

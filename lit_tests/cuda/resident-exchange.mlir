@@ -42,7 +42,7 @@
 // lambda, element e into rank r).
 // CHECK-NOT:     if (rank == 0)
 // CHECK:         [[LOSS:s[0-9]+]][(i)*20 + (j)] = tk::from_float<float>(
-// CHECK-NEXT:    [[DY:s[0-9]+]][(i)*24 + (j)] = tk::from_float<__nv_bfloat16>(
+// CHECK-NEXT:    [[DY:s[0-9]+]][(i)*24 + (j)] = v{{[0-9]+}}_bits;
 // CHECK-NEXT:  }, [&](int r, int e) {  // tk::publish: into the other ranks' copies
 // CHECK-NEXT:    const int i = e / 16, j = e % 16;
 // CHECK-NEXT:    tk::at_rank([[LOSS]], r)[(i)*20 + (j)] = [[LOSS]][(i)*20 + (j)];

@@ -40,8 +40,9 @@
 // CUDA-NEXT:        [&](int i, int j, float acc) { tk_part[(long long)i * 128 + j] = acc; });
 // CUDA-NEXT:      if (tk::split_k_last(&tk_arrived[tk_tile], 8u)) {
 // CUDA:                for (int s = 0; s < 8; ++s) acc += __ldcg(tk_ws + (long long)s * 16384 + (long long)i * 128 + j);
-// CUDA-NEXT:          const float mmv = tk::to_float(tk::from_float<__nv_bfloat16>(acc));
-// CUDA-NEXT:          t5_h[(i)*128 + (j)] = tk::from_float<__nv_bfloat16>(mmv);
+// CUDA-NEXT:          const __nv_bfloat16 mmv_bits = tk::from_float<__nv_bfloat16>(acc);
+// CUDA-NEXT:          const float mmv = tk::to_float(mmv_bits);
+// CUDA-NEXT:          t5_h[(i)*128 + (j)] = mmv_bits;
 // The unsplit gemm of phase 1 is the plain tile loop.
 // CUDA:       { // tile.gemm 128x128x4096 mma.bf16 NN{{$}}
 // CUDA-NOT:   split_k_last

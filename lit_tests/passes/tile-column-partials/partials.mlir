@@ -15,9 +15,11 @@
 // CUDA:       tk::hopper::column_partials(
 // CUDA-NEXT:    tk::staged_epilogue(
 // CUDA:           [&](int i, int j, float acc, const tk::EpilogueLoads<1>& tk_l) {
-// CUDA-NEXT:        const float mmv = tk::to_float(tk::from_float<__nv_bfloat16>(acc));
-// CUDA-NEXT:        const float [[V:v[0-9]+]] = tk::to_float(tk::from_float<__nv_bfloat16>({{.*}}));
-// CUDA-NEXT:        [[DH:t[0-9]+]][(i)*48 + (j)] = tk::from_float<__nv_bfloat16>([[V]]);
+// CUDA-NEXT:        const __nv_bfloat16 mmv_bits = tk::from_float<__nv_bfloat16>(acc);
+// CUDA-NEXT:        const float mmv = tk::to_float(mmv_bits);
+// CUDA-NEXT:        const __nv_bfloat16 [[V:v[0-9]+]]_bits = {{.*}};
+// CUDA-NEXT:        const float [[V]] = tk::to_float([[V]]_bits);
+// CUDA-NEXT:        [[DH:t[0-9]+]][(i)*48 + (j)] = [[V]]_bits;
 // CUDA-NEXT:        return [[V]];
 // CUDA-NEXT:      },
 // CUDA:         , [[P:t[0-9]+]], 48)
