@@ -50,9 +50,12 @@ def test_tail_is_the_most_any_thread_has_left():
 def test_the_tails_are_batched_and_nothing_else_changes(target_fields, name, tails):
     """small: its loss (16384 elements, 11 left a thread) and its two column sums
     (slices of 22 rows, the last of 14); mlp4: its loss (32768, 6 left) and its
-    four bias gradients (slices of 11 rows); online, resident, keeps its reductions."""
+    four bias gradients (slices of 11 rows); online, resident, keeps its reductions.
+    On 128-row wgmma tiles (384 threads: these reductions' slices leave tails);
+    the 64-row kernels' 256 threads divide small's and mlp4's rows evenly."""
+    target_fields(wgmma_consumers=(2,))
     off = _source(name)
-    target_fields(batched_reduce_tails=True)
+    target_fields(wgmma_consumers=(2,), batched_reduce_tails=True)
     on = _source(name)
     sizes = [int(m) for m in re.findall(re.escape(TAIL) + r"\n\s+float tk_v\[(\d+)\];", on)]
     assert sizes == tails
@@ -79,6 +82,8 @@ def test_builds_for_sm90a(target_fields, tmp_path, name):
 @pytest.mark.cuda
 @pytest.mark.parametrize("name", ["small", "mlp4", "medium"])
 def test_the_same_bits_on_gpu(target_fields, name):
-    same, (src_off, src_on) = same_bits_off_and_on(target_fields, "batched_reduce_tails", name, 4, 2, run=stepped)
+    # 128-row tiles, where small's and mlp4's reductions have tails (see above).
+    same, (src_off, src_on) = same_bits_off_and_on(target_fields, "batched_reduce_tails", name, 4, 2, run=stepped,
+                                                   wgmma_consumers=(2,))
     assert TAIL in src_on and TAIL not in src_off
     assert same

@@ -21,8 +21,15 @@ from _tile_stage import tile_kernel, tile_module
 
 @pytest.fixture
 def keep_order(variant):
-    """The H200 without the pass."""
-    return variant("keep_order", reductions_first=False).name
+    """The H200 without the pass (128-row wgmma tiles, as `two_consumers`)."""
+    return variant("keep_order", reductions_first=False, wgmma_consumers=(2,)).name
+
+
+@pytest.fixture
+def two_consumers(variant):
+    """The H200 with the pass, on 128-row wgmma tiles: the grids these tests name
+    (the 64-row kernels' 256-thread maps have other item counts)."""
+    return variant("two_consumers", wgmma_consumers=(2,)).name
 
 
 def _kernel(w, target=None) -> tile.KernelOp:
@@ -45,19 +52,19 @@ def test_large_sums_its_bias_gradients_before_the_gemms(keep_order):
         assert [op.offset for op in ops] == [sum(o.items for o in ops[:k]) for k in range(len(ops))]
 
 
-def test_only_reductions_that_wrap_onto_gemm_blocks_move(keep_order):
+def test_only_reductions_that_wrap_onto_gemm_blocks_move(keep_order, two_consumers):
     """small on 64 blocks: p4's column sums (32 items after the split gemm's 64) wrap onto the
     gemm's blocks and move ahead of it; p3's (2 items at offset 41) land on blocks of their
     own and stay. At the grid the cost model gives small (121 blocks, its maps' items of 16
     elements a thread) and in mlp4 nothing wraps, so nothing moves."""
     captured = trainkernel.capture(WORKLOADS["small"].make_step(torch.bfloat16), WORKLOADS["small"].example_args("meta"))
-    small64 = tile_kernel(captured, grid=64, engine="wgmma")
+    small64 = tile_kernel(captured, two_consumers, grid=64, engine="wgmma")
     assert _kinds(small64)[3] == ["reduce", "gemm", "gemm", "reduce"]
     assert _kinds(small64)[4] == ["reduce", "gemm"]
     assert _kinds(tile_kernel(captured, keep_order, grid=64, engine="wgmma"))[4] == ["gemm", "reduce"]
-    small = _kernel(WORKLOADS["small"])
+    small = _kernel(WORKLOADS["small"], two_consumers)
     assert small.grid == 121 and _kinds(small) == _kinds(_kernel(WORKLOADS["small"], keep_order))
-    assert _kinds(_kernel(WORKLOADS["mlp4"])) == _kinds(_kernel(WORKLOADS["mlp4"], keep_order))
+    assert _kinds(_kernel(WORKLOADS["mlp4"], two_consumers)) == _kinds(_kernel(WORKLOADS["mlp4"], keep_order))
 
 
 def test_resident_kernels_keep_their_order(keep_order):

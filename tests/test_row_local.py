@@ -24,14 +24,15 @@ from _tile_stage import tile_kernel
 
 @pytest.fixture
 def row_local(variant):
-    """The H200 with the pass on (its default)."""
-    return variant("row_local", row_local=True).name
+    """The H200 with the pass on (its default), on 128-row wgmma tiles (384 threads:
+    12 warps, the rows of an item these tests were written for)."""
+    return variant("row_local", row_local=True, wgmma_consumers=(2,)).name
 
 
 @pytest.fixture
 def row_local_off(variant):
-    """The H200 with the pass off."""
-    return variant("no_row_local", row_local=False).name
+    """The H200 with the pass off (128-row wgmma tiles, as `row_local`)."""
+    return variant("no_row_local", row_local=False, wgmma_consumers=(2,)).name
 
 
 def _syncs(kernel: tile.KernelOp) -> list[str]:

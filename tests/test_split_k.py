@@ -60,16 +60,19 @@ def test_the_cost_model_picks_the_wgmma_tile_width_per_step():
     # timer). medium's split h @ W2 would have 64 units instead of 128 and its
     # dH/dW2 phase 160 instead of 320 (measured 187 against 167 us): 128.
     # small's and mlp4's products have 2-16 tiles of 128 x 128: 64 wide gives
-    # twice the units (measured small 53.1 -> 38.6 us, mlp4 98.4 -> 68.6).
+    # twice the units (measured small 53.1 -> 38.6 us, mlp4 98.4 -> 68.6), and
+    # 64 rows (one consumer warpgroup) twice again (perf-log step 97: small
+    # 20.9 -> 17.9, mlp4 31.3 -> 27.8 us); medium's and large's keep 128 rows.
     assert target.H200.wgmma_tiles_n == (64, 128, 256)
     large, lsrc = _kernel(LARGE, engine="wgmma")
     assert {g.tile_shape for g in _gemms(large)} == {(128, 256, 64)}
     assert "TileById<0>" in lsrc and lsrc.count("tk::hopper::grid_gemm_units<") == 5
     # The 256-wide kernel ends with a grid barrier (sched_to_tile.ends_with_grid_sync).
     assert isinstance(list(large.block.ops)[-1], tile.SyncOp)
-    for name, bn, tile_id in (("medium", 128, 1), ("small", 64, 2), ("mlp4", 64, 2)):
+    for name, bm, bn, tile_id in (("medium", 128, 128, 1), ("small", 64, 64, 2), ("mlp4", 64, 64, 2)):
         k, src = _kernel(name, engine="wgmma")
-        assert {g.tile_shape for g in _gemms(k)} == {(128, bn, 64)} and f"TileById<{tile_id}>" in src, name
+        assert {g.tile_shape for g in _gemms(k)} == {(bm, bn, 64)} and f"TileById<{tile_id}>" in src, name
+        assert k.threads == 128 + 2 * bm and ("#define TK_WGMMA_CONSUMERS 1" in src) == (bm == 64), name
         assert not isinstance(list(k.block.ops)[-1], tile.SyncOp), name
 
 

@@ -104,7 +104,7 @@ def test_sched_to_tile_sizes_the_grid_with_the_targets_costs_and_limit(variant):
     # the wgmma engine: one block per SM at most (small's largest phase has 121
     # items: its maps, fewer than the SMs at 384 x 32 elements an item, take
     # 384 x 16; its gemms 8-16 tiles split in K)
-    assert _tile(small, "sched-to-tile{engine=wgmma}").grid == 121 <= T.H200.sms
+    assert _tile(small, "sched-to-tile{engine=wgmma rows=128}").grid == 121 <= T.H200.sms
     assert _tile(small, "sched-to-tile{target=eight_sms engine=wgmma}").grid == 8
 
 
@@ -180,26 +180,37 @@ def test_sched_to_tile_splits_k_as_the_target_allows(variant):
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
-def test_wgmma_smem_bytes_mirrors_the_device_library(tmp_path):
-    """The tile verifier's and sched-to-tile's wgmma shared memory (stages, barriers, the
-    row epilogue's scratch) is what tk::hopper::TileShape asks the launch for."""
+@pytest.mark.parametrize("consumers", [2, 1])
+def test_wgmma_smem_bytes_mirrors_the_device_library(tmp_path, consumers):
+    """TargetOptions.wgmma_smem_bytes (the alignment slack, the stages, their mbarriers, the
+    row epilogue's scratch) is what tk::hopper::TileShape asks the launch for, with two
+    consumer warpgroups (128-row tiles) and one (64-row tiles, at most 128 wide)."""
     from trainkernel.target import WGMMA_TILES
+    widths = {bn: tile_id for bn, (tile_id, _stages) in WGMMA_TILES.items() if consumers == 2 or bn <= 128}
     printfs = [f'  printf("{bn} %d\\n", tk::hopper::TileById<{tile_id}>::type::SMEM_BYTES);'
-               for bn, (tile_id, _stages) in sorted(WGMMA_TILES.items())]
-    got = _device_library_prints(tmp_path, "tk/hopper_gemm.cuh", printfs)
-    assert got.keys() == {str(bn) for bn in WGMMA_TILES}
-    for bn in WGMMA_TILES:
-        assert int(got[str(bn)]) == T.TargetOptions.wgmma_smem_bytes(bn) <= 227 * 1024, bn
+               for bn, tile_id in sorted(widths.items())]
+    printfs.append('  printf("bm %d\\n", tk::hopper::TileById<2>::type::BM);')
+    got = _device_library_prints(tmp_path, "tk/hopper_gemm.cuh", printfs, (f"-DTK_WGMMA_CONSUMERS={consumers}",))
+    assert int(got["bm"]) == 64 * consumers
+    for bn in widths:
+        assert int(got[str(bn)]) == T.TargetOptions.wgmma_smem_bytes(bn, 64 * consumers) <= 227 * 1024, bn
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")
-def test_split_wgmma_counters_fit_the_workspace(tmp_path):
+@pytest.mark.parametrize("consumers", [2, 1])
+def test_split_wgmma_counters_fit_the_workspace(tmp_path, consumers):
     """A split wgmma tile's arrival counters (tk::hopper::kTileWarps: one per consumer
-    warp, each voting alone) are what tile.gemm_workspace_bytes gives each tile."""
-    from trainkernel.dialects.tile import WGMMA_TILE_WARPS
-    printfs = ['  printf("warps %d\\n", tk::hopper::kTileWarps);']
-    got = _device_library_prints(tmp_path, "tk/hopper_gemm.cuh", printfs)
-    assert int(got["warps"]) == WGMMA_TILE_WARPS
+    warp, each voting alone) and its block (tk::hopper::kThreads) are what
+    tile.wgmma_tile_warps and TargetOptions.for_wgmma give a tile of that height."""
+    from trainkernel.dialects.tile import wgmma_tile_warps
+    printfs = ['  printf("warps %d\\n", tk::hopper::kTileWarps);', '  printf("threads %d\\n", tk::hopper::kThreads);']
+    got = _device_library_prints(tmp_path, "tk/hopper_gemm.cuh", printfs, (f"-DTK_WGMMA_CONSUMERS={consumers}",))
+
+    class Tile:
+        tile_shape = (64 * consumers, 64, 64)
+
+    assert int(got["warps"]) == wgmma_tile_warps(Tile())
+    assert int(got["threads"]) == T.H200.for_wgmma(64, consumers).threads
 
 
 def test_map_items_shrink_only_where_the_map_has_fewer_items_than_sms():

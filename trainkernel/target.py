@@ -86,12 +86,16 @@ class GridCosts:
         """A barrier of `scope` (grid or block)."""
         return self.grid_sync_us if scope == "grid" else self.block_sync_us
 
-    def gemm_flop_per_us(self, mma: str, engine: str = "mma", bn: int = 128) -> float:
+    def gemm_flop_per_us(self, mma: str, engine: str = "mma", bn: int = 128, bm: int = 128) -> float:
         """Per block, for a gemm tile of mma kind `mma` (`mma.bf16`, `mma.f16`,
         `simt.f32`) on `engine` (`mma`: mma.sync tiles, `wgmma`: the Hopper
-        tile, `bn` wide)."""
+        tile, `bm` x `bn`). A 64-row wgmma tile's K loop takes in its operands
+        at the 128-row tile's bytes a cycle (perf-log step 91: a unit's loads,
+        not its tensor cores, set the pace), so its rate is the 128-row tile's
+        times the ratio of their flops per byte (0.75 at 64 wide)."""
         if engine == "wgmma":
-            return self.wgmma_flop_per_us * (self.wgmma_wide_speedup if wgmma_hands_registers_back(bn) else 1.0)
+            rows = (bm * bn / (bm + bn)) / (128 * bn / (128 + bn))
+            return rows * self.wgmma_flop_per_us * (self.wgmma_wide_speedup if wgmma_hands_registers_back(bn) else 1.0)
         return self.simt_flop_per_us if mma.startswith("simt") else self.mma_flop_per_us
 
     def wgmma_unit_fixed_us(self, bn: int) -> float:
@@ -473,12 +477,17 @@ class TargetOptions:
     # The Hopper gemm engine of grid kernels (tk/hopper_gemm.cuh: TMA, an
     # mbarrier pipeline, wgmma; sm_90a). A grid kernel uses it for all its
     # gemms or none (they share one pipeline, kept from gemm to gemm), at
-    # wgmma_threads per block (a producer warpgroup, two consumers) and one
+    # 128 threads a warpgroup (a producer, wgmma_consumers consumers) and one
     # block per SM (the stages take ~200 KB). sched-to-tile prices both
     # engines with GridCosts and keeps the faster.
     wgmma: bool = True
     wgmma_arch: str = "sm_90a"  # the feature set its kernels are built for; they run on this arch less the "a"
-    wgmma_threads: int = 384
+    # The consumer warpgroups a wgmma kernel's block may have (tk::hopper::
+    # kConsumers), each count sched-to-tile prices: the tile's BM is 64 a
+    # consumer, the block has 128 threads more (the producer). 1: 64-row
+    # tiles, twice the units of few-tile products, each loading half the A
+    # rows (perf-log step 97); BN up to 128 then.
+    wgmma_consumers: tuple[int, ...] = (2, 1)
     wgmma_tile: tuple[int, int, int] = (128, 128, 64)  # BM, BN, BK of a wgmma kernel's gemms (one shape a kernel)
     # The tile widths sched-to-tile tries (WGMMA_TILES has them); a kernel with
     # 256-wide tiles hands the producer's registers to the consumers during
@@ -644,20 +653,22 @@ class TargetOptions:
         return dict(self.gemm_tiles)[mma]
 
     @staticmethod
-    def wgmma_smem_bytes(bn: int) -> int:
-        """Mirror of tk::hopper::TileShape::SMEM_BYTES for the 128 x bn tile:
+    def wgmma_smem_bytes(bn: int, bm: int = 128) -> int:
+        """Mirror of tk::hopper::TileShape::SMEM_BYTES for the bm x bn tile:
         alignment slack, the stages (A and B tiles of 64-wide K, bf16/f16), two
-        mbarriers a stage, the two consumer warpgroups' row epilogue scratch
-        (64 rows of 32 + 8 floats each)."""
+        mbarriers a stage, each consumer warpgroup's row epilogue scratch (64
+        rows of 32 + 8 floats)."""
         stages = WGMMA_TILES[bn][1]
-        return 1024 + stages * (128 + bn) * 64 * 2 + 16 * stages + 2 * 64 * 40 * 4
+        return 1024 + stages * (bm + bn) * 64 * 2 + 16 * stages + (bm // 64) * 64 * 40 * 4
 
-    def for_wgmma(self, bn: int | None = None) -> "TargetOptions":
-        """The grid-kernel settings under the wgmma engine: its block size, one
-        block per SM, map items of wgmma_map_elems_per_thread, and (`bn`) the
-        tile width."""
-        tile = self.wgmma_tile if bn is None else (self.wgmma_tile[0], bn, self.wgmma_tile[2])
-        return dataclasses.replace(self, name=f"{self.name}+wgmma", threads=self.wgmma_threads, max_blocks_per_sm=1,
+    def for_wgmma(self, bn: int | None = None, consumers: int | None = None) -> "TargetOptions":
+        """The grid-kernel settings under the wgmma engine: its block size (the
+        producer warpgroup and `consumers`, by default the first of
+        wgmma_consumers), one block per SM, map items of
+        wgmma_map_elems_per_thread, and the tile: BM 64 a consumer, `bn` wide."""
+        consumers = self.wgmma_consumers[0] if consumers is None else consumers
+        tile = (64 * consumers, self.wgmma_tile[1] if bn is None else bn, self.wgmma_tile[2])
+        return dataclasses.replace(self, name=f"{self.name}+wgmma", threads=128 * (1 + consumers), max_blocks_per_sm=1,
                                    map_elems_per_thread=self.wgmma_map_elems_per_thread, wgmma_tile=tile)
 
     def gemm_smem_bytes(self, mma: str) -> int:

@@ -11,9 +11,9 @@
 // phase 0's barrier stays. The launcher exports tk_launch_chain; tk_launch is
 // a chain of one. A resident kernel prints as before (its step loop carries
 // casts its own way).
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{grid_casts=on last_outputs=off prefetch_maps=off reduce_tails=off}' | filecheck %s --check-prefix=ON
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{grid_casts=off last_outputs=off prefetch_maps=off reduce_tails=off}' | filecheck %s --check-prefix=OFF
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{grid_casts=on last_outputs=off prefetch_maps=off reduce_tails=off}' | filecheck %s --check-prefix=RES
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile{rows=128}' -t 'cuda{grid_casts=on last_outputs=off prefetch_maps=off reduce_tails=off}' | filecheck %s --check-prefix=ON
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile{rows=128}' -t 'cuda{grid_casts=off last_outputs=off prefetch_maps=off reduce_tails=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile{rows=128},tile-resident' -t 'cuda{grid_casts=on last_outputs=off prefetch_maps=off reduce_tails=off}' | filecheck %s --check-prefix=RES
 
 // ON:       // kernel online_sgd_bf16: 11 buffers, arena 194048 bytes
 // ON-NEXT:  struct TkParams { CUtensorMap maps[14]; void* buf[11]; char* arena; int first; int more; int parity; };

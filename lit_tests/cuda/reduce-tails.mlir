@@ -7,9 +7,9 @@
 // same row order (the same bits). The full sum of 1024 elements (batches of 2:
 // at most one element left a thread) keeps its loop: a tail of one gains
 // nothing. Resident kernels (shared memory) print their reductions as before.
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{reduce_tails=on}' | filecheck %s --check-prefix=ON
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile' -t 'cuda{reduce_tails=off}' | filecheck %s --check-prefix=OFF
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{reduce_tails=on}' | filecheck %s --check-prefix=RES
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile{rows=128}' -t 'cuda{reduce_tails=on}' | filecheck %s --check-prefix=ON
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile{rows=128}' -t 'cuda{reduce_tails=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile{rows=128},tile-resident' -t 'cuda{reduce_tails=on}' | filecheck %s --check-prefix=RES
 
 // ON:       { // tile.reduce tk.sum over 1024 elements into 1 outputs
 // ON:       for (; r < 1024; r += blockDim.x) {

@@ -30,7 +30,7 @@ tile.kernel @k(%a: memref<256x1024xf32>, %b: memref<1024x256xf32>, %c: memref<25
 // CHECK: {{^//}} {{-----$}}
 
 // A tile the Hopper library does not have.
-// CHECK: tile.gemm: a wgmma tile is 128 x {64, 128, 256} x 64, got 64x64x32
+// CHECK: tile.gemm: a wgmma tile is 128 x {64, 128, 256} x 64 or 64 x {64, 128} x 64, got 64x64x32
 tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 218208 : i64} {
   tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64, engine = "wgmma"} {
   ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
@@ -56,7 +56,7 @@ tile.kernel @k(%a: memref<256x1020xbf16>, %b: memref<1020x256xbf16>, %c: memref<
 // CHECK: {{^//}} {{-----$}}
 
 // The pipeline needs its producer and two consumer warpgroups.
-// CHECK: tile.kernel: a kernel of wgmma gemms runs 384 threads (a producer warpgroup and two consumers), not 128
+// CHECK: tile.kernel: a kernel of 128-row wgmma tiles runs 384 threads (a producer warpgroup and a consumer for each 64 rows), not 128
 tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 128 : i64, smem = 218208 : i64} {
   tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 128, 128, 64>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64, engine = "wgmma"} {
   ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
@@ -72,6 +72,48 @@ tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<
 // CHECK: tile.kernel: smem 30720 is short of the wgmma pipeline's 218208 bytes
 tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 30720 : i64} {
   tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 128, 128, 64>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// 64-row tiles (one consumer warpgroup) are at most 128 wide: the 256-wide
+// tile's register hand-back is sized for two consumers.
+// CHECK: tile.gemm: a wgmma tile is 128 x {64, 128, 256} x 64 or 64 x {64, 128} x 64, got 64x256x64
+tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 256 : i64, smem = 218208 : i64} {
+  tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 64, 256, 64>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// A 64-row tile's kernel has one consumer warpgroup beside the producer: 256 threads.
+// CHECK: tile.kernel: a kernel of 64-row wgmma tiles runs 256 threads (a producer warpgroup and a consumer for each 64 rows), not 384
+tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 218208 : i64} {
+  tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 64, 64, 64>, mma = "mma.bf16", items = 16 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// The valid 64-row kernel: nothing to report (the last split's output is the module).
+// CHECK: tile.kernel @k
+// CHECK-SAME: threads = 256
+// CHECK: tile = array<i64: 64, 64, 64>
+tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 256 : i64, smem = 218208 : i64} {
+  tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 64, 64, 64>, mma = "mma.bf16", items = 16 : i64, offset = 0 : i64, engine = "wgmma"} {
   ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
     %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
     tk.yield %m : tensor<256x256xbf16>

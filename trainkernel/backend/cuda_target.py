@@ -791,9 +791,9 @@ class CudaPrinter:
 
     def arrivals(self, op: tile.TileWorkOp) -> int:
         """Warps that arrive on an item's flag: a wgmma unit's consumer warps
-        (tile.WGMMA_TILE_WARPS), every warp of any other item."""
+        (tile.wgmma_tile_warps), every warp of any other item."""
         if isinstance(op, tile.GemmOp) and op.engine == "wgmma":
-            return tile.WGMMA_TILE_WARPS
+            return tile.wgmma_tile_warps(op)
         return self.kernel.threads // 32
 
     def plan_item_flags(self) -> None:
@@ -874,8 +874,8 @@ class CudaPrinter:
         if self.deps is None or op not in self.flag_base:
             return
         wgmma = isinstance(op, tile.GemmOp) and op.engine == "wgmma"
-        # The consumer warps: the block's last WGMMA_TILE_WARPS (the producer warpgroup first).
-        warps = f"threadIdx.x >= {self.kernel.threads - 32 * tile.WGMMA_TILE_WARPS} && " if wgmma else ""
+        # The consumer warps: the block's last wgmma_tile_warps (the producer warpgroup first).
+        warps = f"threadIdx.x >= {self.kernel.threads - 32 * tile.wgmma_tile_warps(op)} && " if wgmma else ""
         self.w("  else  // not run in this launch: its items still arrive, for the items that wait for them")
         self.w(f"    for ({self.index_type} item = {self._item_start(op)}; {warps}item < {op.items}; item += G) "
                f"tk_flags.arrive({self.flag_base[op]} + (int)item);")
@@ -894,6 +894,9 @@ class CudaPrinter:
         flags = " int first; int more; int parity;" if self.chained else ""
         if self.wgmma:
             preissue = "#define TK_PREISSUE_READY_OPERANDS 1\n" if self.preissue else ""
+            # 64-row tiles: one consumer warpgroup (tk::hopper::kConsumers).
+            if self.wgmma[0].tile_shape[0] != 128:
+                preissue += f"#define TK_WGMMA_CONSUMERS {self.wgmma[0].tile_shape[0] // 64}\n"
             self.w(header() + preissue + '#include "tk/hopper_gemm.cuh"\n' + WGMMA_REQUIRES)
         else:
             self.w(header())

@@ -292,9 +292,10 @@ class GemmOp(TileWorkOp):
         if self.mma not in ("mma.bf16", "mma.f16"):
             raise VerifyException(f"tile.gemm: the wgmma engine multiplies bf16 and f16, not {self.mma}")
         bm, bn, bk = self.tile_shape
-        if bm != 128 or bk != 64 or bn not in WGMMA_TILES:
+        if bm not in (64, 128) or bk != 64 or bn not in WGMMA_TILES or (bm == 64 and bn > 128):
             raise VerifyException(
-                f"tile.gemm: a wgmma tile is 128 x {{{', '.join(map(str, sorted(WGMMA_TILES)))}}} x 64, got {bm}x{bn}x{bk}")
+                f"tile.gemm: a wgmma tile is 128 x {{{', '.join(map(str, sorted(WGMMA_TILES)))}}} x 64 "
+                f"or 64 x {{64, 128}} x 64, got {bm}x{bn}x{bk}")
         # TMA reads rows whose stride is a multiple of 16 bytes (8 bf16 / f16).
         for what, v in (("lhs", mm.lhs), ("rhs", mm.rhs)):
             rows = v.type.get_shape()
@@ -953,11 +954,12 @@ def verify_wgmma_kernel(kernel: "KernelOp") -> None:
     shapes = {op.tile_shape for op in wgmma}
     if len(shapes) > 1:
         raise VerifyException(f"tile.kernel: the wgmma gemms of a kernel share one tile shape, got {sorted(shapes)}")
-    if kernel.threads != 384:
+    threads = 128 + 2 * wgmma[0].tile_shape[0]
+    if kernel.threads != threads:
         raise VerifyException(
-            f"tile.kernel: a kernel of wgmma gemms runs 384 threads (a producer warpgroup and two consumers), "
-            f"not {kernel.threads}")
-    need = TargetOptions.wgmma_smem_bytes(wgmma[0].tile_shape[1])
+            f"tile.kernel: a kernel of {wgmma[0].tile_shape[0]}-row wgmma tiles runs {threads} threads (a producer "
+            f"warpgroup and a consumer for each 64 rows), not {kernel.threads}")
+    need = TargetOptions.wgmma_smem_bytes(wgmma[0].tile_shape[1], wgmma[0].tile_shape[0])
     if kernel.smem < need:
         raise VerifyException(f"tile.kernel: smem {kernel.smem} is short of the wgmma pipeline's {need} bytes")
     for op in wgmma:
@@ -1136,19 +1138,21 @@ def gemm_partials_bytes(op: "GemmOp") -> int:
     return align_up(op.ksplit * m * n * 4, 16)
 
 
-WGMMA_TILE_WARPS = 8
-"""Consumer warps of a wgmma tile (tk::hopper::kTileWarps: two warpgroups of four).
-A split wgmma tile gets one arrival counter per consumer warp: each warp votes
-on its own (the split-K fix-up and row epilogue go by warp)."""
+def wgmma_tile_warps(op: "GemmOp") -> int:
+    """Consumer warps of a wgmma tile (tk::hopper::kTileWarps): a warpgroup of
+    four for each 64 rows of BM. A split wgmma tile gets one arrival counter per
+    consumer warp: each warp votes on its own (the split-K fix-up and row
+    epilogue go by warp)."""
+    return op.tile_shape[0] // 16
 
 
 def gemm_workspace_bytes(op: "GemmOp") -> int:
     """A split gemm's arena workspace: its partials (`gemm_partials_bytes`), then
-    its output tiles' u32 arrival counters (one a tile; wgmma: WGMMA_TILE_WARPS a
+    its output tiles' u32 arrival counters (one a tile; wgmma: wgmma_tile_warps a
     tile); 0 when not split."""
     if op.ksplit <= 1:
         return 0
-    counters = _gemm_tiles(op) * (WGMMA_TILE_WARPS if op.engine == "wgmma" else 1)
+    counters = _gemm_tiles(op) * (wgmma_tile_warps(op) if op.engine == "wgmma" else 1)
     return gemm_partials_bytes(op) + 4 * counters
 
 

@@ -21,6 +21,7 @@ figures are the target's (`trainkernel.target`, option `target=h200`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -131,7 +132,7 @@ def item_cost_us(op: tile.TileWorkOp, target: TargetOptions) -> float:
         if op.ksplit > 1:
             k = tile.gemm_k_slice(k, op.ksplit, bk)
         if op.engine == "wgmma":
-            return costs.wgmma_unit_fixed_us(bn) + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma, "wgmma", bn)
+            return costs.wgmma_unit_fixed_us(bn) + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma, "wgmma", bn, bm)
         return costs.item_overhead_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma)
     if isinstance(op, tile.ReduceOp):
         red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp))
@@ -211,30 +212,32 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
             f"at most {target.wgmma_max_gemms} of them (their tensor maps travel in the kernel parameters), "
             "and a target with wgmma")
     # The mma.sync tiles (unless engine=wgmma) and, where it fits, the wgmma
-    # engine at each tile width: the cheapest by the cost model.
-    choices = [("mma", 0)] if engine != "wgmma" else []
+    # engine at each tile width and height: the cheapest by the cost model.
+    choices = [("mma", 0, 0)] if engine != "wgmma" else []
     if engine != "mma" and fits:
-        choices += [("wgmma", bn) for bn in target.wgmma_tiles_n]
+        # 64-row tiles (one consumer warpgroup) are at most 128 wide (tk::hopper::TileShape).
+        choices += [("wgmma", bn, c) for c in target.wgmma_consumers for bn in target.wgmma_tiles_n
+                    if c == 2 or bn <= 128]
     if len(choices) == 1:
         return _lower(program, max_grid, grid, target, *choices[0], pairs=pairs)[0]
     # The model prices both engines on one relative scale, which measurement
     # does not bear out for mma.sync (GridCosts.mma_engine_calibration).
     weight = {"mma": target.grid_costs.mma_engine_calibration, "wgmma": 1.0}
     options = []
-    for e, bn in choices:
-        kernel, estimate = _lower(program.clone(), max_grid, grid, target, e, bn, pairs=pairs)
+    for e, bn, c in choices:
+        kernel, estimate = _lower(program.clone(), max_grid, grid, target, e, bn, c, pairs=pairs)
         options.append((estimate * weight[e], kernel))
     return min(options, key=lambda o: o[0])[1]
 
 
 def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOptions,
-           engine: str, bn: int = 0, pairs: bool = False) -> tuple[tile.KernelOp, float]:
+           engine: str, bn: int = 0, consumers: int = 0, pairs: bool = False) -> tuple[tile.KernelOp, float]:
     if engine == "wgmma":
-        target = target.for_wgmma(bn or None)
+        target = target.for_wgmma(bn or None, consumers or None)
         max_grid = min(max_grid, target.max_grid)
     body = program.detach_region(program.body)
     block = body.block
-    smem = target.wgmma_smem_bytes(target.wgmma_tile[1]) if engine == "wgmma" else 0
+    smem = target.wgmma_smem_bytes(target.wgmma_tile[1], target.wgmma_tile[0]) if engine == "wgmma" else 0
     phases: list[list[tile.TileWorkOp]] = []
     syncs: list[tile.SyncOp] = []
     for op in list(block.ops):
@@ -358,11 +361,18 @@ class SchedToTilePass(ModulePass):
     # a wgmma grid kernel in clusters of two whose gemms walk as pairs: on, off, or
     # as the target says (gemm_cluster_pairs)
     gemm_cluster: str = "target"
+    # the wgmma tiles' rows: 0, the cost model's choice among the target's
+    # wgmma_consumers (64 rows a consumer warpgroup); 64 or 128 forces one
+    rows: int = 0
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         target = pass_target(self.name, self.target)
         if self.engine not in ("auto", "mma", "wgmma"):
             raise DiagnosticException(f"sched-to-tile: engine {self.engine!r} is not auto, mma or wgmma")
+        if self.rows not in (0, 64, 128):
+            raise DiagnosticException(f"sched-to-tile: rows must be 0 (the cost model's), 64 or 128, got {self.rows}")
+        if self.rows:
+            target = dataclasses.replace(target, wgmma_consumers=(self.rows // 64,))
         if self.gemm_cluster not in ("target", "on", "off"):
             raise DiagnosticException(f"sched-to-tile: gemm_cluster must be target, on or off, got {self.gemm_cluster!r}")
         pairs = None if self.gemm_cluster == "target" else self.gemm_cluster == "on"

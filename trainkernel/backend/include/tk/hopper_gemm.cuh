@@ -112,8 +112,9 @@
 //                                                      more tiles for short M*N
 //                                                      (43 flop/B)
 //
-// Every shape keeps BM = 128 (two consumer warpgroups, 64 rows each) and
-// about 192 KB of stages, so the deeper pipelines go to the smaller tiles
+// Every shape keeps BM = 128 (two consumer warpgroups, 64 rows each; a
+// kernel built with TK_WGMMA_CONSUMERS 1 has 64-row tiles of the 64- and
+// 128-wide shapes, one consumer warpgroup) and about 192 KB of stages, so the deeper pipelines go to the smaller tiles
 // whose K steps are shorter. choose_plan scores each (tile, split count)
 // with a small cost model: waves of work units over the SMs times the
 // unit's MMA time at the tile's relative efficiency, plus the epilogue and
@@ -257,7 +258,16 @@ namespace tk {
 namespace hopper {
 
 constexpr int kBK = 64;  // K elements per stage: one 128-byte swizzle row of bf16 / f16
-constexpr int kConsumers = 2;  // consumer warpgroups (BM = 64 * kConsumers)
+// Consumer warpgroups (BM = 64 * kConsumers). A kernel whose products have
+// few 128-row tiles (the small steps: 4-32 units on 132 SMs) is printed with
+// 64-row tiles, one consumer warpgroup (tile.gemm's tile_shape BM = 64; the
+// printer defines TK_WGMMA_CONSUMERS 1 before this header): twice the units,
+// each loading half the A rows. One kernel, one tile height.
+#if !defined(TK_WGMMA_CONSUMERS)
+#define TK_WGMMA_CONSUMERS 2
+#endif
+constexpr int kConsumers = TK_WGMMA_CONSUMERS;
+static_assert(kConsumers == 1 || kConsumers == 2, "TK_WGMMA_CONSUMERS: one or two consumer warpgroups");
 constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kProducerRegs = 40;   // 128 * (40 + 2 * 232) = 64512 <= 65536
 constexpr int kConsumerRegs = 232;
@@ -271,7 +281,7 @@ constexpr int kRegsBarrier = 2;     // named barrier of grid_gemm_units' registe
 // barriers, racecheck reported hazards on small that it does not by warp).
 constexpr int kTileWarps = 4 * kConsumers;  // consumer warps of a tile
 // A split tile's arrival counters in GemmParams::counters: one per consumer
-// warp (tile.gemm_workspace_bytes reserves WGMMA_TILE_WARPS of them a tile).
+// warp (tile.gemm_workspace_bytes reserves BM / 16 of them a tile).
 // The row epilogue's scratch (layer 3): a consumer warpgroup's 64 x BN slab goes
 // through shared memory kRowCols columns at a time; kRowPitch floats between
 // rows keep the fragment's float2 writes free of bank conflicts.
@@ -560,6 +570,8 @@ struct TileShape {
   // epilogue scratch.
   static constexpr int SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + 16 * STAGES + kConsumers * kRowScratchBytes;
   static_assert(BN == 64 || BN == 128 || BN == 256, "BN must be 64, 128 or 256");
+  // The register hand-back of 256-wide tiles (grid_gemm_units) is sized for two consumers.
+  static_assert(kConsumers == 2 || BN <= 128, "64-row tiles: BN must be 64 or 128");
   static_assert(SMEM_BYTES <= 227 * 1024, "tile does not fit in shared memory");
 };
 
