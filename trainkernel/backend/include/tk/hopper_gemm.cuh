@@ -114,8 +114,8 @@
 //
 // Every shape keeps BM = 128 (two consumer warpgroups, 64 rows each; a
 // kernel built with TK_WGMMA_CONSUMERS 1 has 64-row tiles of the 64- and
-// 128-wide shapes, one consumer warpgroup) and about 192 KB of stages, so the deeper pipelines go to the smaller tiles
-// whose K steps are shorter. choose_plan scores each (tile, split count)
+// 128-wide shapes, one consumer warpgroup) and about 192 KB of stages, so
+// the deeper pipelines go to the smaller tiles whose K steps are shorter. choose_plan scores each (tile, split count)
 // with a small cost model: waves of work units over the SMs times the
 // unit's MMA time at the tile's relative efficiency, plus the epilogue and
 // split-K traffic (constants in kHopperTiles / choose_plan, to be refit
