@@ -37,8 +37,21 @@ def wgmma_hands_registers_back(bn: int) -> bool:
 
 
 # tk::hopper's tile table (kHopperTiles / TileById in hopper_gemm.cuh): BN ->
-# (its id, pipeline stages); BM = 128 and BK = 64 for all three.
+# (its id, pipeline stages); BK = 64 for all three, BM = 64 a consumer warpgroup.
 WGMMA_TILES: dict[int, tuple[int, int]] = {256: (0, 4), 128: (1, 6), 64: (2, 8)}
+
+
+def wgmma_tile_supported(bm: int, bn: int) -> bool:
+    """Mirror of tk::hopper::TileShape's asserts: BM 64 or 128 (one or two
+    consumer warpgroups), BN of the tile table; the register hand-back of the
+    widest tiles (`wgmma_hands_registers_back`) is sized for two consumers."""
+    return bm in (64, 128) and bn in WGMMA_TILES and (bm == 128 or not wgmma_hands_registers_back(bn))
+
+
+def wgmma_threads(bm: int) -> int:
+    """Mirror of tk::hopper::kThreads: the producer warpgroup and a consumer
+    warpgroup for each 64 rows of the tile."""
+    return 128 + 2 * bm
 
 
 @dataclass(frozen=True)
@@ -94,8 +107,8 @@ class GridCosts:
         not its tensor cores, set the pace), so its rate is the 128-row tile's
         times the ratio of their flops per byte (0.75 at 64 wide)."""
         if engine == "wgmma":
-            rows = (bm * bn / (bm + bn)) / (128 * bn / (128 + bn))
-            return rows * self.wgmma_flop_per_us * (self.wgmma_wide_speedup if wgmma_hands_registers_back(bn) else 1.0)
+            flops_per_byte = (bm * bn / (bm + bn)) / (128 * bn / (128 + bn))  # against the 128-row tile's
+            return flops_per_byte * self.wgmma_flop_per_us * (self.wgmma_wide_speedup if wgmma_hands_registers_back(bn) else 1.0)
         return self.simt_flop_per_us if mma.startswith("simt") else self.mma_flop_per_us
 
     def wgmma_unit_fixed_us(self, bn: int) -> float:
@@ -488,7 +501,8 @@ class TargetOptions:
     # tiles, twice the units of few-tile products, each loading half the A
     # rows (perf-log step 97); BN up to 128 then.
     wgmma_consumers: tuple[int, ...] = (2, 1)
-    wgmma_tile: tuple[int, int, int] = (128, 128, 64)  # BM, BN, BK of a wgmma kernel's gemms (one shape a kernel)
+    # BM, BN, BK of a wgmma kernel's gemms (one shape a kernel); for_wgmma sets BM from the consumers
+    wgmma_tile: tuple[int, int, int] = (128, 128, 64)
     # The tile widths sched-to-tile tries (WGMMA_TILES has them); a kernel with
     # 256-wide tiles hands the producer's registers to the consumers during
     # each gemm (tk::hopper::grid_gemm_units) and ends with a grid barrier
@@ -668,7 +682,7 @@ class TargetOptions:
         wgmma_map_elems_per_thread, and the tile: BM 64 a consumer, `bn` wide."""
         consumers = self.wgmma_consumers[0] if consumers is None else consumers
         tile = (64 * consumers, self.wgmma_tile[1] if bn is None else bn, self.wgmma_tile[2])
-        return dataclasses.replace(self, name=f"{self.name}+wgmma", threads=128 * (1 + consumers), max_blocks_per_sm=1,
+        return dataclasses.replace(self, name=f"{self.name}+wgmma", threads=wgmma_threads(tile[0]), max_blocks_per_sm=1,
                                    map_elems_per_thread=self.wgmma_map_elems_per_thread, wgmma_tile=tile)
 
     def gemm_smem_bytes(self, mma: str) -> int:

@@ -893,11 +893,11 @@ class CudaPrinter:
         # A chain's launch flags (plan_chained_casts): its first launch, another follows, the launch's index % 2.
         flags = " int first; int more; int parity;" if self.chained else ""
         if self.wgmma:
-            preissue = "#define TK_PREISSUE_READY_OPERANDS 1\n" if self.preissue else ""
-            # 64-row tiles: one consumer warpgroup (tk::hopper::kConsumers).
+            defines = "#define TK_PREISSUE_READY_OPERANDS 1\n" if self.preissue else ""
+            # 64-row tiles: one consumer warpgroup (tk::hopper::kConsumers; two by default).
             if self.wgmma[0].tile_shape[0] != 128:
-                preissue += f"#define TK_WGMMA_CONSUMERS {self.wgmma[0].tile_shape[0] // 64}\n"
-            self.w(header() + preissue + '#include "tk/hopper_gemm.cuh"\n' + WGMMA_REQUIRES)
+                defines += f"#define TK_WGMMA_CONSUMERS {self.wgmma[0].tile_shape[0] // 64}\n"
+            self.w(header() + defines + '#include "tk/hopper_gemm.cuh"\n' + WGMMA_REQUIRES)
         else:
             self.w(header())
         self.w(f"// kernel {k.sym_name.data}: {nbuf} buffers, arena {self.arena_bytes} bytes, "

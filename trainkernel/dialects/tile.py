@@ -285,14 +285,14 @@ class GemmOp(TileWorkOp):
             raise VerifyException("tile.gemm: tk.column_partials must sum a value its body computes")
 
     def _verify_wgmma(self, mm) -> None:
-        from trainkernel.target import WGMMA_TILES
+        from trainkernel.target import WGMMA_TILES, wgmma_tile_supported
 
         if self.engine != "wgmma":
             raise VerifyException(f"tile.gemm: engine {self.engine!r} is not one (only `wgmma`; mma.sync has none)")
         if self.mma not in ("mma.bf16", "mma.f16"):
             raise VerifyException(f"tile.gemm: the wgmma engine multiplies bf16 and f16, not {self.mma}")
         bm, bn, bk = self.tile_shape
-        if bm not in (64, 128) or bk != 64 or bn not in WGMMA_TILES or (bm == 64 and bn > 128):
+        if bk != 64 or not wgmma_tile_supported(bm, bn):
             raise VerifyException(
                 f"tile.gemm: a wgmma tile is 128 x {{{', '.join(map(str, sorted(WGMMA_TILES)))}}} x 64 "
                 f"or 64 x {{64, 128}} x 64, got {bm}x{bn}x{bk}")
@@ -941,7 +941,7 @@ def verify_wgmma_kernel(kernel: "KernelOp") -> None:
     (384 threads), the stages and barriers inside its shared memory, and arena
     operands where TMA can address them (16-byte aligned)."""
     from trainkernel.dialects import sched
-    from trainkernel.target import TargetOptions
+    from trainkernel.target import TargetOptions, wgmma_threads
 
     gemms = [op for op in kernel.block.ops if isinstance(op, GemmOp)]
     wgmma = [op for op in gemms if op.engine == "wgmma"]
@@ -954,7 +954,7 @@ def verify_wgmma_kernel(kernel: "KernelOp") -> None:
     shapes = {op.tile_shape for op in wgmma}
     if len(shapes) > 1:
         raise VerifyException(f"tile.kernel: the wgmma gemms of a kernel share one tile shape, got {sorted(shapes)}")
-    threads = 128 + 2 * wgmma[0].tile_shape[0]
+    threads = wgmma_threads(wgmma[0].tile_shape[0])
     if kernel.threads != threads:
         raise VerifyException(
             f"tile.kernel: a kernel of {wgmma[0].tile_shape[0]}-row wgmma tiles runs {threads} threads (a producer "

@@ -32,7 +32,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import sched, tile, tk
 from trainkernel.elements import mma_kind
-from trainkernel.target import DEFAULT, TargetOptions, pass_target, wgmma_hands_registers_back
+from trainkernel.target import DEFAULT, TargetOptions, pass_target, wgmma_hands_registers_back, wgmma_tile_supported
 from trainkernel.util import align_up, ceil_div, numel
 
 
@@ -215,9 +215,8 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
     # engine at each tile width and height: the cheapest by the cost model.
     choices = [("mma", 0, 0)] if engine != "wgmma" else []
     if engine != "mma" and fits:
-        # 64-row tiles (one consumer warpgroup) are at most 128 wide (tk::hopper::TileShape).
         choices += [("wgmma", bn, c) for c in target.wgmma_consumers for bn in target.wgmma_tiles_n
-                    if c == 2 or bn <= 128]
+                    if wgmma_tile_supported(64 * c, bn)]
     if len(choices) == 1:
         return _lower(program, max_grid, grid, target, *choices[0], pairs=pairs)[0]
     # The model prices both engines on one relative scale, which measurement
