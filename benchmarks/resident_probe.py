@@ -140,11 +140,24 @@ def timer_run(specs: list[str], flags: str = "", timer: str = "PHASE_TIMER") -> 
     then also replayed once as a captured program of LOOP_STEPS steps in one launch:
     each step prints its line, and the middle ones are the step the harness times.
     flags: nvcc defines (--unit-timer: -DTK_UNIT_TIMER, each wgmma unit's cycles too).
-    timer: OP_TIMER (--op-timer) for grid kernels' per-op maxima over the blocks instead."""
+    timer: OP_TIMER (--op-timer) for grid kernels' per-op maxima over the blocks instead.
+    $TIMER_TARGETS: target variants ('|'-separated, target_variant's form), each
+    spec timed under each (the default: the target as it is)."""
+    from trainkernel import target
     from trainkernel.backend import cuda_target
 
     os.environ["NVCC_APPEND_FLAGS"] = nvcc_append_flags(flags)
     setattr(cuda_target, timer, True)
+    for variant in os.environ.get("TIMER_TARGETS", "").split("|"):
+        target.TARGETS[target.H200.name] = cuda_target.TARGET = target_variant(variant)
+        print(f"=== target variant '{variant}'", flush=True)
+        timer_specs(specs)
+    target.TARGETS[target.H200.name] = cuda_target.TARGET = target.H200
+    setattr(cuda_target, timer, False)
+
+
+def timer_specs(specs: list[str]) -> None:
+    """timer_run's launches of each spec under the current target."""
     for spec in specs:
         w, dtype = workload(spec)
         params = w.init_state(0, "cuda")  # the parameters, or a twin's optimizer state
@@ -160,7 +173,6 @@ def timer_run(specs: list[str], flags: str = "", timer: str = "PHASE_TIMER") -> 
             prog.replay()
             torch.cuda.synchronize()
             print(f"--- {spec}: timer end", flush=True)
-    setattr(cuda_target, timer, False)
 
 
 def launch_run(specs: list[str], widths: tuple[str, ...] = ("128", "256")) -> None:
