@@ -117,17 +117,22 @@ def test_host_emulation_of_the_data_path(tmp_path):
     """tests/device/hopper_gemm_emu.cu replays the kernel's boxes, stages,
     descriptors, K steps, split-K slices and fragment stores on the CPU
     against the documented TMA swizzle / wgmma canonical layouts / D fragment,
-    for every tile shape and layout, tails and split-K included."""
-    exe = tmp_path / "hopper_gemm_emu"
-    proc = subprocess.run(
-        ["nvcc", "-std=c++17", "-arch=sm_90", "-O3", "-I", str(hgemm_lib.INCLUDE), "-I", str(REPO / "tests" / "device"),
-         str(REPO / "tests" / "device" / "hopper_gemm_emu.cu"), "-o", str(exe)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "warning" not in (proc.stdout + proc.stderr).lower(), proc.stdout + proc.stderr
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
-    lines = [ln for ln in run.stdout.splitlines() if ln.strip()]
-    bad = [ln for ln in lines if not ln.startswith("PASS ")]
-    assert run.returncode == 0 and not bad and len(lines) == 231, "\n".join(bad[:20]) or run.stderr[-2000:]
+    for every tile shape (both heights, 32 to 256 wide) and layout, tails and
+    split-K included."""
+    # Built for two consumer warpgroups (128-row tiles, 32 to 256 wide) and for
+    # one (64-row tiles, 32 to 128 wide): the checks each build runs.
+    for consumers, checks in ((2, 308), (1, 232)):
+        exe = tmp_path / f"hopper_gemm_emu{consumers}"
+        proc = subprocess.run(
+            ["nvcc", "-std=c++17", "-arch=sm_90", "-O3", f"-DTK_WGMMA_CONSUMERS={consumers}", "-I", str(hgemm_lib.INCLUDE),
+             "-I", str(REPO / "tests" / "device"), str(REPO / "tests" / "device" / "hopper_gemm_emu.cu"), "-o", str(exe)],
+            capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "warning" not in (proc.stdout + proc.stderr).lower(), proc.stdout + proc.stderr
+        run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=600)
+        lines = [ln for ln in run.stdout.splitlines() if ln.strip()]
+        bad = [ln for ln in lines if not ln.startswith("PASS ")]
+        assert run.returncode == 0 and not bad and len(lines) == checks, "\n".join(bad[:20]) or run.stderr[-2000:]
 
 
 @needs_nvcc

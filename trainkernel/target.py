@@ -37,8 +37,8 @@ def wgmma_hands_registers_back(bn: int) -> bool:
 
 
 # tk::hopper's tile table (kHopperTiles / TileById in hopper_gemm.cuh): BN ->
-# (its id, pipeline stages); BK = 64 for all three, BM = 64 a consumer warpgroup.
-WGMMA_TILES: dict[int, tuple[int, int]] = {256: (0, 4), 128: (1, 6), 64: (2, 8)}
+# (its id, pipeline stages); BK = 64 for all, BM = 64 a consumer warpgroup.
+WGMMA_TILES: dict[int, tuple[int, int]] = {256: (0, 4), 128: (1, 6), 64: (2, 8), 32: (3, 8)}
 
 
 def wgmma_tile_supported(bm: int, bn: int) -> bool:

@@ -30,7 +30,7 @@ tile.kernel @k(%a: memref<256x1024xf32>, %b: memref<1024x256xf32>, %c: memref<25
 // CHECK: {{^//}} {{-----$}}
 
 // A tile the Hopper library does not have.
-// CHECK: tile.gemm: a wgmma tile is 128 x {64, 128, 256} x 64 or 64 x {64, 128} x 64, got 64x64x32
+// CHECK: tile.gemm: a wgmma tile is 128 x {32, 64, 128, 256} x 64 or 64 x {32, 64, 128} x 64, got 64x64x32
 tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 218208 : i64} {
   tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64, engine = "wgmma"} {
   ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
@@ -83,7 +83,7 @@ tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<
 
 // 64-row tiles (one consumer warpgroup) are at most 128 wide: the 256-wide
 // tile's register hand-back is sized for two consumers.
-// CHECK: tile.gemm: a wgmma tile is 128 x {64, 128, 256} x 64 or 64 x {64, 128} x 64, got 64x256x64
+// CHECK: tile.gemm: a wgmma tile is 128 x {32, 64, 128, 256} x 64 or 64 x {32, 64, 128} x 64, got 64x256x64
 tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 256 : i64, smem = 218208 : i64} {
   tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 64, 256, 64>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64, engine = "wgmma"} {
   ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
@@ -99,6 +99,48 @@ tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<
 // CHECK: tile.kernel: a kernel of 64-row wgmma tiles runs 256 threads (a producer warpgroup and a consumer for each 64 rows), not 384
 tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 218208 : i64} {
   tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 64, 64, 64>, mma = "mma.bf16", items = 16 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// A width wgmma has (n = 48) but the tile table does not.
+// CHECK: tile.gemm: a wgmma tile is 128 x {32, 64, 128, 256} x 64 or 64 x {32, 64, 128} x 64, got 64x48x64
+tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 256 : i64, smem = 218208 : i64} {
+  tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 64, 48, 64>, mma = "mma.bf16", items = 24 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// A valid 32-wide tile (B's 64-byte swizzle, tk::hopper::TileById<3>) at both heights.
+// CHECK: tile.kernel @k
+// CHECK-SAME: threads = 256
+// CHECK: tile = array<i64: 64, 32, 64>
+tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 256 : i64, smem = 218208 : i64} {
+  tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 64, 32, 64>, mma = "mma.bf16", items = 32 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// CHECK: tile.kernel @k
+// CHECK-SAME: threads = 384
+// CHECK: tile = array<i64: 128, 32, 64>
+tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>) inputs 2 results [2] arena 0 config {grid = 4 : i64, threads = 384 : i64, smem = 218208 : i64} {
+  tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 128, 32, 64>, mma = "mma.bf16", items = 16 : i64, offset = 0 : i64, engine = "wgmma"} {
   ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
     %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
     tk.yield %m : tensor<256x256xbf16>

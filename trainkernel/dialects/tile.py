@@ -295,7 +295,8 @@ class GemmOp(TileWorkOp):
         if bk != 64 or not wgmma_tile_supported(bm, bn):
             raise VerifyException(
                 f"tile.gemm: a wgmma tile is 128 x {{{', '.join(map(str, sorted(WGMMA_TILES)))}}} x 64 "
-                f"or 64 x {{64, 128}} x 64, got {bm}x{bn}x{bk}")
+                f"or 64 x {{{', '.join(str(n) for n in sorted(WGMMA_TILES) if wgmma_tile_supported(64, n))}}} x 64, "
+                f"got {bm}x{bn}x{bk}")
         # TMA reads rows whose stride is a multiple of 16 bytes (8 bf16 / f16).
         for what, v in (("lhs", mm.lhs), ("rhs", mm.rhs)):
             rows = v.type.get_shape()

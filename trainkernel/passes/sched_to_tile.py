@@ -32,7 +32,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import sched, tile, tk
 from trainkernel.elements import mma_kind
-from trainkernel.target import DEFAULT, TargetOptions, pass_target, wgmma_hands_registers_back, wgmma_tile_supported
+from trainkernel.target import DEFAULT, WGMMA_TILES, TargetOptions, pass_target, wgmma_hands_registers_back, wgmma_tile_supported
 from trainkernel.util import align_up, ceil_div, numel
 
 
@@ -363,6 +363,9 @@ class SchedToTilePass(ModulePass):
     # the wgmma tiles' rows: 0, the cost model's choice among the target's
     # wgmma_consumers (64 rows a consumer warpgroup); 64 or 128 forces one
     rows: int = 0
+    # the wgmma tiles' width: 0, the cost model's choice among the target's
+    # wgmma_tiles_n; a width of the tile table (WGMMA_TILES) forces it
+    cols: int = 0
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         target = pass_target(self.name, self.target)
@@ -372,6 +375,11 @@ class SchedToTilePass(ModulePass):
             raise DiagnosticException(f"sched-to-tile: rows must be 0 (the cost model's), 64 or 128, got {self.rows}")
         if self.rows:
             target = dataclasses.replace(target, wgmma_consumers=(self.rows // 64,))
+        if self.cols and self.cols not in WGMMA_TILES:
+            raise DiagnosticException(f"sched-to-tile: cols must be 0 (the cost model's) or one of "
+                                      f"{', '.join(map(str, sorted(WGMMA_TILES)))}, got {self.cols}")
+        if self.cols:
+            target = dataclasses.replace(target, wgmma_tiles_n=(self.cols,))
         if self.gemm_cluster not in ("target", "on", "off"):
             raise DiagnosticException(f"sched-to-tile: gemm_cluster must be target, on or off, got {self.gemm_cluster!r}")
         pairs = None if self.gemm_cluster == "target" else self.gemm_cluster == "on"

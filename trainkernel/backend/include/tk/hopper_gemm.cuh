@@ -96,6 +96,10 @@
 //     contiguous) x 64 (K), each 8 KB, placed one after another: descriptor
 //     LBO = 8192 (the next 64 columns), SBO = 1024 (the next 8 K rows), the
 //     k-th K slice starts 2048*k bytes in; wgmma's transpose bit is set.
+//     B of a 32-wide tile is one box of 32 (N) x 64 (K) whose rows are 64
+//     bytes, so it takes the 64-byte swizzle (TMA's and the descriptor's mode
+//     2; a 128-byte one needs 64 contiguous elements): SBO = 512 (8 rows of
+//     64 bytes), LBO unused (one 32-wide atom), the k-th K slice 1024*k in.
 // A consumer's 64 rows of A are at +8192 bytes per consumer in both layouts.
 //
 // =============================================================================
@@ -462,6 +466,24 @@ __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"
 // TA / TB are wgmma's transpose bits (1: the operand is MN-major in smem).
 // One asm per shape, the input type spliced in (TY: "bf16" or "f16"); the
 // register lists are long, so they are written out once per shape.
+#define TK_HG_WGMMA_N32(TY) \
+  asm volatile( \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n" \
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32." TY "." TY " {" \
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, " \
+      "%16, %17, p, 1, 1, %19, %20;\n}\n" \
+      : TK_HG_D8(0), TK_HG_D8(8) \
+      : "l"(desc_a), "l"(desc_b), "r"(1), "n"(TA ? 1 : 0), "n"(TB ? 1 : 0))
+template <bool TA, bool TB>
+__device__ __forceinline__ void wgmma_m64n32k16_bf16(float (&d)[16], uint64_t desc_a, uint64_t desc_b) {
+  TK_HG_WGMMA_N32("bf16");
+}
+template <bool TA, bool TB>
+__device__ __forceinline__ void wgmma_m64n32k16_f16(float (&d)[16], uint64_t desc_a, uint64_t desc_b) {
+  TK_HG_WGMMA_N32("f16");
+}
+#undef TK_HG_WGMMA_N32
+
 #define TK_HG_WGMMA_N64(TY) \
   asm volatile( \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n" \
@@ -540,10 +562,13 @@ __device__ __forceinline__ void wgmma_k16(float (&d)[BN / 2], uint64_t desc_a, u
   } else if constexpr (BN == 128) {
     if constexpr (kF16Type) wgmma_m64n128k16_f16<TA, TB>(d, desc_a, desc_b);
     else wgmma_m64n128k16_bf16<TA, TB>(d, desc_a, desc_b);
-  } else {
-    static_assert(BN == 64, "wgmma_k16: BN must be 64, 128 or 256");
+  } else if constexpr (BN == 64) {
     if constexpr (kF16Type) wgmma_m64n64k16_f16<TA, TB>(d, desc_a, desc_b);
     else wgmma_m64n64k16_bf16<TA, TB>(d, desc_a, desc_b);
+  } else {
+    static_assert(BN == 32, "wgmma_k16: BN must be 32, 64, 128 or 256");
+    if constexpr (kF16Type) wgmma_m64n32k16_f16<TA, TB>(d, desc_a, desc_b);
+    else wgmma_m64n32k16_bf16<TA, TB>(d, desc_a, desc_b);
   }
 #else
   (void)d;
@@ -569,9 +594,9 @@ struct TileShape {
   // full[STAGES] and empty[STAGES] (8 bytes each), then the consumers' row
   // epilogue scratch.
   static constexpr int SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + 16 * STAGES + kConsumers * kRowScratchBytes;
-  static_assert(BN == 64 || BN == 128 || BN == 256, "BN must be 64, 128 or 256");
+  static_assert(BN == 32 || BN == 64 || BN == 128 || BN == 256, "BN must be 32, 64, 128 or 256");
   // The register hand-back of 256-wide tiles (grid_gemm_units) is sized for two consumers.
-  static_assert(kConsumers == 2 || BN <= 128, "64-row tiles: BN must be 64 or 128");
+  static_assert(kConsumers == 2 || BN <= 128, "64-row tiles: BN must be 32, 64 or 128");
   static_assert(SMEM_BYTES <= 227 * 1024, "tile does not fit in shared memory");
 };
 
@@ -600,6 +625,13 @@ struct TileById<1> {
 template <>
 struct TileById<2> {
   using type = TileShape<64, 8>;
+};
+// The megakernel's 32-wide tile (not in the standalone library's table: its
+// products are large enough for 64-wide tiles at least): twice the units of
+// a product with fewer 64-wide tiles than SMs, each epilogue half as long.
+template <>
+struct TileById<3> {
+  using type = TileShape<32, 8>;
 };
 
 // Everything the kernel needs besides the tensor maps and the epilogue.
@@ -682,20 +714,28 @@ __host__ __device__ __forceinline__ PairStep pair_step(const GemmParams& p, int 
 // The stage layout, shared by the kernel, the host launch and the host
 // emulation test (tests/device/hopper_gemm_emu.cu), so that they cannot drift.
 //
+// The swizzle span (bytes) of an operand stored `cols` elements contiguous:
+// 128 bytes for rows of 64 or more, else the row itself (32 wide: 64 bytes).
+__host__ __device__ constexpr uint32_t swizzle_bytes(int cols) { return cols >= 64 ? 128u : 2u * (uint32_t)cols; }
+
 // PTX ISA "Matrix Descriptor": start address, leading and stride byte offsets
-// (all >> 4, 14 bits each), base offset 0 (atoms 1024-aligned), bits 62-63 =
-// 1: 128-byte swizzle.
-__host__ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+// (all >> 4, 14 bits each), base offset 0 (atoms 1024-aligned), bits 62-63 the
+// swizzle mode (1: 128-byte, 2: 64-byte, 3: 32-byte).
+__host__ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo,
+                                                       uint32_t swizzle = 128u) {
+  const uint64_t mode = swizzle == 128u ? 1u : swizzle == 64u ? 2u : 3u;
   return (uint64_t)((addr & 0x3FFFFu) >> 4) | ((uint64_t)((lbo & 0x3FFFFu) >> 4) << 16) |
-         ((uint64_t)((sbo & 0x3FFFFu) >> 4) << 32) | (1ull << 62);
+         ((uint64_t)((sbo & 0x3FFFFu) >> 4) << 32) | (mode << 62);
 }
 
 // Descriptor of the k-th 16-wide K slice (k = 0..3) of an operand stage at
-// `base` (see "Layouts" above).
-template <bool MN_MAJOR>
+// `base` (see "Layouts" above); an MN-major one `cols` wide (its box's width).
+template <bool MN_MAJOR, int COLS = 64>
 __host__ __device__ __forceinline__ uint64_t operand_desc(uint32_t base, int k) {
   if constexpr (MN_MAJOR) {
-    return smem_desc(base + 2048u * (uint32_t)k, 8192u, 1024u);
+    // A K row is sw bytes; 8 of them an atom; 64-wide boxes 8 KB apart.
+    constexpr uint32_t sw = swizzle_bytes(COLS);
+    return smem_desc(base + 16u * sw * (uint32_t)k, 8192u, 8u * sw, sw);
   } else {
     return smem_desc(base + 32u * (uint32_t)k, 16u, 1024u);
   }
@@ -718,6 +758,8 @@ __host__ __device__ __forceinline__ void for_each_box(const WorkUnit& w, int kb,
   }
   if constexpr (TB) {
     f(1, (uint32_t)Shape::A_BYTES, k0, w.n0);  // box 64 (K) x BN
+  } else if constexpr (Shape::BN < 64) {
+    f(1, (uint32_t)Shape::A_BYTES, w.n0, k0);  // box BN (N) x 64 (K)
   } else {
 #pragma unroll
     for (int j = 0; j < Shape::BN / 64; ++j)  // boxes 64 (N) x 64 (K)
@@ -730,7 +772,9 @@ __host__ __device__ __forceinline__ void for_each_box(const WorkUnit& w, int kb,
 template <class Shape, bool TA, bool TB>
 struct OperandMaps {
   static constexpr uint32_t a_box_inner = 64, a_box_outer = TA ? 64 : Shape::BM;
-  static constexpr uint32_t b_box_inner = 64, b_box_outer = TB ? Shape::BN : 64;
+  static constexpr uint32_t b_box_inner = TB || Shape::BN >= 64 ? 64 : Shape::BN, b_box_outer = TB ? Shape::BN : 64;
+  // The TMA swizzle of each operand's boxes (the descriptors' mode: slab_descs).
+  static constexpr uint32_t a_swizzle = 128, b_swizzle = swizzle_bytes((int)b_box_inner);
   // A: TA -> K rows of M, else M rows of K.  B: TB -> N rows of K, else K rows of N.
   static __host__ __device__ uint64_t a_inner(int M, int K) { return TA ? (uint64_t)M : (uint64_t)K; }
   static __host__ __device__ uint64_t a_outer(int M, int K) { return TA ? (uint64_t)K : (uint64_t)M; }
@@ -744,7 +788,7 @@ template <class Shape, bool TA, bool TB>
 __host__ __device__ __forceinline__ void slab_descs(uint32_t stage, int c, int k, uint64_t& desc_a,
                                                     uint64_t& desc_b) {
   desc_a = operand_desc<TA>(stage + 8192u * (uint32_t)c, k);    // 64 rows of A per consumer
-  desc_b = operand_desc<!TB>(stage + (uint32_t)Shape::A_BYTES, k);  // all of B
+  desc_b = operand_desc<!TB, Shape::BN>(stage + (uint32_t)Shape::A_BYTES, k);  // all of B
 }
 
 // =============================================================================
@@ -2030,11 +2074,11 @@ inline EncodeTiledFn encode_tiled_fn() {
 }
 
 // A 2-D tensor map over a row-major (outer x inner) bf16/f16 matrix with row
-// stride ld (elements), box box_inner x box_outer, 128-byte swizzle,
-// out-of-bounds reads zero-filled.
+// stride ld (elements), box box_inner x box_outer, a 128- (or 64-) byte
+// swizzle, out-of-bounds reads zero-filled.
 inline cudaError_t make_tma_2d(CUtensorMap* map, const void* ptr, int dtype, uint64_t inner,
                                uint64_t outer, uint64_t ld, uint32_t box_inner,
-                               uint32_t box_outer) {
+                               uint32_t box_outer, uint32_t swizzle = 128u) {
   EncodeTiledFn fn = encode_tiled_fn();
   if (fn == nullptr) return cudaErrorNotSupported;
   const cuuint64_t dims[2] = {inner, outer};
@@ -2045,7 +2089,9 @@ inline cudaError_t make_tma_2d(CUtensorMap* map, const void* ptr, int dtype, uin
                         dtype == kF16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                       : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
                         2, const_cast<void*>(ptr), dims, strides, box, elem_strides,
-                        CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                        CU_TENSOR_MAP_INTERLEAVE_NONE,
+                        swizzle == 128u ? CU_TENSOR_MAP_SWIZZLE_128B
+                        : swizzle == 64u ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_32B,
                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
@@ -2060,10 +2106,10 @@ inline cudaError_t operand_maps(CUtensorMap* ma, CUtensorMap* mb, const void* A,
   constexpr int dt = dtype_of<T>::value;
   using Maps = OperandMaps<Shape, TA, TB>;
   cudaError_t e = make_tma_2d(ma, A, dt, Maps::a_inner(M, K), Maps::a_outer(M, K), lda,
-                              Maps::a_box_inner, Maps::a_box_outer);
+                              Maps::a_box_inner, Maps::a_box_outer, Maps::a_swizzle);
   if (e != cudaSuccess) return e;
   return make_tma_2d(mb, B, dt, Maps::b_inner(N, K), Maps::b_outer(N, K), ldb, Maps::b_box_inner,
-                     Maps::b_box_outer);
+                     Maps::b_box_outer, Maps::b_swizzle);
 }
 
 namespace detail {

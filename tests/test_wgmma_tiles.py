@@ -1,0 +1,71 @@
+"""The wgmma engine's tile shapes, each forced (target.wgmma_consumers: the
+rows, target.wgmma_tiles_n: the width): what the printer emits for it, and on
+the GPU, the step it computes against PyTorch (trainkernel.tools.cli's policy).
+
+The 32-wide tile (tk::hopper::TileById<3>) loads B of an N-contiguous product
+(x @ W) as one 32 x 64 box with the 64-byte swizzle, the others with the
+128-byte one (hopper_gemm.cuh, "Layouts"); a training step has all three
+operand layouts (x @ W, dY @ W^T, X^T @ dY), so each step below runs every
+layout through the tile. The data path is also emulated on the CPU
+(test_hopper_gemm.py::test_host_emulation_of_the_data_path)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+import torch
+
+from trainkernel.target import H200, WGMMA_TILES, wgmma_threads
+from trainkernel.tools.cli import get_workload
+
+from _variants import suite_source
+
+# (rows, cols): every width at 64 rows (one consumer warpgroup), the widths the
+# suite's defaults rarely choose at 128.
+SHAPES = [(64, 32), (64, 64), (64, 128), (128, 32), (128, 256)]
+# Steps with products of every layout, tails (odd sizes) and f16.
+STEPS = [("small", None, torch.bfloat16), ("mlp4", None, torch.bfloat16),
+         ("small", (200, 520, 1000, 56), torch.bfloat16), ("mlp4", (64, 256, 256, 256, 40), torch.float16)]
+
+
+def _force(target_fields, rows: int, cols: int) -> None:
+    """The tile, and the wgmma engine: the mma.sync kernel's estimate weighed
+    out of the choice (sched-to-tile compares both engines)."""
+    costs = dataclasses.replace(H200.grid_costs, mma_engine_calibration=1e3)
+    target_fields(wgmma_consumers=(rows // 64,), wgmma_tiles_n=(cols,), grid_costs=costs)
+
+
+def _step_id(step):
+    name, sizes, dtype = step
+    return f"{name}{'-' + 'x'.join(map(str, sizes)) if sizes else ''}-{str(dtype)[6:]}"
+
+
+@pytest.mark.parametrize("rows,cols", SHAPES, ids=lambda v: str(v))
+def test_the_forced_tile_is_printed(target_fields, rows, cols):
+    """The kernel's tile, its block (a producer warpgroup and a consumer for each
+    64 rows) and the device library's height define follow the forced shape."""
+    _force(target_fields, rows, cols)
+    src = suite_source(get_workload("small"))
+    assert f"using TkShape = tk::hopper::TileById<{WGMMA_TILES[cols][0]}>::type;" in src
+    assert f"static constexpr int kThreads = {wgmma_threads(rows)};" in src
+    assert ("#define TK_WGMMA_CONSUMERS 1" in src) == (rows == 64)
+    assert re.findall(r"wgmma (\d+)x(\d+)x64", src) and set(re.findall(r"wgmma (\d+)x(\d+)x64", src)) == {
+        (str(rows), str(cols))}
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("step", STEPS, ids=_step_id)
+@pytest.mark.parametrize("rows,cols", SHAPES, ids=lambda v: str(v))
+def test_the_forced_tile_matches_pytorch(target_fields, rows, cols, step):
+    from trainkernel.api import compile_training
+    from trainkernel.tools.cli import check_workload
+
+    _force(target_fields, rows, cols)
+    name, sizes, dtype = step
+    w = get_workload(name, sizes)
+    c = compile_training(w.make_step(dtype), w.example_args(device="meta", dtype=dtype))
+    assert f"TileById<{WGMMA_TILES[cols][0]}>" in c.cuda_source
+    report = check_workload(w, {torch.bfloat16: "bf16", torch.float16: "f16"}[dtype], steps=30, compiled=c)
+    assert report.passed, report.format(verbose=True)
