@@ -69,3 +69,47 @@ def test_the_forced_tile_matches_pytorch(target_fields, rows, cols, step):
     assert f"TileById<{WGMMA_TILES[cols][0]}>" in c.cuda_source
     report = check_workload(w, {torch.bfloat16: "bf16", torch.float16: "f16"}[dtype], steps=30, compiled=c)
     assert report.passed, report.format(verbose=True)
+
+
+def _widths(src: str) -> list[str]:
+    """The tile widths of a printed kernel's gemms, in order."""
+    return re.findall(r"wgmma \d+x(\d+)x64", src)
+
+
+def test_gemm_widths_narrow_only_the_gemm_whose_phase_gains(target_fields):
+    """target.wgmma_gemm_widths: medium keeps its 128 x 128 tiles where they fill
+    the grid and narrows h @ W2 (1024 x 256: 16 tiles of 128 x 128 on 132 SMs,
+    before split-K) to 64 wide; that gemm prints its tile in the kernel's
+    stages and stride. Off: one width."""
+    target_fields(wgmma_gemm_widths=False)
+    off = suite_source(get_workload("medium"))
+    assert set(_widths(off)) == {"128"}
+    target_fields(wgmma_gemm_widths=True)
+    on = suite_source(get_workload("medium"))
+    widths = _widths(on)
+    assert widths.count("64") == 1 and set(widths) == {"64", "128"}, widths
+    assert re.search(r"tile\.gemm 1024x256x4096 [^\n]*wgmma 128x64x64", on)
+    assert "tk::hopper::TileShape<64, TkShape::STAGES, TkShape::STAGE_BYTES>" in on
+    assert "using TkShape = tk::hopper::TileById<1>::type;" in on
+
+
+def test_gemm_widths_keep_one_width_beside_a_wide_tile(target_fields):
+    """Kernels of 256-wide tiles (large) hand the producer's registers to the
+    consumers in every gemm: their gemms keep one width."""
+    from trainkernel.workloads import LARGE
+
+    target_fields(wgmma_gemm_widths=True)
+    assert set(_widths(suite_source(LARGE))) == {"256"}
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name,widths", [("medium", (64, 128, 256)), ("small", (32, 64, 128, 256))])
+def test_mixed_widths_match_pytorch(target_fields, name, widths):
+    from trainkernel.api import compile_training
+    from trainkernel.tools.cli import check_workload
+
+    target_fields(wgmma_gemm_widths=True, wgmma_tiles_n=widths)
+    w = get_workload(name)
+    c = compile_training(w.make_step(torch.bfloat16), w.example_args(device="meta", dtype=torch.bfloat16))
+    report = check_workload(w, "bf16", steps=10, compiled=c)
+    assert report.passed, report.format(verbose=True)

@@ -513,6 +513,14 @@ class TargetOptions:
     # units, and the probe measured small 53.1 -> 38.6 us, mlp4 98.4 -> 68.6
     # (perf-log step 16); medium and large keep 128 and 256.
     wgmma_tiles_n: tuple[int, ...] = (64, 128, 256)
+    # Each wgmma gemm of a kernel may be narrower than the kernel's tile (a width
+    # of wgmma_tiles_n; none wider than 128 in such a kernel): sched-to-tile
+    # narrows a gemm where the cost model's estimate of its phase on the chosen
+    # grid falls (more units of fewer bytes where its 64-wide tiles leave blocks
+    # idle), the others keep the kernel's width. They share the pipeline (the
+    # widest tile's stages and stride: tk::hopper::TileShape's third parameter).
+    # Off until measured (perf-log step 101).
+    wgmma_gemm_widths: bool = False
     # A grid kernel's wgmma gemms of tiles up to 128 wide call their producer
     # part out of line (tk::hopper::produce_units_call): one copy for each
     # layout instead of one for each gemm. Compile time (perf-log step 74, CI

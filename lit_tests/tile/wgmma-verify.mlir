@@ -121,6 +121,62 @@ tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<
 // -----
 // CHECK: {{^//}} {{-----$}}
 
+// The gemms of a kernel share one pipeline: one tile height (its consumer warpgroups) ...
+// CHECK: tile.kernel: the wgmma gemms of a kernel share one tile height, and one width where a tile is wider than 128, got [(64, 64, 64), (128, 64, 64)]
+tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>, %d: memref<256x256xbf16>) inputs 2 results [2, 3] arena 0 config {grid = 8 : i64, threads = 384 : i64, smem = 218208 : i64} {
+  tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 128, 64, 64>, mma = "mma.bf16", items = 8 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+  tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%d : memref<256x256xbf16>) config {tile = array<i64: 64, 64, 64>, mma = "mma.bf16", items = 16 : i64, offset = 8 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// ... and one width where a tile hands the producer's registers to the consumers (256 wide).
+// CHECK: tile.kernel: the wgmma gemms of a kernel share one tile height, and one width where a tile is wider than 128, got [(128, 64, 64), (128, 256, 64)]
+tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>, %d: memref<256x256xbf16>) inputs 2 results [2, 3] arena 0 config {grid = 8 : i64, threads = 384 : i64, smem = 218208 : i64} {
+  tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 128, 256, 64>, mma = "mma.bf16", items = 2 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+  tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%d : memref<256x256xbf16>) config {tile = array<i64: 128, 64, 64>, mma = "mma.bf16", items = 8 : i64, offset = 2 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
+// Widths up to 128 may differ (target.wgmma_gemm_widths): the kernel's pipeline is the widest's.
+// CHECK: tile.kernel @k
+// CHECK: tile = array<i64: 64, 128, 64>
+// CHECK: tile = array<i64: 64, 32, 64>
+tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<256x256xbf16>, %d: memref<256x256xbf16>) inputs 2 results [2, 3] arena 0 config {grid = 8 : i64, threads = 256 : i64, smem = 218208 : i64} {
+  tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%c : memref<256x256xbf16>) config {tile = array<i64: 64, 128, 64>, mma = "mma.bf16", items = 8 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+  tile.gemm ins(%a, %b : memref<256x1024xbf16>, memref<1024x256xbf16>) outs(%d : memref<256x256xbf16>) config {tile = array<i64: 64, 32, 64>, mma = "mma.bf16", items = 32 : i64, offset = 8 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x256xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x256xbf16>) -> tensor<256x256xbf16>
+    tk.yield %m : tensor<256x256xbf16>
+  }
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
 // A valid 32-wide tile (B's 64-byte swizzle, tk::hopper::TileById<3>) at both heights.
 // CHECK: tile.kernel @k
 // CHECK-SAME: threads = 256

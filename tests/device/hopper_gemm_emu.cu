@@ -149,9 +149,9 @@ bool emulate(int M, int N, int K, int splits_req, tktest::Rng& rng, char* why) {
         snprintf(why, 200, "a box row is wider than its map's swizzle span");
         return false;
       }
-      if (bytes != (uint32_t)Shape::STAGE_BYTES) {
+      if (bytes != (uint32_t)Shape::LOAD_BYTES) {
         snprintf(why, 200, "boxes of one stage carry %u bytes, expect_tx says %d", bytes,
-                 Shape::STAGE_BYTES);
+                 Shape::LOAD_BYTES);
         return false;
       }
       // --- wgmma: each consumer, four K=16 slices, read through descriptors
@@ -369,8 +369,11 @@ void run_layout(const char* tile_name, tktest::Rng& rng) {
 
 template <class Shape>
 void run_tile(tktest::Rng& rng) {
-  char name[32];
-  snprintf(name, sizeof(name), "%dx%d", Shape::BM, Shape::BN);
+  char name[48];
+  if (Shape::STAGE_BYTES == Shape::LOAD_BYTES)
+    snprintf(name, sizeof(name), "%dx%d", Shape::BM, Shape::BN);
+  else  // in a kernel of wider tiles: their stages and stride
+    snprintf(name, sizeof(name), "%dx%d-stride%d", Shape::BM, Shape::BN, Shape::STAGE_BYTES);
   run_layout<Shape, false, false>(name, rng);
   run_layout<Shape, false, true>(name, rng);
   run_layout<Shape, true, false>(name, rng);
@@ -392,5 +395,9 @@ int main() {
   run_tile<hg::TileById<1>::type>(rng);
   run_tile<hg::TileById<2>::type>(rng);
   run_tile<hg::TileById<3>::type>(rng);
+  // Narrower gemms of a kernel whose widest tile is 128 wide (its 6 stages and stride).
+  constexpr int kStride128 = hg::TileById<1>::type::STAGE_BYTES;
+  run_tile<hg::TileShape<32, 6, kStride128>>(rng);
+  run_tile<hg::TileShape<64, 6, kStride128>>(rng);
   return tktest::finish();
 }

@@ -905,7 +905,7 @@ class CudaPrinter:
         if self.wgmma:
             # The wgmma operands' tensor maps travel in the parameters
             # (__grid_constant__: TMA reads them where they are).
-            bn = self.wgmma[0].tile_shape[1]
+            bn = max(op.tile_shape[1] for op in self.wgmma)  # the pipeline's: the widest gemm's
             nmaps = 2 * len(self.wgmma) + 2 * len(self.alt_maps)
             self.w(f"struct TkParams {{ CUtensorMap maps[{nmaps}]; void* buf[{max(nbuf, 1)}]; char* arena;{flags} }};")
             self.w(f"using TkShape = tk::hopper::TileById<{WGMMA_TILES[bn][0]}>::type;")
@@ -1282,7 +1282,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
             call = f", {str(producer_call).lower()}, true"
         if self.kernel.gemm_cluster:  # the kernel's clusters of two walk every gemm as a pair
             call = f", {str(producer_call).lower()}, {str(shared_fixup).lower()}, true"
-        self.w(f"    tk::hopper::grid_gemm_units<{t}, TkShape, {str(ta).lower()}, {str(tb).lower()}, "
+        self.w(f"    tk::hopper::grid_gemm_units<{t}, {self._shape(op)}, {str(ta).lower()}, {str(tb).lower()}, "
                f"{str(whole).lower()}{call}>("
                f"{self._map_ref(g, 0)}, {self._map_ref(g, 1)}, tk_gp,")
         partials = op.column_partials()
@@ -1373,7 +1373,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         g = self.wgmma.index(gemm)
         mm = gemm.matmul
         ta, tb, *_ = self._gemm_geometry(mm)
-        self.w(f"  tk::hopper::preissue_operands<{c_type(mm.result.type)}, TkShape, {str(ta).lower()}, "
+        self.w(f"  tk::hopper::preissue_operands<{c_type(mm.result.type)}, {self._shape(gemm)}, {str(ta).lower()}, "
                f"{str(tb).lower()}>({self._map_ref(g, 0)}, {self._map_ref(g, 1)}, tk::hopper::GemmParams"
                f"{self._gemm_params(gemm)}, tk_hbase, {self._unit_start(gemm)}, tk_pipe, {mask});  "
                f"// phase {phase}'s ready operands (plan_preissue)")
@@ -1424,10 +1424,19 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
             a = self._host_pointer(op.ins[mm.lhs.index], odd)
             b = self._host_pointer(op.ins[mm.rhs.index], odd)
             lines.append(
-                f"    if ((e = tk::hopper::operand_maps<{c_type(mm.result.type)}, TkShape, {str(ta).lower()}, "
+                f"    if ((e = tk::hopper::operand_maps<{c_type(mm.result.type)}, {self._shape(op)}, {str(ta).lower()}, "
                 f"{str(tb).lower()}>(&p.maps[{at}], &p.maps[{at + 1}], {a}, {lda}, {b}, {ldb}, {m}, {n}, "
                 f"{kdim})) != cudaSuccess) return (int)e;")
         return "\n".join(lines)
+
+    def _shape(self, op: tile.GemmOp) -> str:
+        """The device library's tile shape of wgmma gemm `op`: the kernel's TkShape
+        (its widest gemm's), or a narrower gemm's tile in TkShape's stages and
+        stride (tk::hopper::TileShape's third parameter; target.wgmma_gemm_widths)."""
+        bn = op.tile_shape[1]
+        if bn == max(g.tile_shape[1] for g in self.wgmma):
+            return "TkShape"
+        return f"tk::hopper::TileShape<{bn}, TkShape::STAGES, TkShape::STAGE_BYTES>"
 
     def _epilogue_functor(self, op: tile.GemmOp, mm: tk.MatmulOp, indent: str) -> None:
         """The gemm's epilogue as the functor a tile calls with (i, j, acc):

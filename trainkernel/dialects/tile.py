@@ -942,7 +942,7 @@ def verify_wgmma_kernel(kernel: "KernelOp") -> None:
     (384 threads), the stages and barriers inside its shared memory, and arena
     operands where TMA can address them (16-byte aligned)."""
     from trainkernel.dialects import sched
-    from trainkernel.target import TargetOptions, wgmma_threads
+    from trainkernel.target import TargetOptions, wgmma_hands_registers_back, wgmma_threads
 
     gemms = [op for op in kernel.block.ops if isinstance(op, GemmOp)]
     wgmma = [op for op in gemms if op.engine == "wgmma"]
@@ -952,15 +952,20 @@ def verify_wgmma_kernel(kernel: "KernelOp") -> None:
         raise VerifyException("tile.gemm: the wgmma engine is for grid kernels; a resident kernel uses mma.sync")
     if len(wgmma) != len(gemms):
         raise VerifyException("tile.kernel: a kernel's gemms are all wgmma or none (they share one pipeline)")
+    # One pipeline: one height (the kernel's consumer warpgroups), and widths that
+    # may differ only where none hands the producer's registers to the consumers
+    # (the narrower gemms take the widest's stages: target.wgmma_gemm_widths).
     shapes = {op.tile_shape for op in wgmma}
-    if len(shapes) > 1:
-        raise VerifyException(f"tile.kernel: the wgmma gemms of a kernel share one tile shape, got {sorted(shapes)}")
+    widest = max(wgmma, key=lambda op: op.tile_shape[1]).tile_shape
+    if len({(bm, bk) for bm, _, bk in shapes}) > 1 or (len(shapes) > 1 and wgmma_hands_registers_back(widest[1])):
+        raise VerifyException(f"tile.kernel: the wgmma gemms of a kernel share one tile height, and one width where "
+                              f"a tile is wider than 128, got {sorted(shapes)}")
     threads = wgmma_threads(wgmma[0].tile_shape[0])
     if kernel.threads != threads:
         raise VerifyException(
             f"tile.kernel: a kernel of {wgmma[0].tile_shape[0]}-row wgmma tiles runs {threads} threads (a producer "
             f"warpgroup and a consumer for each 64 rows), not {kernel.threads}")
-    need = TargetOptions.wgmma_smem_bytes(wgmma[0].tile_shape[1], wgmma[0].tile_shape[0])
+    need = TargetOptions.wgmma_smem_bytes(widest[1], widest[0])
     if kernel.smem < need:
         raise VerifyException(f"tile.kernel: smem {kernel.smem} is short of the wgmma pipeline's {need} bytes")
     for op in wgmma:

@@ -270,6 +270,8 @@ def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOpt
         if pairs and grid > 2:
             grid -= grid % 2  # whole clusters of two
     pairs = pairs and grid > 1 and grid % 2 == 0  # a forced odd grid runs unpaired
+    if engine == "wgmma" and target.wgmma_gemm_widths and not pairs:
+        narrow_wgmma_gemms(phases, grid, target)
     arena = split_k(phases, grid, program.arena_bytes.data, target)
     if pairs:
         for ops in phases:
@@ -300,6 +302,34 @@ def ends_with_grid_sync(engine: str, target: TargetOptions) -> bool:
     phase updates in place."""
     mode = target.final_grid_sync
     return mode == "always" or (mode == "wide" and engine == "wgmma" and wgmma_hands_registers_back(target.wgmma_tile[1]))
+
+
+def narrow_wgmma_gemms(phases: list[list[tile.TileWorkOp]], grid: int, target: TargetOptions) -> None:
+    """target.wgmma_gemm_widths: each wgmma gemm takes the width (of
+    `target.wgmma_tiles_n`, at most its kernel's) with the smallest estimate of
+    its phase on `grid` blocks, the kernel's on a tie; a kernel whose tiles
+    hand registers back (wider than 128) keeps one width. Before split-K, which
+    counts the phases' items."""
+    for ops in phases:
+        changed = False
+        for op in ops:
+            if not (isinstance(op, tile.GemmOp) and op.engine == "wgmma"):
+                continue
+            bm, bn, bk = op.tile_shape
+            if wgmma_hands_registers_back(bn):
+                return
+            m, n = tile.iteration_space(op)[:2]
+
+            def width(w: int) -> float:  # the phase's estimate with `op` w wide
+                op.properties.update(tile.config(tile=(bm, w, bk), items=max(1, ceil_div(m, bm) * ceil_div(n, w))))
+                return phase_us(ops, grid, target)
+
+            best = min((w for w in target.wgmma_tiles_n if w <= bn and wgmma_tile_supported(bm, w)),
+                       key=lambda w: (width(w), -w))
+            width(best)
+            changed |= best != bn
+        if changed:
+            renumber_offsets(ops)
 
 
 def split_k(phases: list[list[tile.TileWorkOp]], grid: int, arena: int, target: TargetOptions) -> int:

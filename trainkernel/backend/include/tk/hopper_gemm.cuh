@@ -598,12 +598,17 @@ __device__ __forceinline__ void wgmma_k16(float (&d)[BN / 2], uint64_t desc_a, u
 // Layer 2: tile shapes, shared-memory plan, schedule
 // =============================================================================
 
-template <int BN_, int STAGES_>
+// A kernel's gemms share one pipeline (its stages, barriers and position):
+// a gemm narrower than the kernel's widest keeps the widest's stages and
+// stage stride (STRIDE_, 0: its own bytes) and loads LOAD_BYTES of each.
+template <int BN_, int STAGES_, int STRIDE_ = 0>
 struct TileShape {
   static constexpr int BM = 64 * kConsumers, BN = BN_, STAGES = STAGES_;
   static constexpr int A_BYTES = BM * kBK * 2;  // 2 = sizeof(bf16) = sizeof(f16)
   static constexpr int B_BYTES = BN * kBK * 2;
-  static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;
+  static constexpr int LOAD_BYTES = A_BYTES + B_BYTES;  // what a stage's full barrier expects
+  static constexpr int STAGE_BYTES = STRIDE_ ? STRIDE_ : LOAD_BYTES;  // from one stage to the next
+  static_assert(STAGE_BYTES >= LOAD_BYTES && STAGE_BYTES % 1024 == 0, "a stage holds its loads, swizzle-aligned");
   // 1024 bytes of slack to align the stages to the swizzle atom, the stages,
   // full[STAGES] and empty[STAGES] (8 bytes each), then the consumers' row
   // epilogue scratch.
@@ -1410,7 +1415,7 @@ __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CU
         ptx::mbar_wait<kPair>(empty_bar<Shape>(base, pipe.stage), pipe.phase ^ 1u);
         const uint32_t full = full_bar<Shape>(base, pipe.stage);
         if (i < mine) {
-          ptx::mbar_arrive_expect_tx(full, Shape::STAGE_BYTES);
+          ptx::mbar_arrive_expect_tx(full, Shape::LOAD_BYTES);
           const uint32_t sa = base + pipe.stage * Shape::STAGE_BYTES;
           for_each_box<Shape, TA, TB>(ps.self, ps.self.kb0 + i, [&](int op, uint32_t off, int c0, int c1) {
             if (op == 0 || !ps.multicast)
@@ -1436,7 +1441,7 @@ __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CU
         const uint32_t full = full_bar<Shape>(base, pipe.stage);
         if (!begun) {
           ptx::mbar_wait(empty_bar<Shape>(base, pipe.stage), pipe.phase ^ 1u);
-          ptx::mbar_arrive_expect_tx(full, Shape::STAGE_BYTES);
+          ptx::mbar_arrive_expect_tx(full, Shape::LOAD_BYTES);
         }
         const uint32_t sa = base + pipe.stage * Shape::STAGE_BYTES;
         for_each_box<Shape, TA, TB>(w, kb, [&](int op, uint32_t off, int c0, int c1) {
@@ -1460,7 +1465,7 @@ __device__ __forceinline__ void produce_units(const CUtensorMap* tma_a, const CU
 // stages: operands that no op of the phase before the barrier writes (the
 // weights' casts), so that they are in flight while the grid meets, and after
 // the barrier only the other operand's copies are issued (produce_units, from
-// pipe's record). Each such stage expects its whole STAGE_BYTES now, so its
+// pipe's record). Each such stage expects its whole LOAD_BYTES now, so its
 // full barrier completes only once the rest has landed too; the consumers are
 // unchanged. Only stages already released are taken (test_wait, in order: the
 // first one still in use ends the pre-issue): waiting for a release there, as
@@ -1483,7 +1488,7 @@ __device__ __forceinline__ void preissue_operands(const CUtensorMap* tma_a, cons
     if (!ptx::mbar_test_wait(empty_bar<Shape>(base, at.stage), at.phase ^ 1u)) break;  // still in use
     const int i = issued;
     const uint32_t full = full_bar<Shape>(base, at.stage);
-    ptx::mbar_arrive_expect_tx(full, Shape::STAGE_BYTES);
+    ptx::mbar_arrive_expect_tx(full, Shape::LOAD_BYTES);
     const uint32_t sa = base + at.stage * Shape::STAGE_BYTES;
     for_each_box<Shape, TA, TB>(w, w.kb0 + i, [&](int op, uint32_t off, int c0, int c1) {
       if ((ops >> op) & 1u) ptx::tma_load_2d(sa + off, op == 0 ? tma_a : tma_b, full, c0, c1);
