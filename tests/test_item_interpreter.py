@@ -31,12 +31,17 @@ from trainkernel.workloads import TWINS, WORKLOADS
 from _tile_stage import tile_kernel
 
 SPLIT = "items_split_partials"
+WIDTHS = "items_gemm_widths"  # split-K as SPLIT, and a width per wgmma gemm (32 to 128)
+VARIANTS = {SPLIT: dict(ksplit_min_k=16, column_partials_min_bytes=0),
+            WIDTHS: dict(ksplit_min_k=16, column_partials_min_bytes=0, wgmma_tiles_n=(32, 64, 128),
+                         wgmma_gemm_widths=True)}
 KERNELS = {  # id: (workload, rows, widths, grid, engine, target)
     "small-mma": (WORKLOADS["small"], 40, (32, 48, 16), 4, "mma", None),
     "small-wgmma": (WORKLOADS["small"], 97, (64, 48, 16), 16, "wgmma", SPLIT),
     "medium-mma": (WORKLOADS["medium"], 40, (64, 256, 16), 64, "mma", SPLIT),
     "mlp4-mma": (WORKLOADS["mlp4"], 24, (32, 32, 32, 32, 32), 4, "mma", SPLIT),
     "mlp4-adamw-ce-wgmma": (TWINS["mlp4-adamw-ce"], 300, (32, 136, 72, 32, 256), 8, "wgmma", SPLIT),
+    "small-wgmma-widths": (WORKLOADS["small"], 128, (64, 512, 64), 16, "wgmma", WIDTHS),
 }
 
 
@@ -50,11 +55,12 @@ def _case(name: str) -> tuple[str, list[torch.Tensor]]:
     x, y = w.make_batches(1, dtype=torch.bfloat16)[0]
     args = (w.init_state(), x, y)
     captured = trainkernel.capture(w.make_step(torch.bfloat16), args)
-    T.variant(SPLIT, ksplit_min_k=16, column_partials_min_bytes=0)  # registered while the passes run
+    if target is not None:
+        T.variant(target, **VARIANTS[target])  # registered while the passes run
     try:
         kernel = tile_kernel(captured, target, grid=grid, engine=engine)
     finally:
-        T.TARGETS.pop(SPLIT, None)
+        T.TARGETS.pop(target, None)
     return print_module(kernel.parent_op()), pytree.tree_leaves(args)
 
 
@@ -104,8 +110,11 @@ def test_the_kernels_have_what_the_oracle_must_cover():
             elif op.items > 1:
                 seen.add("map of several items")
         seen |= {f"sync {op.scope.data}" for op in kernel.block.ops if isinstance(op, tile.SyncOp)}
+        if len({op.tile_shape for op in _work(kernel) if isinstance(op, tile.GemmOp) and op.engine == "wgmma"}) > 1:
+            seen.add("wgmma gemms of several widths")
     assert seen == {"mma gemm", "mma gemm split-K", "wgmma gemm", "wgmma gemm split-K", "column partials",
-                    "row reduce", "column reduce", "reduce", "map of several items", "sync grid", "sync block"}
+                    "row reduce", "column reduce", "reduce", "map of several items", "sync grid", "sync block",
+                    "wgmma gemms of several widths"}
 
 
 @pytest.mark.parametrize("name", KERNELS)
