@@ -501,7 +501,7 @@ class TargetOptions:
     # tiles, twice the units of few-tile products, each loading half the A
     # rows (perf-log step 97); BN up to 128 then.
     wgmma_consumers: tuple[int, ...] = (2, 1)
-    # BM, BN, BK of a wgmma kernel's gemms (one shape a kernel); for_wgmma sets BM from the consumers
+    # BM, BN, BK of a wgmma kernel's tile (with wgmma_gemm_widths, its widest gemm's); for_wgmma sets BM from the consumers
     wgmma_tile: tuple[int, int, int] = (128, 128, 64)
     # The tile widths sched-to-tile tries (WGMMA_TILES has them); a kernel with
     # 256-wide tiles hands the producer's registers to the consumers during

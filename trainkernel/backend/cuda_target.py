@@ -662,6 +662,7 @@ class CudaPrinter:
         # The gemms on the wgmma pipeline (all of a kernel's or none), in order:
         # gemm g's operands have tensor maps 2g and 2g + 1.
         self.wgmma = [op for op in kernel.block.ops if isinstance(op, tile.GemmOp) and op.engine == "wgmma"]
+        self.wgmma_bn = tile.wgmma_pipeline_tile(self.wgmma)[1] if self.wgmma else 0  # TkShape's width
         # Carried casts (plan_chained_casts; none until it runs, none in a resident kernel).
         self.next_casts: dict[SSAValue, tuple[str, Attribute]] = {}
         self.stored_casts: set[SSAValue] = set()
@@ -905,10 +906,9 @@ class CudaPrinter:
         if self.wgmma:
             # The wgmma operands' tensor maps travel in the parameters
             # (__grid_constant__: TMA reads them where they are).
-            bn = max(op.tile_shape[1] for op in self.wgmma)  # the pipeline's: the widest gemm's
             nmaps = 2 * len(self.wgmma) + 2 * len(self.alt_maps)
             self.w(f"struct TkParams {{ CUtensorMap maps[{nmaps}]; void* buf[{max(nbuf, 1)}]; char* arena;{flags} }};")
-            self.w(f"using TkShape = tk::hopper::TileById<{WGMMA_TILES[bn][0]}>::type;")
+            self.w(f"using TkShape = tk::hopper::TileById<{WGMMA_TILES[self.wgmma_bn][0]}>::type;")
             self.w("static constexpr int kSmem = TkShape::SMEM_BYTES;")
         else:
             self.w(f"struct TkParams {{ void* buf[{max(nbuf, 1)}]; char* arena;{flags} }};")
@@ -1434,9 +1434,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         (its widest gemm's), or a narrower gemm's tile in TkShape's stages and
         stride (tk::hopper::TileShape's third parameter; target.wgmma_gemm_widths)."""
         bn = op.tile_shape[1]
-        if bn == max(g.tile_shape[1] for g in self.wgmma):
-            return "TkShape"
-        return f"tk::hopper::TileShape<{bn}, TkShape::STAGES, TkShape::STAGE_BYTES>"
+        return "TkShape" if bn == self.wgmma_bn else f"tk::hopper::TileShape<{bn}, TkShape::STAGES, TkShape::STAGE_BYTES>"
 
     def _epilogue_functor(self, op: tile.GemmOp, mm: tk.MatmulOp, indent: str) -> None:
         """The gemm's epilogue as the functor a tile calls with (i, j, acc):

@@ -935,6 +935,12 @@ def verify_kernel_bounds(kernel: "KernelOp") -> None:
             )
 
 
+def wgmma_pipeline_tile(gemms: "list[GemmOp]") -> tuple[int, int, int]:
+    """The tile of a wgmma kernel's pipeline (its stages, stride and shared
+    memory): its widest gemm's; narrower gemms share it (target.wgmma_gemm_widths)."""
+    return max((op.tile_shape for op in gemms), key=lambda shape: shape[1])
+
+
 def verify_wgmma_kernel(kernel: "KernelOp") -> None:
     """The wgmma engine's gemms share one pipeline per block (tk::hopper::
     gemm_units, its state kept from gemm to gemm): a grid kernel whose gemms
@@ -956,7 +962,7 @@ def verify_wgmma_kernel(kernel: "KernelOp") -> None:
     # may differ only where none hands the producer's registers to the consumers
     # (the narrower gemms take the widest's stages: target.wgmma_gemm_widths).
     shapes = {op.tile_shape for op in wgmma}
-    widest = max(wgmma, key=lambda op: op.tile_shape[1]).tile_shape
+    widest = wgmma_pipeline_tile(wgmma)
     if len({(bm, bk) for bm, _, bk in shapes}) > 1 or (len(shapes) > 1 and wgmma_hands_registers_back(widest[1])):
         raise VerifyException(f"tile.kernel: the wgmma gemms of a kernel share one tile height, and one width where "
                               f"a tile is wider than 128, got {sorted(shapes)}")

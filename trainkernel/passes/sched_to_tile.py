@@ -77,6 +77,11 @@ def row_warps(n_out: int, length: int, target: TargetOptions) -> int:
     return warps if by_warp < by_block else 1
 
 
+def gemm_items(m: int, n: int, bm: int, bn: int) -> int:
+    """A gemm's work items before split-K: its output's bm x bn tiles (one at least)."""
+    return max(1, ceil_div(m, bm) * ceil_div(n, bn))
+
+
 def tile_op_for(compute: sched.ComputeOp, offset: int, target: TargetOptions, engine: str = "mma") -> tile.TileWorkOp:
     body = compute.detach_region(compute.body)
     ops = list(body.block.ops)
@@ -90,8 +95,7 @@ def tile_op_for(compute: sched.ComputeOp, offset: int, target: TargetOptions, en
         mma = mma_kind(tk.element_type_of(mm.result))
         bm, bn, bk = target.wgmma_tile if engine == "wgmma" else target.gemm_tile(mma)
         m, n = tk.shape_of(mm.result)
-        items = max(1, ceil_div(m, bm) * ceil_div(n, bn))
-        cfg = tile.config(tile=(bm, bn, bk), mma=mma, items=items, offset=offset)
+        cfg = tile.config(tile=(bm, bn, bk), mma=mma, items=gemm_items(m, n, bm, bn), offset=offset)
         if engine == "wgmma":
             cfg.update(tile.config(engine="wgmma"))
         return tile.GemmOp(ins, outs, body, cfg)
@@ -310,18 +314,16 @@ def narrow_wgmma_gemms(phases: list[list[tile.TileWorkOp]], grid: int, target: T
     its phase on `grid` blocks, the kernel's on a tie; a kernel whose tiles
     hand registers back (wider than 128) keeps one width. Before split-K, which
     counts the phases' items."""
+    if wgmma_hands_registers_back(target.wgmma_tile[1]):
+        return
     for ops in phases:
         changed = False
-        for op in ops:
-            if not (isinstance(op, tile.GemmOp) and op.engine == "wgmma"):
-                continue
+        for op in (op for op in ops if isinstance(op, tile.GemmOp) and op.engine == "wgmma"):
             bm, bn, bk = op.tile_shape
-            if wgmma_hands_registers_back(bn):
-                return
             m, n = tile.iteration_space(op)[:2]
 
-            def width(w: int) -> float:  # the phase's estimate with `op` w wide
-                op.properties.update(tile.config(tile=(bm, w, bk), items=max(1, ceil_div(m, bm) * ceil_div(n, w))))
+            def width(w: int) -> float:  # the phase's estimate with `op` w wide (and left so)
+                op.properties.update(tile.config(tile=(bm, w, bk), items=gemm_items(m, n, bm, w)))
                 return phase_us(ops, grid, target)
 
             best = min((w for w in target.wgmma_tiles_n if w <= bn and wgmma_tile_supported(bm, w)),

@@ -1486,11 +1486,10 @@ __device__ __forceinline__ void preissue_operands(const CUtensorMap* tma_a, cons
   int issued = 0;
   for (; issued < steps; ++issued) {
     if (!ptx::mbar_test_wait(empty_bar<Shape>(base, at.stage), at.phase ^ 1u)) break;  // still in use
-    const int i = issued;
     const uint32_t full = full_bar<Shape>(base, at.stage);
     ptx::mbar_arrive_expect_tx(full, Shape::LOAD_BYTES);
     const uint32_t sa = base + at.stage * Shape::STAGE_BYTES;
-    for_each_box<Shape, TA, TB>(w, w.kb0 + i, [&](int op, uint32_t off, int c0, int c1) {
+    for_each_box<Shape, TA, TB>(w, w.kb0 + issued, [&](int op, uint32_t off, int c0, int c1) {
       if ((ops >> op) & 1u) ptx::tma_load_2d(sa + off, op == 0 ? tma_a : tma_b, full, c0, c1);
     });
     at.advance(STAGES);
