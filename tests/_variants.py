@@ -10,6 +10,12 @@ import trainkernel
 from trainkernel.workloads import TWINS, WORKLOADS, Workload
 
 
+# The wgmma tile choice before perf-log steps 99 and 101 (measured on an H100, on):
+# one width a kernel, among 64, 128 and 256. Tests of earlier steps that name
+# units, grids or split-K pin these fields.
+BEFORE_STEPS_99_101 = dict(wgmma_tiles_n=(64, 128, 256), wgmma_gemm_widths=False)
+
+
 def _workload(name: str | Workload) -> Workload:
     return name if isinstance(name, Workload) else {**WORKLOADS, **TWINS}[name]
 

@@ -32,7 +32,10 @@ from _tile_stage import tile_kernel
 
 SPLIT = "items_split_partials"
 WIDTHS = "items_gemm_widths"  # split-K as SPLIT, and a width per wgmma gemm (32 to 128)
-VARIANTS = {SPLIT: dict(ksplit_min_k=16, column_partials_min_bytes=0),
+# SPLIT keeps the one-width tiles of 64-256 its cases were written against
+# (before perf-log steps 99 and 101); WIDTHS has both.
+VARIANTS = {SPLIT: dict(ksplit_min_k=16, column_partials_min_bytes=0, wgmma_tiles_n=(64, 128, 256),
+                        wgmma_gemm_widths=False),
             WIDTHS: dict(ksplit_min_k=16, column_partials_min_bytes=0, wgmma_tiles_n=(32, 64, 128),
                          wgmma_gemm_widths=True)}
 KERNELS = {  # id: (workload, rows, widths, grid, engine, target)

@@ -22,8 +22,9 @@ SHOWN = [
     ("batched_reduce_tails", "medium", "the tail: its loads issued together too (target.batched_reduce_tails)"),
     ("grid_carried_casts", "small", "if (tk_first) {  // the phase's casts run in a chain's first launch alone"),
     ("full_sum_partials", "mlp4", "tk::hopper::column_partials("),
-    # h @ W2's split-K call, its last template argument kSharedFixup
-    ("split_k_shared_fixup", "medium", "grid_gemm_units<__nv_bfloat16, TkShape, false, false, true, false, true>"),
+    # h @ W2's split-K call (narrowed to 32 wide: perf-log step 101), its last template argument kSharedFixup
+    ("split_k_shared_fixup", "medium", "grid_gemm_units<__nv_bfloat16, tk::hopper::TileShape<32, TkShape::STAGES, "
+                                       "TkShape::STAGE_BYTES>, false, false, true, false, true>"),
     ("prefetch_tensor_maps", "mlp4", "tk::hopper::prefetch_maps("),
     ("grid_last_launch_outputs", "small", "  if (!tk_more)  // only outputs read it: a chain's last launch alone\n"),
 ]

@@ -18,7 +18,7 @@ from _variants import suite_source as _source
 pytestmark = pytest.mark.usefixtures("before_steps_69_83")
 
 PREFETCH = re.compile(r"  tk::hopper::prefetch_maps\((&p\.maps\[\d+\]), (&p\.maps\[\d+\])\);  // phase (\d+)'s\n")
-CALL = re.compile(r"grid_gemm_units<[^>]*>\((&p\.maps\[\d+\]), (&p\.maps\[\d+\]), ")
+CALL = re.compile(r"grid_gemm_units<[^\n]*?>\((&p\.maps\[\d+\]), (&p\.maps\[\d+\]), ")  # a narrowed gemm nests TileShape<...>
 
 
 def _phase_of_calls(src: str) -> list[tuple[str, str, int]]:

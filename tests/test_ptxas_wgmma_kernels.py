@@ -28,18 +28,33 @@ from trainkernel.workloads import LARGE, TWINS, WORKLOADS
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not found (CUDA toolkit absent)")
 
 INCLUDE = Path(trainkernel.__file__).resolve().parent / "backend" / "include"
-# Every suite step whose default kernel is on the wgmma engine: 64-, 128- and
-# 256-wide tiles (small / mlp4 / mlp4-adamw-ce, medium, large).
-NAMES = ("small", "mlp4", "medium", "large", "mlp4-adamw-ce")
+# Every suite step whose default kernel is on the wgmma engine: 32-, 128- and
+# 256-wide tiles (small / mlp4 / mlp4-adamw-ce at 64 x 32, medium at 128 x 128
+# with one gemm narrowed to 32, large), and mlp4 on the 64-wide tile the defaults
+# no longer choose (its name + "@64": target.wgmma_tiles_n = (64,)).
+NAMES = ("small", "mlp4", "medium", "large", "mlp4-adamw-ce", "mlp4@64")
 
 
 def _source(name: str) -> str:
-    w = {**WORKLOADS, "large": LARGE, **TWINS}[name]
+    base, _, width = name.partition("@")
+    w = {**WORKLOADS, "large": LARGE, **TWINS}[base]
     captured = trainkernel.capture(w.make_step(torch.bfloat16), w.example_args("meta", torch.bfloat16))
-    return lower(captured, True).cuda_source
+    if not width:
+        return lower(captured, True).cuda_source
+    import dataclasses
+
+    import trainkernel.target as T
+    from trainkernel.backend import cuda_target
+
+    forced = dataclasses.replace(T.DEFAULT, wgmma_tiles_n=(int(width),))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(T.TARGETS, T.DEFAULT.name, forced)
+        mp.setattr(cuda_target, "TARGET", forced)
+        return lower(captured, True).cuda_source
 
 
 def _ptxas(name: str, src: str, workdir: Path) -> tuple[str, str]:
+    name = name.replace("@", "-")
     cu = workdir / f"{name}.cu"
     cu.write_text(src)
     proc = subprocess.run(["nvcc", "-std=c++17", "-O3", "-cubin", "-gencode=arch=compute_90a,code=sm_90a",
@@ -71,4 +86,4 @@ def test_no_local_memory_and_no_performance_loss_note(compiled, name):
 
 def test_the_tile_widths_are_all_covered(compiled):
     widths = {re.search(r"TileById<(\d)>", src).group(1) for src, _ in compiled.values()}
-    assert widths == {"0", "1", "2"}, widths
+    assert widths == {"0", "1", "2", "3"}, widths

@@ -16,20 +16,23 @@ from trainkernel.sched_interpreter import run_program
 from trainkernel.tools.cli import problem
 from trainkernel.workloads import LARGE, WORKLOADS
 
+from _variants import BEFORE_STEPS_99_101
+
 from _tile_stage import tile_kernel, tile_module
 
 
 @pytest.fixture
 def keep_order(variant):
     """The H200 without the pass (128-row wgmma tiles, as `two_consumers`)."""
-    return variant("keep_order", reductions_first=False, wgmma_consumers=(2,)).name
+    return variant("keep_order", reductions_first=False, wgmma_consumers=(2,), **BEFORE_STEPS_99_101).name
 
 
 @pytest.fixture
 def two_consumers(variant):
     """The H200 with the pass, on 128-row wgmma tiles: the grids these tests name
-    (the 64-row kernels' 256-thread maps have other item counts)."""
-    return variant("two_consumers", wgmma_consumers=(2,)).name
+    (the 64-row kernels' 256-thread maps have other item counts), one width a kernel
+    among 64-256 (conftest.BEFORE_STEPS_99_101)."""
+    return variant("two_consumers", wgmma_consumers=(2,), **BEFORE_STEPS_99_101).name
 
 
 def _kernel(w, target=None) -> tile.KernelOp:

@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import trainkernel  # noqa: E402
 import test_fuse_merge  # noqa: E402
 from _nvcc import needs_nvcc, nvcc_errors  # noqa: E402
-from _variants import stepped, suite_source  # noqa: E402
+from _variants import BEFORE_STEPS_99_101, stepped, suite_source  # noqa: E402
 from test_lowering import only  # noqa: E402
 from trainkernel import pipeline  # noqa: E402
 from trainkernel.dialects import sched, tk  # noqa: E402
@@ -162,8 +162,9 @@ def test_the_engine_choice_weighs_mma_by_its_calibration(target_fields, monkeypa
     assert T.DEFAULT.grid_costs.mma_engine_calibration == 1.0
     # On 128-row wgmma tiles, the choice step 84 measured (with 64-row tiles the
     # wgmma estimate is lower and the calibration changes nothing here).
-    target_fields(wgmma_consumers=(2,))
+    # (and one width a kernel among 64-256, conftest.BEFORE_STEPS_99_101).
+    target_fields(wgmma_consumers=(2,), **BEFORE_STEPS_99_101)
     assert "wgmma" not in suite_source("mlp4-adamw-ce")
-    target_fields(wgmma_consumers=(2,),
+    target_fields(wgmma_consumers=(2,), **BEFORE_STEPS_99_101,
                   grid_costs=dataclasses.replace(T.DEFAULT.grid_costs, mma_engine_calibration=1.4))
     assert "wgmma" in suite_source("mlp4-adamw-ce")

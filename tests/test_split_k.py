@@ -41,7 +41,8 @@ def test_medium_splits_only_the_gemm_that_leaves_the_grid_idle():
     assert src.count("tk::split_k_last(") == 1 and "__ldcg(tk_ws" in src
 
 
-def test_medium_on_the_wgmma_engine_splits_the_same_gemm_in_its_tiles():
+def test_medium_on_the_wgmma_engine_splits_the_same_gemm_in_its_tiles(target_fields):
+    target_fields(wgmma_gemm_widths=False)  # one width (the narrowed form: test_wgmma_tiles.py)
     k, src = _kernel("medium", engine="wgmma")
     split = [g for g in _gemms(k) if g.ksplit > 1]
     # 1024x256 in 128x128 tiles: 16 tiles on 132 blocks, K = 4096 in 8 slices of 512.
@@ -54,24 +55,24 @@ def test_medium_on_the_wgmma_engine_splits_the_same_gemm_in_its_tiles():
 
 
 def test_the_cost_model_picks_the_wgmma_tile_width_per_step():
-    # Three widths are offered (the H200's default). large's products have
+    # Four widths are offered (the H200's default). large's products have
     # 256-1024 tiles of 128 x 128 on 132 blocks: the 256-wide tile's faster
     # rate pays for its longer fixed part (GridCosts, fitted to the phase
-    # timer). medium's split h @ W2 would have 64 units instead of 128 and its
-    # dH/dW2 phase 160 instead of 320 (measured 187 against 167 us): 128.
-    # small's and mlp4's products have 2-16 tiles of 128 x 128: 64 wide gives
-    # twice the units (measured small 53.1 -> 38.6 us, mlp4 98.4 -> 68.6), and
-    # 64 rows (one consumer warpgroup) twice again (perf-log step 97: small
-    # 20.9 -> 17.9, mlp4 31.3 -> 27.8 us); medium's and large's keep 128 rows.
-    assert target.H200.wgmma_tiles_n == (64, 128, 256)
+    # timer). medium keeps 128 x 128 for the products that fill the grid and
+    # narrows its split h @ W2 alone (sched-to-tile's narrow_wgmma_gemms; perf-log
+    # step 101: 88.2 -> 81.4 us). small's and mlp4's products have 2-16 tiles of
+    # 128 x 128: narrower and lower tiles give more units (measured small 53.1 ->
+    # 38.6 us at 64 wide, 64 rows 20.9 -> 17.9 (step 97), 32 wide mlp4 26.8 ->
+    # 22.9 (step 99)).
+    assert target.H200.wgmma_tiles_n == (32, 64, 128, 256) and target.H200.wgmma_gemm_widths
     large, lsrc = _kernel(LARGE, engine="wgmma")
     assert {g.tile_shape for g in _gemms(large)} == {(128, 256, 64)}
     assert "TileById<0>" in lsrc and lsrc.count("tk::hopper::grid_gemm_units<") == 5
     # The 256-wide kernel ends with a grid barrier (sched_to_tile.ends_with_grid_sync).
     assert isinstance(list(large.block.ops)[-1], tile.SyncOp)
-    for name, bm, bn, tile_id in (("medium", 128, 128, 1), ("small", 64, 64, 2), ("mlp4", 64, 64, 2)):
+    for name, bm, bns, tile_id in (("medium", 128, {128, 32}, 1), ("small", 64, {32}, 3), ("mlp4", 64, {32}, 3)):
         k, src = _kernel(name, engine="wgmma")
-        assert {g.tile_shape for g in _gemms(k)} == {(bm, bn, 64)} and f"TileById<{tile_id}>" in src, name
+        assert {g.tile_shape for g in _gemms(k)} == {(bm, bn, 64) for bn in bns} and f"TileById<{tile_id}>" in src, name
         assert k.threads == 128 + 2 * bm and ("#define TK_WGMMA_CONSUMERS 1" in src) == (bm == 64), name
         assert not isinstance(list(k.block.ops)[-1], tile.SyncOp), name
 
@@ -131,7 +132,8 @@ def test_a_gemm_whose_tiles_are_all_whole_drops_the_epilogue_bounds_tests():
 
     def whole_flags(w):
         k, src = _kernel(w, engine="wgmma")
-        flags = re.findall(r"grid_gemm_units<[^,]+, TkShape, (?:true|false), (?:true|false), (true|false)[,>]", src)
+        shape = r"(?:TkShape|tk::hopper::TileShape<[^>]*>)"  # a narrowed gemm names its own tile
+        flags = re.findall(rf"grid_gemm_units<[^,]+, {shape}, (?:true|false), (?:true|false), (true|false)[,>]", src)
         expect = []
         for g in _gemms(k):
             bm, bn, _ = g.tile_shape

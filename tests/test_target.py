@@ -104,7 +104,7 @@ def test_sched_to_tile_sizes_the_grid_with_the_targets_costs_and_limit(variant):
     # the wgmma engine: one block per SM at most (small's largest phase has 121
     # items: its maps, fewer than the SMs at 384 x 32 elements an item, take
     # 384 x 16; its gemms 8-16 tiles split in K)
-    assert _tile(small, "sched-to-tile{engine=wgmma rows=128}").grid == 121 <= T.H200.sms
+    assert _tile(small, "sched-to-tile{engine=wgmma rows=128 cols=64}").grid == 121 <= T.H200.sms
     assert _tile(small, "sched-to-tile{target=eight_sms engine=wgmma}").grid == 8
 
 
@@ -170,13 +170,14 @@ def test_reduce_columns_must_divide_the_threads():
 def test_sched_to_tile_splits_k_as_the_target_allows(variant):
     text = _sched("medium")
     splits = lambda k: [op.ksplit for op in k.block.ops if isinstance(op, tile.GemmOp) and op.ksplit > 1]  # noqa: E731
-    assert splits(_tile(text, "sched-to-tile")) == [8]  # 528 blocks over 64 tiles, K = 4096
+    # 128 x 128 tiles (cols=128: h @ W2 not narrowed) on 132 blocks: 16 tiles, K = 4096
+    assert splits(_tile(text, "sched-to-tile{cols=128}")) == [8]
     variant("no_split_k", max_ksplit=1)
-    assert splits(_tile(text, "sched-to-tile{target=no_split_k}")) == []
+    assert splits(_tile(text, "sched-to-tile{target=no_split_k cols=128}")) == []
     variant("split_k_4", max_ksplit=4)
-    assert splits(_tile(text, "sched-to-tile{target=split_k_4}")) == [4]
+    assert splits(_tile(text, "sched-to-tile{target=split_k_4 cols=128}")) == [4]
     variant("long_slices", ksplit_min_k=2048)  # K = 4096: two slices of 2048 at most
-    assert splits(_tile(text, "sched-to-tile{target=long_slices}")) == [2]
+    assert splits(_tile(text, "sched-to-tile{target=long_slices cols=128}")) == [2]
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found")

@@ -413,7 +413,8 @@ class TargetOptions:
     # 93). The small steps' units take in a round of loads that drains at each
     # barrier (~50 B a cycle against ~80-100 streaming, step 91). Measured
     # slower on every grid step (run a6926fa-h100-q: small +0.3, mlp4 +0.6,
-    # medium +4.3 us): off.
+    # medium +4.3 us), and in its released-stages-only form too (step 100, run
+    # 218a01b-h100-a: small +0.6, mlp4 +1.8, medium +2.9): off.
     preissue_ready_operands: bool = False
     # A value rounded to a bf16 or f16 result keeps its narrow form under a
     # name of its own (`v<n>_bits`), and a store of the value into a buffer of
@@ -511,16 +512,20 @@ class TargetOptions:
     # 64 wide too: where a step's products have few 128 x 128 tiles (small:
     # 16 units on 132 SMs, mlp4: 2-4), the cost model picks 64 for twice the
     # units, and the probe measured small 53.1 -> 38.6 us, mlp4 98.4 -> 68.6
-    # (perf-log step 16); medium and large keep 128 and 256.
-    wgmma_tiles_n: tuple[int, ...] = (64, 128, 256)
+    # (perf-log step 16); medium and large keep 128 and 256. 32 wide
+    # (TileById<3>, B of x @ W in 64-byte-swizzled boxes): the model picks 64 x
+    # 32 for small and mlp4, measured mlp4 26.75 -> 22.93 us, mlp4-adamw-ce
+    # 39.98 -> 37.87, small 17.60 -> 17.51 (perf-log step 99, an H100).
+    wgmma_tiles_n: tuple[int, ...] = (32, 64, 128, 256)
     # Each wgmma gemm of a kernel may be narrower than the kernel's tile (a width
     # of wgmma_tiles_n; none wider than 128 in such a kernel): sched-to-tile
     # narrows a gemm where the cost model's estimate of its phase on the chosen
     # grid falls (more units of fewer bytes where its 64-wide tiles leave blocks
     # idle), the others keep the kernel's width. They share the pipeline (the
     # widest tile's stages and stride: tk::hopper::TileShape's third parameter).
-    # Off until measured (perf-log step 101).
-    wgmma_gemm_widths: bool = False
+    # Measured with 32 offered (perf-log step 101, an H100): medium 88.22 ->
+    # 81.37 us (h @ W2 at 128 x 32, K split 2), the small steps as with 32 alone.
+    wgmma_gemm_widths: bool = True
     # A grid kernel's wgmma gemms of tiles up to 128 wide call their producer
     # part out of line (tk::hopper::produce_units_call): one copy for each
     # layout instead of one for each gemm. Compile time (perf-log step 74, CI

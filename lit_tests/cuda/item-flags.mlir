@@ -9,7 +9,7 @@
 // nor is waited for); an op a launch skips (the chain's first-only casts)
 // still arrives; the last block out advances the counter. No grid barrier is
 // left between the joined phases.
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile{rows=128},tile-item-flags{mode=on}' -t 'cuda{grid_casts=on last_outputs=off prefetch_maps=off reduce_tails=off}' | filecheck %s
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile{rows=128 cols=64},tile-item-flags{mode=on}' -t 'cuda{grid_casts=on last_outputs=off prefetch_maps=off reduce_tails=off}' | filecheck %s
 
 // CHECK:       static __device__ unsigned tk_item_flag[11 * tk::ItemFlags::kStride];
 // CHECK-NEXT:  static __device__ unsigned tk_flags_epoch, tk_flags_left;

@@ -8,9 +8,9 @@
 // alone; with the casts carried through a chain (grid_casts) phase 0 casts in the
 // first launch alone, so B too in the later launches. Phases 2 and 3 read weights'
 // casts (B), phase 4 (dW1 = x^T @ dh) the batch (A). Off: nothing.
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile{rows=128}' -t 'cuda{preissue=on grid_casts=off last_outputs=off}' | filecheck %s
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile{rows=128}' -t 'cuda{preissue=on grid_casts=on last_outputs=off}' | filecheck %s --check-prefix=CHAIN
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile{rows=128}' -t 'cuda{preissue=off grid_casts=off last_outputs=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile{rows=128 cols=64}' -t 'cuda{preissue=on grid_casts=off last_outputs=off}' | filecheck %s
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile{rows=128 cols=64}' -t 'cuda{preissue=on grid_casts=on last_outputs=off}' | filecheck %s --check-prefix=CHAIN
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile{rows=128 cols=64}' -t 'cuda{preissue=off grid_casts=off last_outputs=off}' | filecheck %s --check-prefix=OFF
 
 // CHECK:       #define TK_PREISSUE_READY_OPERANDS 1
 // CHECK-NEXT:  #include "tk/hopper_gemm.cuh"

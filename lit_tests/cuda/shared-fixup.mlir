@@ -4,10 +4,10 @@
 // template argument, kSharedFixup (the sixth, kProducerCall, spelled out):
 // the slices share the fix-up (tk::hopper::splitk_shared_fixup). An unsplit
 // gemm prints as before; without the switch nothing changes.
-// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128}' -t 'cuda{shared_fixup=on}' | filecheck %s
-// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128}' -t 'cuda{shared_fixup=on producer_calls=on}' | filecheck %s --check-prefix=CALLS
-// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128}' -t 'cuda{shared_fixup=off}' | filecheck %s --check-prefix=OFF
-// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=1 engine=wgmma rows=128}' -t 'cuda{shared_fixup=on}' | filecheck %s --check-prefix=ONE
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{shared_fixup=on}' | filecheck %s
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{shared_fixup=on producer_calls=on}' | filecheck %s --check-prefix=CALLS
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{shared_fixup=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=1 engine=wgmma rows=128 cols=64}' -t 'cuda{shared_fixup=on}' | filecheck %s --check-prefix=ONE
 
 // CHECK:      split-K: 8 slices of 512
 // CHECK:      tk::hopper::grid_gemm_units<__nv_bfloat16, TkShape, false, false, true, false, true>(&p.maps[0], &p.maps[1], tk_gp,

@@ -4,14 +4,15 @@
 // most SMs idle, so the cost model takes 64-row tiles (one consumer warpgroup:
 // twice the units, each loading half the A rows), and with them the 256-thread
 // block (a producer warpgroup and one consumer) and the smaller pipeline.
+// The width is pinned (cols=64; its own choice: wgmma-cols.mlir).
 // rows=128 forces the two-consumer tiles; engine.mlir's 1024 x 1024 products
 // keep 128 rows under the cost model (its units already fill the SMs).
-// RUN: trainkernel-opt %S/../../cuda/resident-exchange.mlir -p 'sched-to-tile' | filecheck %s
-// RUN: trainkernel-opt %S/../../cuda/resident-exchange.mlir -p 'sched-to-tile{rows=64}' | filecheck %s
-// RUN: trainkernel-opt %S/../../cuda/resident-exchange.mlir -p 'sched-to-tile{rows=128}' | filecheck %s --check-prefix=TWO
-// RUN: trainkernel-opt %S/../../cuda/resident-exchange.mlir -p 'sched-to-tile' -t cuda | filecheck %s --check-prefix=CUDA
-// RUN: trainkernel-opt %S/../../cuda/resident-exchange.mlir -p 'sched-to-tile{rows=128}' -t cuda | filecheck %s --check-prefix=CUDA-TWO
-// RUN: not trainkernel-opt %S/../../cuda/resident-exchange.mlir -p 'sched-to-tile{rows=32}' 2>&1 | filecheck %s --check-prefix=BAD
+// RUN: trainkernel-opt %S/../../cuda/resident-exchange.mlir -p 'sched-to-tile{cols=64}' | filecheck %s
+// RUN: trainkernel-opt %S/../../cuda/resident-exchange.mlir -p 'sched-to-tile{rows=64 cols=64}' | filecheck %s
+// RUN: trainkernel-opt %S/../../cuda/resident-exchange.mlir -p 'sched-to-tile{rows=128 cols=64}' | filecheck %s --check-prefix=TWO
+// RUN: trainkernel-opt %S/../../cuda/resident-exchange.mlir -p 'sched-to-tile{cols=64}' -t cuda | filecheck %s --check-prefix=CUDA
+// RUN: trainkernel-opt %S/../../cuda/resident-exchange.mlir -p 'sched-to-tile{rows=128 cols=64}' -t cuda | filecheck %s --check-prefix=CUDA-TWO
+// RUN: not trainkernel-opt %S/../../cuda/resident-exchange.mlir -p 'sched-to-tile{rows=32 cols=64}' 2>&1 | filecheck %s --check-prefix=BAD
 
 // CHECK:       tile.kernel @online_sgd_bf16({{.*}} config {grid = 16 : i64, threads = 256 : i64, smem = 142464 : i64}
 // CHECK-COUNT-5: tile = array<i64: 64, 64, 64>, mma = "mma.bf16"
