@@ -85,3 +85,47 @@ def test_the_same_bits_on_gpu(target_fields, name, fixed):
     assert any(split and n == 7 for split, n in _calls(src_on))
     assert same
 
+
+# target.split_k_keep_own_partial (perf-log step 102): under the shared fix-up a
+# slice sums the passes it owns from its own registers and stores only the others.
+KEEP = dict(split_k_shared_fixup=True, split_k_keep_own_partial=True)
+
+
+@pytest.mark.parametrize("name", ["medium", "small", ODD], ids=str)
+def test_keep_own_is_a_define_of_kernels_with_a_shared_fix_up(target_fields, name):
+    target_fields(**KEEP)
+    src = trainkernel.compile_training(*_args(name), build=False, resident="off").cuda_source
+    assert any(split for split, _ in _calls(src))
+    assert src.count("#define TK_SPLITK_KEEP_OWN 1\n") == 1
+    target_fields(split_k_shared_fixup=False, split_k_keep_own_partial=True)  # nothing shared, nothing kept
+    assert "TK_SPLITK_KEEP_OWN" not in trainkernel.compile_training(*_args(name), build=False,
+                                                                    resident="off").cuda_source
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", ["small", ODD], ids=str)
+def test_keep_own_builds_without_a_stack_frame(target_fields, tmp_path, name):
+    """The kept float4s stay in registers (ptxas -v: no stack frame, as every
+    kernel of the suite: test_cuda_compile.py)."""
+    import subprocess
+
+    from trainkernel.backend.build import arch_for_source, nvcc_flags
+
+    target_fields(**KEEP)
+    src = trainkernel.compile_training(*_args(name), build=False, resident="off").cuda_source
+    cu = tmp_path / "k.cu"
+    cu.write_text(src)
+    out = subprocess.run(["nvcc", *nvcc_flags(arch_for_source(src, "sm_90")), "-Xptxas", "-v", "-cubin", str(cu),
+                          "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    frames = re.findall(r"(\d+) bytes stack frame", out.stderr)
+    assert frames and all(f == "0" for f in frames), out.stderr[-2000:]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["medium", "small", ODD], ids=str)
+def test_keep_own_gives_the_same_bits_on_gpu(target_fields, name):
+    same, (src_off, src_on) = same_bits_off_and_on(target_fields, "split_k_keep_own_partial", name, 4, 2,
+                                                   run=stepped, split_k_shared_fixup=True)
+    assert "TK_SPLITK_KEEP_OWN" in src_on and "TK_SPLITK_KEEP_OWN" not in src_off
+    assert same

@@ -561,6 +561,13 @@ class TargetOptions:
     # splitk_shared_fixup, perf-log step 80). Measured (run 7000e65-c): medium
     # 87.0 -> 85.7 us with the other grid winners: on.
     split_k_shared_fixup: bool = True
+    # Under the shared fix-up, a slice keeps the partial of the passes it owns in
+    # registers: it stores only the passes other slices sum, and sums its own
+    # from acc instead of reading back what it stored (TK_SPLITK_KEEP_OWN; the
+    # same operands in the same order, so the same bits). small's p2 (64 x 32
+    # tiles, K in 2 slices: one pass, slice 0 stores nothing) spent ~4k cycles
+    # in its fix-up (perf-log step 102). Off until measured.
+    split_k_keep_own_partial: bool = False
     # A grid kernel prefetches the tensor maps of each phase's wgmma gemms before
     # the grid barrier in front of the phase (prefetch.tensormap; the standalone
     # gemm kernel does it at its start): the first copy of a phase otherwise

@@ -1191,18 +1191,25 @@ __device__ __forceinline__ void splitk_fence() {
 // `splits` partials (store_split_partial's layout; __ldcg: other SMs wrote
 // them). q0 must be known where it is inlined (an unrolled loop's index), so
 // that acc stays in registers.
+// own >= 0: slice `own`'s partial is this thread's acc itself, not read back
+// (it was not stored: store_split_partial's skip); the sum's order and its
+// operands are the same, so the same bits.
 template <int BM, int BN, int NQ>
 __device__ __forceinline__ void sum_split_partials(const float4* tile_ws, int splits, float (&acc)[BN / 2],
-                                                   int ctid, int q0) {
+                                                   int ctid, int q0, int own = -1) {
   constexpr int kConsumerThreads = 128 * kConsumers;
   constexpr int kTile = BM * BN;
+  float4 kept[NQ];
 #pragma unroll
-  for (int q = q0; q < q0 + NQ; ++q) acc[4 * q] = acc[4 * q + 1] = acc[4 * q + 2] = acc[4 * q + 3] = 0.0f;
+  for (int q = q0; q < q0 + NQ; ++q) {
+    kept[q - q0] = make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
+    acc[4 * q] = acc[4 * q + 1] = acc[4 * q + 2] = acc[4 * q + 3] = 0.0f;
+  }
   for (int s = 0; s < splits; ++s) {
     const float4* part = tile_ws + (size_t)s * (kTile / 4);
 #pragma unroll
     for (int q = q0; q < q0 + NQ; ++q) {
-      const float4 v = __ldcg(part + q * kConsumerThreads + ctid);
+      const float4 v = s == own ? kept[q - q0] : __ldcg(part + q * kConsumerThreads + ctid);
       acc[4 * q] += v.x;
       acc[4 * q + 1] += v.y;
       acc[4 * q + 2] += v.z;
@@ -1214,18 +1221,25 @@ __device__ __forceinline__ void sum_split_partials(const float4* tile_ws, int sp
 // A split tile's slice stores its fp32 partial in fragment order (thread ctid's
 // float4 q at q * consumer threads + ctid: coalesced, and read back by the same
 // thread) and fences it: the tile's partials (splits x BM x BN) in slice order.
-template <int BM, int BN>
+// kSkipOwned (the shared fix-up under kSplitKKeepOwn): the passes this slice
+// sums itself are not stored (no other slice reads them), and a slice that
+// stores nothing skips the fence too.
+template <int BM, int BN, bool kSkipOwned = false>
 __device__ __forceinline__ const float4* store_split_partial(const GemmParams& p, const WorkUnit& w,
                                                              const float (&acc)[BN / 2], int ctid) {
   constexpr int kConsumerThreads = 128 * kConsumers;
   constexpr int kTile = BM * BN;
   float4* tile_ws = reinterpret_cast<float4*>(p.workspace + (size_t)w.tile * p.splits * kTile);
   float4* mine = tile_ws + (size_t)w.split * (kTile / 4);
+  bool stored = !kSkipOwned;
 #pragma unroll
-  for (int q = 0; q < BN / 8; ++q)
+  for (int q = 0; q < BN / 8; ++q) {
+    if (kSkipOwned && (8 * q / kRowCols) % p.splits == w.split) continue;  // a pass it owns
     mine[q * kConsumerThreads + ctid] =
         make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
-  splitk_fence();
+    stored = true;
+  }
+  if (stored) splitk_fence();
   return tile_ws;
 }
 
@@ -1262,10 +1276,19 @@ __device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit
 // later than it in their own order (units are taken in increasing order, a
 // tile's slices are consecutive units), so no cycle forms while no block
 // holds two slices of one tile: the caller checks splits <= stride.
+// kSplitKKeepOwn (TK_SPLITK_KEEP_OWN, target.split_k_keep_own_partial): a slice
+// keeps the partial of the passes it owns in registers instead of storing it
+// and reading it back (small's 64 x 32 split tile, one pass: slice 0 stores
+// nothing; perf-log step 102).
+#if !defined(TK_SPLITK_KEEP_OWN)
+#define TK_SPLITK_KEEP_OWN 0
+#endif
+constexpr bool kSplitKKeepOwn = TK_SPLITK_KEEP_OWN;
+
 template <int BM, int BN>
 __device__ __forceinline__ void splitk_shared_fixup(const GemmParams& p, const WorkUnit& w,
                                                     float (&acc)[BN / 2], int ctid) {
-  const float4* tile_ws = store_split_partial<BM, BN>(p, w, acc, ctid);
+  const float4* tile_ws = store_split_partial<BM, BN, kSplitKKeepOwn>(p, w, acc, ctid);
   __syncwarp();
   int* counter = p.counters + w.tile * kTileWarps + (ctid >> 5);
   if ((ctid & 31) == 0) {
@@ -1279,7 +1302,8 @@ __device__ __forceinline__ void splitk_shared_fixup(const GemmParams& p, const W
   splitk_fence();
 #pragma unroll
   for (int c0 = 0; c0 < BN; c0 += kRowCols)  // the passes this slice owns
-    if ((c0 / kRowCols) % p.splits == w.split) sum_split_partials<BM, BN, kRowCols / 8>(tile_ws, p.splits, acc, ctid, c0 / 8);
+    if ((c0 / kRowCols) % p.splits == w.split)
+      sum_split_partials<BM, BN, kRowCols / 8>(tile_ws, p.splits, acc, ctid, c0 / 8, kSplitKKeepOwn ? w.split : -1);
   __syncwarp();  // every lane has read the partials before the warp leaves
   if ((ctid & 31) == 0 && atomicAdd(counter, 1) == 2 * p.splits - 1) *counter = 0;
 }
