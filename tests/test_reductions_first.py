@@ -16,9 +16,8 @@ from trainkernel.sched_interpreter import run_program
 from trainkernel.tools.cli import problem
 from trainkernel.workloads import LARGE, WORKLOADS
 
-from _variants import BEFORE_STEPS_99_101
-
 from _tile_stage import tile_kernel, tile_module
+from _variants import BEFORE_STEPS_99_101
 
 
 @pytest.fixture
@@ -31,7 +30,7 @@ def keep_order(variant):
 def two_consumers(variant):
     """The H200 with the pass, on 128-row wgmma tiles: the grids these tests name
     (the 64-row kernels' 256-thread maps have other item counts), one width a kernel
-    among 64-256 (conftest.BEFORE_STEPS_99_101)."""
+    among 64-256 (_variants.BEFORE_STEPS_99_101)."""
     return variant("two_consumers", wgmma_consumers=(2,), **BEFORE_STEPS_99_101).name
 
 

@@ -160,9 +160,9 @@ def test_the_engine_choice_weighs_mma_by_its_calibration(target_fields, monkeypa
 
     monkeypatch.setattr(pipeline, "SINK_SOURCES", True)
     assert T.DEFAULT.grid_costs.mma_engine_calibration == 1.0
-    # On 128-row wgmma tiles, the choice step 84 measured (with 64-row tiles the
-    # wgmma estimate is lower and the calibration changes nothing here).
-    # (and one width a kernel among 64-256, conftest.BEFORE_STEPS_99_101).
+    # On 128-row wgmma tiles of one width among 64-256 (_variants.BEFORE_STEPS_99_101),
+    # the choice step 84 measured (with 64-row or 32-wide tiles the wgmma estimate is
+    # lower and the calibration changes nothing here).
     target_fields(wgmma_consumers=(2,), **BEFORE_STEPS_99_101)
     assert "wgmma" not in suite_source("mlp4-adamw-ce")
     target_fields(wgmma_consumers=(2,), **BEFORE_STEPS_99_101,
