@@ -116,5 +116,3 @@ def before_steps_66_68(monkeypatch, before_steps_69_83):
 
     monkeypatch.setattr(T, "DEFAULT", _use_target_fields(
         monkeypatch, prefetch_step_inputs=False, exchange_async_pushes=False, exchange_async_publish=False))
-
-

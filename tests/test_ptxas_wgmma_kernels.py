@@ -41,16 +41,13 @@ def _source(name: str) -> str:
     captured = trainkernel.capture(w.make_step(torch.bfloat16), w.example_args("meta", torch.bfloat16))
     if not width:
         return lower(captured, True).cuda_source
-    import dataclasses
-
     import trainkernel.target as T
-    from trainkernel.backend import cuda_target
 
-    forced = dataclasses.replace(T.DEFAULT, wgmma_tiles_n=(int(width),))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(T.TARGETS, T.DEFAULT.name, forced)
-        mp.setattr(cuda_target, "TARGET", forced)
-        return lower(captured, True).cuda_source
+    forced = T.variant(f"ptxas_{width}_wide", wgmma_tiles_n=(int(width),))  # registered while the passes run
+    try:
+        return lower(captured, True, target=forced.name).cuda_source
+    finally:
+        T.TARGETS.pop(forced.name, None)
 
 
 def _ptxas(name: str, src: str, workdir: Path) -> tuple[str, str]:

@@ -15,6 +15,7 @@ import trainkernel
 from trainkernel.workloads import WORKLOADS
 
 from _nvcc import needs_nvcc, nvcc_errors
+from _ptxas import parse_ptxas
 from _variants import same_bits_off_and_on, stepped
 from _variants import suite_source as _source
 
@@ -118,8 +119,8 @@ def test_keep_own_builds_without_a_stack_frame(target_fields, tmp_path, name):
     out = subprocess.run(["nvcc", *nvcc_flags(arch_for_source(src, "sm_90")), "-Xptxas", "-v", "-cubin", str(cu),
                           "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-4000:]
-    frames = re.findall(r"(\d+) bytes stack frame", out.stderr)
-    assert frames and all(f == "0" for f in frames), out.stderr[-2000:]
+    rows = parse_ptxas(out.stdout + out.stderr)
+    assert rows and not any(r["stack"] for r in rows), rows
 
 
 @pytest.mark.cuda

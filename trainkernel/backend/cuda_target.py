@@ -895,8 +895,7 @@ class CudaPrinter:
         flags = " int first; int more; int parity;" if self.chained else ""
         if self.wgmma:
             defines = "#define TK_PREISSUE_READY_OPERANDS 1\n" if self.preissue else ""
-            if TARGET.split_k_keep_own_partial and TARGET.split_k_shared_fixup and any(
-                    op.ksplit > 1 for op in self.wgmma):
+            if TARGET.split_k_keep_own_partial and any(map(self._shared_fixup, self.wgmma)):
                 defines += "#define TK_SPLITK_KEEP_OWN 1\n"  # the shared fix-up keeps its own partial
             # 64-row tiles: one consumer warpgroup (tk::hopper::kConsumers; two by default).
             if self.wgmma[0].tile_shape[0] != 128:
@@ -1280,7 +1279,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         # the producer hands its registers to the consumers (setmaxnreg).
         producer_call = TARGET.wgmma_producer_calls and not wgmma_hands_registers_back(bn)
         call = ", true" if producer_call else ""
-        shared_fixup = TARGET.split_k_shared_fixup and ks > 1  # the slices share the fix-up (tk::hopper::splitk_shared_fixup)
+        shared_fixup = self._shared_fixup(op)
         if shared_fixup:
             call = f", {str(producer_call).lower()}, true"
         if self.kernel.gemm_cluster:  # the kernel's clusters of two walk every gemm as a pair
@@ -1438,6 +1437,11 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         stride (tk::hopper::TileShape's third parameter; target.wgmma_gemm_widths)."""
         bn = op.tile_shape[1]
         return "TkShape" if bn == self.wgmma_bn else f"tk::hopper::TileShape<{bn}, TkShape::STAGES, TkShape::STAGE_BYTES>"
+
+    @staticmethod
+    def _shared_fixup(op: tile.GemmOp) -> bool:
+        """Whether a wgmma gemm's slices share its split-K fix-up (tk::hopper::splitk_shared_fixup)."""
+        return TARGET.split_k_shared_fixup and op.ksplit > 1
 
     def _epilogue_functor(self, op: tile.GemmOp, mm: tk.MatmulOp, indent: str) -> None:
         """The gemm's epilogue as the functor a tile calls with (i, j, acc):

@@ -1218,6 +1218,12 @@ __device__ __forceinline__ void sum_split_partials(const float4* tile_ws, int sp
   }
 }
 
+// The shared fix-up's ownership rule: pass `pass` (kRowCols columns of the
+// row walk) of a split tile is summed, and then walked, by slice pass % splits.
+__device__ __forceinline__ bool slice_owns_pass(const GemmParams& p, const WorkUnit& w, int pass) {
+  return pass % p.splits == w.split;
+}
+
 // A split tile's slice stores its fp32 partial in fragment order (thread ctid's
 // float4 q at q * consumer threads + ctid: coalesced, and read back by the same
 // thread) and fences it: the tile's partials (splits x BM x BN) in slice order.
@@ -1234,7 +1240,7 @@ __device__ __forceinline__ const float4* store_split_partial(const GemmParams& p
   bool stored = !kSkipOwned;
 #pragma unroll
   for (int q = 0; q < BN / 8; ++q) {
-    if (kSkipOwned && (8 * q / kRowCols) % p.splits == w.split) continue;  // a pass it owns
+    if (kSkipOwned && slice_owns_pass(p, w, 8 * q / kRowCols)) continue;
     mine[q * kConsumerThreads + ctid] =
         make_float4(acc[4 * q], acc[4 * q + 1], acc[4 * q + 2], acc[4 * q + 3]);
     stored = true;
@@ -1302,7 +1308,7 @@ __device__ __forceinline__ void splitk_shared_fixup(const GemmParams& p, const W
   splitk_fence();
 #pragma unroll
   for (int c0 = 0; c0 < BN; c0 += kRowCols)  // the passes this slice owns
-    if ((c0 / kRowCols) % p.splits == w.split)
+    if (slice_owns_pass(p, w, c0 / kRowCols))
       sum_split_partials<BM, BN, kRowCols / 8>(tile_ws, p.splits, acc, ctid, c0 / 8, kSplitKKeepOwn ? w.split : -1);
   __syncwarp();  // every lane has read the partials before the warp leaves
   if ((ctid & 31) == 0 && atomicAdd(counter, 1) == 2 * p.splits - 1) *counter = 0;
@@ -1311,7 +1317,7 @@ __device__ __forceinline__ void splitk_shared_fixup(const GemmParams& p, const W
 // Whether a unit's thread runs the row walk's pass at column c0 of its tile:
 // every pass, but under a shared split-K fix-up the passes its slice owns.
 __device__ __forceinline__ bool shared_fixup_owns(bool shared, const GemmParams& p, const WorkUnit& w, int c0) {
-  return !shared || (c0 / kRowCols) % p.splits == w.split;
+  return !shared || slice_owns_pass(p, w, c0 / kRowCols);
 }
 
 // A pipeline's position, per thread: the stage the next K step uses and the
