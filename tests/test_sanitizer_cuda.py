@@ -161,3 +161,14 @@ def test_compute_sanitizer_on_a_chain_with_item_flags(tool: str, tmp_path):
     grid barriers."""
     _step_loop_reports_nothing(tool, "small", tmp_path, launches="in 3 launches (a chain)",
                                TK_TARGET_FIELDS="item_flags=1")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
+def test_compute_sanitizer_on_a_chain_with_tagged_partials(tool: str, tmp_path):
+    """small's grid kernel, three steps captured as one chain of launches, its split-K
+    fix-up through tagged words (target.split_k_tagged_partials, perf-log step 103):
+    the owner polls and zeroes 8-byte words of the workspace, which must lie inside
+    the arena (memcheck), and the next launch tags them again."""
+    _step_loop_reports_nothing(tool, "small", tmp_path, launches="in 3 launches (a chain)",
+                               TK_TARGET_FIELDS="split_k_tagged_partials=1")

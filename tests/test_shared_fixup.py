@@ -89,30 +89,39 @@ def test_the_same_bits_on_gpu(target_fields, name, fixed):
 
 # target.split_k_keep_own_partial (perf-log step 102): under the shared fix-up a
 # slice sums the passes it owns from its own registers and stores only the others.
-KEEP = dict(split_k_shared_fixup=True, split_k_keep_own_partial=True)
+# target.split_k_tagged_partials (step 103): the partials as tagged 8-byte words
+# that the owner polls (no counters or fences), its own from registers too.
+SWITCHES = {"split_k_keep_own_partial": "TK_SPLITK_KEEP_OWN", "split_k_tagged_partials": "TK_SPLITK_TAGGED"}
 
 
+@pytest.mark.parametrize("field", SWITCHES)
 @pytest.mark.parametrize("name", ["medium", "small", ODD], ids=str)
-def test_keep_own_is_a_define_of_kernels_with_a_shared_fix_up(target_fields, name):
-    target_fields(**KEEP)
+def test_a_define_of_kernels_with_a_shared_fix_up(target_fields, name, field):
+    define = SWITCHES[field]
+    target_fields(split_k_shared_fixup=True, **{field: True})
     src = trainkernel.compile_training(*_args(name), build=False, resident="off").cuda_source
     assert any(split for split, _ in _calls(src))
-    assert src.count("#define TK_SPLITK_KEEP_OWN 1\n") == 1
-    target_fields(split_k_shared_fixup=False, split_k_keep_own_partial=True)  # nothing shared, nothing kept
-    assert "TK_SPLITK_KEEP_OWN" not in trainkernel.compile_training(*_args(name), build=False,
-                                                                    resident="off").cuda_source
+    assert src.count(f"#define {define} 1\n") == 1
+    target_fields(split_k_shared_fixup=False, **{field: True})  # nothing shared: nothing kept, nothing tagged
+    assert define not in trainkernel.compile_training(*_args(name), build=False, resident="off").cuda_source
+
+
+def test_a_resident_kernel_has_no_fix_up_to_tag(target_fields):
+    target_fields(split_k_shared_fixup=True, split_k_tagged_partials=True)
+    assert "TK_SPLITK_TAGGED" not in _source("online")
 
 
 @needs_nvcc
+@pytest.mark.parametrize("field", SWITCHES)
 @pytest.mark.parametrize("name", ["small", ODD], ids=str)
-def test_keep_own_builds_without_a_stack_frame(target_fields, tmp_path, name):
-    """The kept float4s stay in registers (ptxas -v: no stack frame, as every
-    kernel of the suite: test_cuda_compile.py)."""
+def test_builds_without_a_stack_frame(target_fields, tmp_path, name, field):
+    """The kept float4s and the polled words stay in registers (ptxas -v: no stack
+    frame, as every kernel of the suite: test_cuda_compile.py)."""
     import subprocess
 
     from trainkernel.backend.build import arch_for_source, nvcc_flags
 
-    target_fields(**KEEP)
+    target_fields(split_k_shared_fixup=True, **{field: True})
     src = trainkernel.compile_training(*_args(name), build=False, resident="off").cuda_source
     cu = tmp_path / "k.cu"
     cu.write_text(src)
@@ -123,10 +132,37 @@ def test_keep_own_builds_without_a_stack_frame(target_fields, tmp_path, name):
     assert rows and not any(r["stack"] for r in rows), rows
 
 
+def test_the_workspace_holds_a_tagged_word_an_element():
+    """tile.gemm_partials_bytes: a wgmma split tile's partials take 8 bytes an
+    element whatever the target (tagged or not), so that the printer's target
+    never outgrows what the arena's layout gave it."""
+    from trainkernel.dialects import tile
+
+    split = [op for op in _tile_kernel("small").block.ops if isinstance(op, tile.GemmOp) and op.ksplit > 1]
+    assert split and all(op.engine == "wgmma" for op in split)
+    for op in split:
+        bm, bn, _ = op.tile_shape
+        m, n, _ = tile.iteration_space(op)
+        tiles = -(-m // bm) * -(-n // bn)
+        assert tile.gemm_partials_bytes(op) == tiles * op.ksplit * bm * bn * 8
+
+
+def _tile_kernel(name):
+    import torch
+    from _tile_stage import tile_kernel
+
+    w = WORKLOADS[name]
+    return tile_kernel(trainkernel.capture(w.make_step(torch.bfloat16), w.example_args("meta")))
+
+
 @pytest.mark.cuda
+@pytest.mark.parametrize("field", SWITCHES)
 @pytest.mark.parametrize("name", ["medium", "small", ODD], ids=str)
-def test_keep_own_gives_the_same_bits_on_gpu(target_fields, name):
-    same, (src_off, src_on) = same_bits_off_and_on(target_fields, "split_k_keep_own_partial", name, 4, 2,
-                                                   run=stepped, split_k_shared_fixup=True)
-    assert "TK_SPLITK_KEEP_OWN" in src_on and "TK_SPLITK_KEEP_OWN" not in src_off
+def test_the_same_bits_on_gpu_kept_or_tagged(target_fields, name, field):
+    """Four steps, each switch off and on: the same sums in the same order, so
+    every output bit-equal. Tagged: the words zeroed by their owner are tagged
+    again by the next launch's publishers (four launches of one arena)."""
+    same, (src_off, src_on) = same_bits_off_and_on(target_fields, field, name, 4, 2, run=stepped,
+                                                   split_k_shared_fixup=True)
+    assert SWITCHES[field] in src_on and SWITCHES[field] not in src_off
     assert same

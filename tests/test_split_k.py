@@ -48,9 +48,10 @@ def test_medium_on_the_wgmma_engine_splits_the_same_gemm_in_its_tiles(target_fie
     # 1024x256 in 128x128 tiles: 16 tiles on 132 blocks, K = 4096 in 8 slices of 512.
     assert [(g.ksplit, g.items) for g in split] == [(8, 128)]
     assert all(g.engine == "wgmma" for g in _gemms(k)) and k.grid == 132 and k.threads == 384
-    # tk::hopper's own fix-up: partials [tile][slice][128 x 128], then 8 counters for each
-    # of the 16 tiles (one per consumer warp: the split-K vote goes by warp).
-    assert split[0].workspace_bytes() == 16 * 8 * 128 * 128 * 4 + 16 * 8 * 4
+    # tk::hopper's own fix-up: partials [tile][slice][128 x 128] at 8 bytes an element
+    # (room for the tagged fix-up's words), then 8 counters for each of the 16 tiles
+    # (one per consumer warp: the split-K vote goes by warp).
+    assert split[0].workspace_bytes() == 16 * 8 * 128 * 128 * 8 + 16 * 8 * 4
     assert "split_k_last" not in src and src.count("tk::hopper::grid_gemm_units<") == 5
 
 

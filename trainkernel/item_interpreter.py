@@ -231,8 +231,9 @@ class _Machine:
         """The fp32 partial slice `u.split` of tile `u.tile` stores, as a view of the
         arena: mma.sync, its elements of [ksplit][M][N] (CudaPrinter.gemm:
         tk_part); wgmma, the tile's whole BM x BN block of [tile][ksplit][BM][BN]
-        (store_split_partial; fragment order there, row-major here: the bytes
-        written are the same, their order is not modelled)."""
+        fp32 in the first half of its workspace (store_split_partial; fragment
+        order there, row-major here; the tagged fix-up's 8-byte words fill the
+        whole: which bytes hold which value is not modelled, the sums are)."""
         m, n, _ = tile.iteration_space(op)
         bm, bn, _ = op.tile_shape
         if op.engine == "wgmma":

@@ -568,6 +568,15 @@ class TargetOptions:
     # tiles, K in 2 slices: one pass, slice 0 stores nothing) spent ~4k cycles
     # in its fix-up (perf-log step 102). Off until measured.
     split_k_keep_own_partial: bool = False
+    # Under the shared fix-up, partials published as 8-byte words (the fp32 bits
+    # under a tag, one single-copy-atomic store) that the owner of a pass polls
+    # and zeroes after use: no fence, counter or reload on the chain, and a
+    # publisher never waits (TK_SPLITK_TAGGED, tk::hopper::splitk_tagged_fixup;
+    # the owner sums its own from registers, in slice order: the same bits).
+    # small's p2 fix-up is ~4k cycles of four or five L2 round trips (perf-log
+    # step 103). The workspace holds 8 bytes an element either way
+    # (tile.gemm_partials_bytes). Off until measured.
+    split_k_tagged_partials: bool = False
     # A grid kernel prefetches the tensor maps of each phase's wgmma gemms before
     # the grid barrier in front of the phase (prefetch.tensormap; the standalone
     # gemm kernel does it at its start): the first copy of a phase otherwise

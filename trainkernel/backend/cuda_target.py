@@ -895,8 +895,11 @@ class CudaPrinter:
         flags = " int first; int more; int parity;" if self.chained else ""
         if self.wgmma:
             defines = "#define TK_PREISSUE_READY_OPERANDS 1\n" if self.preissue else ""
-            if TARGET.split_k_keep_own_partial and any(map(self._shared_fixup, self.wgmma)):
-                defines += "#define TK_SPLITK_KEEP_OWN 1\n"  # the shared fix-up keeps its own partial
+            if any(map(self._shared_fixup, self.wgmma)):
+                if TARGET.split_k_keep_own_partial:
+                    defines += "#define TK_SPLITK_KEEP_OWN 1\n"  # the shared fix-up keeps its own partial
+                if TARGET.split_k_tagged_partials:
+                    defines += "#define TK_SPLITK_TAGGED 1\n"  # partials as tagged words, polled by their owner
             # 64-row tiles: one consumer warpgroup (tk::hopper::kConsumers; two by default).
             if self.wgmma[0].tile_shape[0] != 128:
                 defines += f"#define TK_WGMMA_CONSUMERS {self.wgmma[0].tile_shape[0] // 64}\n"
@@ -3537,7 +3540,9 @@ class CudaTarget(Target):
     in front of their phase (target.preissue_ready_operands); `rounded_bits`,
     a rounded bf16/f16 value stored as the bits it was rounded to
     (target.store_rounded_bits); `keep_own`, the shared split-K fix-up's own
-    passes summed from registers (target.split_k_keep_own_partial).
+    passes summed from registers (target.split_k_keep_own_partial); `tagged`,
+    its partials published as tagged words that their owner polls
+    (target.split_k_tagged_partials).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -3566,6 +3571,7 @@ class CudaTarget(Target):
     grid_pdl: str = "target"
     last_outputs: str = "target"
     keep_own: str = "target"
+    tagged: str = "target"
     stage_loads: int = 0
 
     # option -> the target field it sets
@@ -3580,7 +3586,8 @@ class CudaTarget(Target):
               "producer_calls": "wgmma_producer_calls", "reduce_tails": "batched_reduce_tails",
               "grid_casts": "grid_carried_casts", "shared_fixup": "split_k_shared_fixup",
               "prefetch_maps": "prefetch_tensor_maps", "grid_pdl": "grid_programmatic_launch",
-              "last_outputs": "grid_last_launch_outputs", "keep_own": "split_k_keep_own_partial"}
+              "last_outputs": "grid_last_launch_outputs", "keep_own": "split_k_keep_own_partial",
+              "tagged": "split_k_tagged_partials"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}
 

@@ -1142,10 +1142,12 @@ def _gemm_tiles(op: "GemmOp") -> int:
 def gemm_partials_bytes(op: "GemmOp") -> int:
     """Where a split gemm's tile counters start in its workspace: after the fp32
     partials ([ksplit][M][N]; for the wgmma engine whole tiles [tile][ksplit][BM
-    x BN] in fragment order, tk::hopper's), 16-byte aligned."""
+    x BN] in fragment order, tk::hopper's, 8 bytes an element: room for the
+    tagged fix-up's words, target.split_k_tagged_partials, whatever the target
+    that prints it), 16-byte aligned."""
     if op.engine == "wgmma":
         bm, bn, _ = op.tile_shape
-        return align_up(_gemm_tiles(op) * op.ksplit * bm * bn * 4, 16)
+        return align_up(_gemm_tiles(op) * op.ksplit * bm * bn * 8, 16)
     m, n, _ = iteration_space(op)
     return align_up(op.ksplit * m * n * 4, 16)
 

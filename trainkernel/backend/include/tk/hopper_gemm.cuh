@@ -660,7 +660,7 @@ struct GemmParams {
   int splits;        // K slices per tile (1: no split-K)
   int kb_total;      // ceil(K / 64)
   int kb_per_split;  // K steps per slice; every slice has at least one
-  float* workspace;  // splits > 1: tiles * splits * BM * BN floats
+  float* workspace;  // splits > 1: tiles * splits * BM * BN floats (kSplitKTagged: 8-byte words)
   int* counters;     // splits > 1: tiles ints, zero between launches
 };
 
@@ -1291,9 +1291,119 @@ __device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit
 #endif
 constexpr bool kSplitKKeepOwn = TK_SPLITK_KEEP_OWN;
 
+// kSplitKTagged (TK_SPLITK_TAGGED, target.split_k_tagged_partials; perf-log
+// step 103): the shared fix-up without counters or fences. Each element of a
+// published partial is one 8-byte word, its fp32 bits under a tag, stored with
+// a relaxed gpu-scope store: single-copy atomic, so a reader that sees the tag
+// sees the value. The owner of a pass polls the words of the other slices'
+// partials until every tag is there, sums in slice order (its own from
+// registers: the same operands in the same order, so the same bits) and
+// zeroes the words it read, so every word is untagged again before its next
+// use (the next launch, or a later phase behind a grid barrier; one gemm's
+// workspace is no other's). A publisher never waits: the chain is its stores
+// reaching L2 and the owner's polls (one or two round trips, against the
+// store, fence, counter, poll, fence and reload of four or five). The
+// workspace holds 8 bytes an element (tile.gemm_partials_bytes); a thread's
+// float4 q of slice s is the two 16-byte pairs (2q, 2q + 1) at
+// pair * consumer threads + ctid: a warp's access is 512 contiguous bytes.
+#if !defined(TK_SPLITK_TAGGED)
+#define TK_SPLITK_TAGGED 0
+#endif
+constexpr bool kSplitKTagged = TK_SPLITK_TAGGED;
+
+namespace tagged {
+constexpr unsigned kTag = 1u;  // an untagged (zeroed) word is not yet published
+__device__ __forceinline__ unsigned long long word(float v) {
+  return (static_cast<unsigned long long>(kTag) << 32) | __float_as_uint(v);
+}
+__device__ __forceinline__ bool published(const ulonglong2& v) {
+  return static_cast<unsigned>(v.x >> 32) == kTag && static_cast<unsigned>(v.y >> 32) == kTag;
+}
+__device__ __forceinline__ float value(unsigned long long word) {
+  return __uint_as_float(static_cast<unsigned>(word));
+}
+__device__ __forceinline__ void store(ulonglong2* at, unsigned long long a, unsigned long long b) {
+  asm volatile("st.relaxed.gpu.global.v2.b64 [%0], {%1, %2};" ::"l"(at), "l"(a), "l"(b) : "memory");
+}
+__device__ __forceinline__ ulonglong2 load(const ulonglong2* at) {
+  ulonglong2 v;
+  asm volatile("ld.relaxed.gpu.global.v2.b64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(at) : "memory");
+  return v;
+}
+// Slice `split`'s words of tile w.tile.
+template <int BM, int BN>
+__device__ __forceinline__ ulonglong2* slice_words(const GemmParams& p, const WorkUnit& w, int split) {
+  constexpr int kPairs = BM * BN / 2;
+  return reinterpret_cast<ulonglong2*>(p.workspace) + ((size_t)w.tile * p.splits + split) * kPairs;
+}
+}  // namespace tagged
+
+template <int BM, int BN>
+__device__ __forceinline__ void splitk_tagged_fixup(const GemmParams& p, const WorkUnit& w,
+                                                    float (&acc)[BN / 2], int ctid) {
+  constexpr int kConsumerThreads = 128 * kConsumers;
+  // Publish the passes the other slices own.
+  ulonglong2* mine = tagged::slice_words<BM, BN>(p, w, w.split);
+#pragma unroll
+  for (int q = 0; q < BN / 8; ++q) {
+    if (slice_owns_pass(p, w, 8 * q / kRowCols)) continue;
+    tagged::store(mine + (2 * q) * kConsumerThreads + ctid, tagged::word(acc[4 * q]), tagged::word(acc[4 * q + 1]));
+    tagged::store(mine + (2 * q + 1) * kConsumerThreads + ctid, tagged::word(acc[4 * q + 2]),
+                  tagged::word(acc[4 * q + 3]));
+  }
+  // Sum the passes this slice owns.
+  constexpr int NQ = kRowCols / 8;
+#pragma unroll
+  for (int c0 = 0; c0 < BN; c0 += kRowCols) {
+    if (!slice_owns_pass(p, w, c0 / kRowCols)) continue;
+    const int q0 = c0 / 8;
+    float4 kept[NQ];
+#pragma unroll
+    for (int q = 0; q < NQ; ++q) {
+      const int r = 4 * (q0 + q);
+      kept[q] = make_float4(acc[r], acc[r + 1], acc[r + 2], acc[r + 3]);
+      acc[r] = acc[r + 1] = acc[r + 2] = acc[r + 3] = 0.0f;
+    }
+    for (int s = 0; s < p.splits; ++s) {
+      if (s == w.split) {
+#pragma unroll
+        for (int q = 0; q < NQ; ++q) {
+          const int r = 4 * (q0 + q);
+          acc[r] += kept[q].x;
+          acc[r + 1] += kept[q].y;
+          acc[r + 2] += kept[q].z;
+          acc[r + 3] += kept[q].w;
+        }
+        continue;
+      }
+      ulonglong2* theirs = tagged::slice_words<BM, BN>(p, w, s);
+      ulonglong2 v[2 * NQ];
+#pragma unroll
+      for (int i = 0; i < 2 * NQ; ++i) v[i] = tagged::load(theirs + (2 * q0 + i) * kConsumerThreads + ctid);
+#pragma unroll
+      for (int i = 0; i < 2 * NQ; ++i)
+        while (!tagged::published(v[i])) v[i] = tagged::load(theirs + (2 * q0 + i) * kConsumerThreads + ctid);
+#pragma unroll
+      for (int i = 0; i < 2 * NQ; ++i) tagged::store(theirs + (2 * q0 + i) * kConsumerThreads + ctid, 0ull, 0ull);
+#pragma unroll
+      for (int q = 0; q < NQ; ++q) {
+        const int r = 4 * (q0 + q);
+        acc[r] += tagged::value(v[2 * q].x);
+        acc[r + 1] += tagged::value(v[2 * q].y);
+        acc[r + 2] += tagged::value(v[2 * q + 1].x);
+        acc[r + 3] += tagged::value(v[2 * q + 1].y);
+      }
+    }
+  }
+}
+
 template <int BM, int BN>
 __device__ __forceinline__ void splitk_shared_fixup(const GemmParams& p, const WorkUnit& w,
                                                     float (&acc)[BN / 2], int ctid) {
+  if constexpr (kSplitKTagged) {
+    splitk_tagged_fixup<BM, BN>(p, w, acc, ctid);
+    return;
+  }
   const float4* tile_ws = store_split_partial<BM, BN, kSplitKKeepOwn>(p, w, acc, ctid);
   __syncwarp();
   int* counter = p.counters + w.tile * kTileWarps + (ctid >> 5);
