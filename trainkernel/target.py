@@ -94,6 +94,18 @@ class GridCosts:
     # one block: tiny, batch 1). 1.0 (the model as it is) until the probe's
     # `grid_costs.mma_engine_calibration=1.4` variant measures those.
     mma_engine_calibration: float = 1.0
+    # A phase's time as its busiest block's (sched_to_tile.busiest_block_us: item
+    # i of an op at offset o on block (o + i) % grid, a block's items in turn)
+    # instead of the longer of its longest op's rounds and its items spread
+    # evenly, which cannot see a reduce and two gemm units sharing a block
+    # (small's p4: blocks 0-23, the op timer of perf-log step 103). Off until
+    # measured (step 104).
+    block_sums: bool = False
+    # A wgmma unit's epilogue, per element a consumer thread holds (BN / 2):
+    # the row walk is issue-bound per element (perf-log steps 96 and 98: 0.58k
+    # cycles at 32 wide, 1.05k at 64 on 64 x BN tiles, ~29 cycles an element a
+    # thread). 0: none (wgmma_unit_us holds one epilogue of any width).
+    wgmma_epilogue_us: float = 0.0
 
     def sync_us(self, scope: str) -> float:
         """A barrier of `scope` (grid or block)."""
@@ -112,8 +124,10 @@ class GridCosts:
         return self.simt_flop_per_us if mma.startswith("simt") else self.mma_flop_per_us
 
     def wgmma_unit_fixed_us(self, bn: int) -> float:
-        """A wgmma work unit's time outside its K loop, for a `bn`-wide tile."""
-        return self.wgmma_unit_us + (self.wgmma_wide_unit_us if wgmma_hands_registers_back(bn) else 0.0)
+        """A wgmma work unit's time outside its K loop, for a `bn`-wide tile (a
+        consumer thread holds bn / 2 of its elements, whatever its height)."""
+        return (self.wgmma_unit_us + self.wgmma_epilogue_us * bn / 2
+                + (self.wgmma_wide_unit_us if wgmma_hands_registers_back(bn) else 0.0))
 
 
 @dataclass(frozen=True)

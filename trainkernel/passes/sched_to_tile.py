@@ -146,13 +146,32 @@ def item_cost_us(op: tile.TileWorkOp, target: TargetOptions) -> float:
 
 
 def phase_us(ops: list[tile.TileWorkOp], grid: int, target: TargetOptions) -> float:
-    """A phase's time on `grid` blocks: its longest op's items in turn, or all its
-    items spread evenly, whichever is longer."""
+    """A phase's time on `grid` blocks: its busiest block's (`busiest_block_us`,
+    target.grid_costs.block_sums), or else its longest op's items in turn or all
+    its items spread evenly, whichever is longer."""
     if not ops:
         return 0.0
+    if target.grid_costs.block_sums:
+        return busiest_block_us(ops, grid, target)
     longest = max(ceil_div(op.items, grid) * item_cost_us(op, target) for op in ops)
     spread = sum(op.items * item_cost_us(op, target) for op in ops) / grid
     return max(longest, spread)
+
+
+def busiest_block_us(ops: list[tile.TileWorkOp], grid: int, target: TargetOptions) -> float:
+    """The phase's items as the printed loops deal them: item i of an op at offset
+    o (the items of the ops before it, as `renumber_offsets` numbers them) on
+    block (o + i) % grid, each block running its items one after another; the
+    busiest block's sum."""
+    every, extra, offset = 0.0, [0.0] * grid, 0
+    for op in ops:
+        cost = item_cost_us(op, target)
+        rounds, rest = divmod(op.items, grid)
+        every += rounds * cost
+        for i in range(rest):
+            extra[(offset + i) % grid] += cost
+        offset += op.items
+    return every + max(extra)
 
 
 def estimate_us(phases: list[list[tile.TileWorkOp]], grid: int, target: TargetOptions) -> float:
