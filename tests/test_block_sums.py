@@ -59,25 +59,20 @@ def test_a_reduce_and_two_units_on_one_block(small):
     assert phase_us(last, small.grid, DEFAULT) < both
 
 
-def test_items_wrap_around_the_grid():
+def test_items_wrap_around_the_grid(monkeypatch):
     """An op's items continue from the block after the previous op's last, modulo
     the grid: 3 items of cost a on 4 blocks (blocks 0-2), then 3 of cost b:
     the second op's items go to blocks 3, 0 and 1, so blocks 0 and 1 hold a + b."""
+    import trainkernel.passes.sched_to_tile as S
 
     class Item:
         def __init__(self, items, cost):
             self.items, self.cost = items, cost
 
-    import trainkernel.passes.sched_to_tile as S
-
-    real = S.item_cost_us
-    try:
-        S.item_cost_us = lambda op, target: op.cost
-        assert busiest_block_us([Item(3, 1.0), Item(3, 2.0)], 4, DEFAULT) == pytest.approx(3.0)
-        assert busiest_block_us([Item(3, 1.0), Item(1, 2.0)], 4, DEFAULT) == pytest.approx(2.0)
-        assert busiest_block_us([Item(9, 1.0)], 4, DEFAULT) == pytest.approx(3.0)  # two rounds and one more
-    finally:
-        S.item_cost_us = real
+    monkeypatch.setattr(S, "item_cost_us", lambda op, target: op.cost)
+    assert busiest_block_us([Item(3, 1.0), Item(3, 2.0)], 4, DEFAULT) == pytest.approx(3.0)
+    assert busiest_block_us([Item(3, 1.0), Item(1, 2.0)], 4, DEFAULT) == pytest.approx(2.0)
+    assert busiest_block_us([Item(9, 1.0)], 4, DEFAULT) == pytest.approx(3.0)  # two rounds and one more
 
 
 def test_off_by_default():
