@@ -1862,8 +1862,8 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
     // the K loop, the split-K fix-up, the epilogue; of a row epilogue, its
     // scratch writes, first sync, loads and stores, second sync (RowsTimer).
     if (blockIdx.x == 0 && threadIdx.x == 128)
-      printf("tk-unit %dx%dx%d unit %d ksteps %d first %lld kloop %lld fixup %lld epilogue %lld"
-             " rows write %lld sync %lld body %lld sync %lld\n", p.M, p.N, p.K, u, w.kb1 - w.kb0, tk_u1 - tk_u0,
+      printf("tk-unit %dx%dx%d tile %dx%d unit %d ksteps %d first %lld kloop %lld fixup %lld epilogue %lld"
+             " rows write %lld sync %lld body %lld sync %lld\n", p.M, p.N, p.K, BM, BN, u, w.kb1 - w.kb0, tk_u1 - tk_u0,
              tk_u2 - tk_u1, tk_u3 - tk_u2, clock64() - tk_u3, tk_rows.part[0], tk_rows.part[1], tk_rows.part[2],
              tk_rows.part[3]);
 #endif
