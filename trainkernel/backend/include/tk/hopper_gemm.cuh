@@ -1377,6 +1377,14 @@ __device__ __forceinline__ void splitk_tagged_fixup(const GemmParams& p, const W
         continue;
       }
       ulonglong2* theirs = tagged::slice_words<BM, BN>(p, w, s);
+      // Lane 0 alone polls its first pair until it is tagged; then every lane
+      // loads its own and reloads what is not tagged yet. A warp's 32 lanes
+      // polling strong loads while the publisher is still in its K loop took
+      // L2 bandwidth from it (perf-log step 105: medium +2.2 us polling by lane).
+      if ((ctid & 31) == 0)
+        while (!tagged::published(tagged::load(theirs + (2 * q0) * kConsumerThreads + ctid))) {
+        }
+      __syncwarp();
       ulonglong2 v[2 * NQ];
 #pragma unroll
       for (int i = 0; i < 2 * NQ; ++i) v[i] = tagged::load(theirs + (2 * q0 + i) * kConsumerThreads + ctid);
