@@ -106,6 +106,26 @@ class GridCosts:
     # cycles at 32 wide, 1.05k at 64 on 64 x BN tiles, ~29 cycles an element a
     # thread). 0: none (wgmma_unit_us holds one epilogue of any width).
     wgmma_epilogue_us: float = 0.0
+    # wgmma units and reduce items priced from their measured parts (perf-log
+    # step 106, `wgmma_unit_parts_us`), in cycles put on the model's scale by
+    # `cycle_us` (a 64 x 32 unit of four K steps, ~2.95k cycles, keeps its
+    # 0.63): the first operands; K steps, each the longer of a latency part
+    # and A's and B's bytes at one block's intake (390-660 cycles measured on
+    # the small steps whatever the shape, ~0.94k for medium's 32 KB steps);
+    # the row walk's 32-column passes, dearer on 128-row tiles and by the
+    # bytes an element the epilogue moves (an SGD update's fp32 weight in and
+    # out and its cast). Off until measured.
+    unit_parts: bool = False
+    cycle_us: float = 2.14e-4
+    unit_first_cycles: float = 1000.0
+    k_step_cycles: float = 400.0
+    k_step_bytes_per_cycle: float = 35.0
+    row_pass_cycles: float = 520.0  # a plain pass of a 64-row tile (0.53-0.59k)
+    two_warpgroup_pass: float = 1.45  # on a 128-row tile (1.59k against 1.03k for two passes)
+    pass_per_epilogue_byte: float = 0.05  # each byte an element moves past a 2-byte store (SGD: ~1.4x)
+    wide_unit_cycles: float = 3500.0  # a tile that hands the producer's registers back (wgmma_wide_unit_us's part)
+    reduce_item_cycles: float = 900.0  # op timer: 1.2k at 1k elements
+    reduce_element_cycles: float = 0.25  # 2.9k at 8k elements
 
     def sync_us(self, scope: str) -> float:
         """A barrier of `scope` (grid or block)."""
@@ -122,6 +142,24 @@ class GridCosts:
             flops_per_byte = (bm * bn / (bm + bn)) / (128 * bn / (128 + bn))  # against the 128-row tile's
             return flops_per_byte * self.wgmma_flop_per_us * (self.wgmma_wide_speedup if wgmma_hands_registers_back(bn) else 1.0)
         return self.simt_flop_per_us if mma.startswith("simt") else self.mma_flop_per_us
+
+    def wgmma_unit_parts_us(self, bm: int, bn: int, bk: int, ksteps: int, epilogue_bytes: float,
+                            elem_bytes: int = 2) -> float:
+        """A `bm` x `bn` wgmma unit of `ksteps` K steps of `bk` whose epilogue
+        moves `epilogue_bytes` an element (unit_parts)."""
+        step = max(self.k_step_cycles, elem_bytes * bk * (bm + bn) / self.k_step_bytes_per_cycle)
+        # A 64-row tile's one consumer warpgroup: each pass dearer past 32
+        # accumulators a thread (64 x 128 with the SGD update: 1-1.5k a pass
+        # against ~0.5-0.65k at 64 x 64; perf-log step 104's unit timer).
+        crowded = max(1.0, bn / 2 / 32) if bm == 64 else self.two_warpgroup_pass
+        per_pass = self.row_pass_cycles * crowded * (1.0 + self.pass_per_epilogue_byte * max(0.0, epilogue_bytes - 2.0))
+        passes = -(-bn // 32)  # a thread holds bn / 2 accumulators: the walk's passes double with bn
+        wide = self.wide_unit_cycles if wgmma_hands_registers_back(bn) else 0.0
+        return (self.unit_first_cycles + ksteps * step + passes * per_pass + wide) * self.cycle_us
+
+    def reduce_parts_us(self, elements: int) -> float:
+        """A reduce item folding `elements` (unit_parts)."""
+        return (self.reduce_item_cycles + self.reduce_element_cycles * elements) * self.cycle_us
 
     def wgmma_unit_fixed_us(self, bn: int) -> float:
         """A wgmma work unit's time outside its K loop, for a `bn`-wide tile (a

@@ -31,7 +31,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import DiagnosticException
 
 from trainkernel.dialects import sched, tile, tk
-from trainkernel.elements import mma_kind
+from trainkernel.elements import byte_size, mma_kind
 from trainkernel.target import DEFAULT, WGMMA_TILES, TargetOptions, pass_target, wgmma_hands_registers_back, wgmma_tile_supported
 from trainkernel.util import align_up, ceil_div, numel
 
@@ -135,14 +135,29 @@ def item_cost_us(op: tile.TileWorkOp, target: TargetOptions) -> float:
         bm, bn, bk = op.tile_shape
         if op.ksplit > 1:
             k = tile.gemm_k_slice(k, op.ksplit, bk)
+        if op.engine == "wgmma" and costs.unit_parts:
+            return costs.wgmma_unit_parts_us(bm, bn, bk, ceil_div(k, bk), epilogue_bytes(op))
         if op.engine == "wgmma":
             return costs.wgmma_unit_fixed_us(bn) + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma, "wgmma", bn, bm)
         return costs.item_overhead_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma)
     if isinstance(op, tile.ReduceOp):
         red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp))
         n_in, n_out = numel(tk.shape_of(red.input)), numel(tk.shape_of(red.result))
-        return costs.item_overhead_us + (n_in // max(n_out, 1)) * op.rows * costs.reduce_us_per_element
+        elements = (n_in // max(n_out, 1)) * op.rows
+        if costs.unit_parts:
+            return costs.reduce_parts_us(elements)
+        return costs.item_overhead_us + elements * costs.reduce_us_per_element
     return costs.map_chunk_us
+
+
+def epilogue_bytes(op: tile.GemmOp) -> float:
+    """Bytes an output element's epilogue moves: each output, and each input
+    past the two products' operands, shaped like the product (an SGD update's
+    fp32 weight in and out and its cast: 10; a plain bf16 store: 2; bias rows
+    and column sums count nothing an element)."""
+    m, n, _ = tile.iteration_space(op)
+    shaped = [v for v in (*list(op.ins)[2:], *op.outs) if numel(v.type.get_shape()) == m * n]
+    return float(sum(byte_size(v.type) for v in shaped))
 
 
 def phase_us(ops: list[tile.TileWorkOp], grid: int, target: TargetOptions) -> float:
