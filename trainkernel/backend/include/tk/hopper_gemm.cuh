@@ -1183,22 +1183,15 @@ __device__ __forceinline__ void splitk_fence() {
     __threadfence();
 }
 
-// Sums the split-K partials of this thread's fragment in slice order, after
-// publishing its own. Returns false (for the warp) when another unit of the
-// tile is still missing: only the last one continues. The sum is in slice
-// order whoever arrives last (same bits).
-// acc's float4s [q0, q0 + NQ) as the sum, in slice order, of the tile's
-// `splits` partials (store_split_partial's layout; __ldcg: other SMs wrote
-// them). q0 must be known where it is inlined (an unrolled loop's index), so
-// that acc stays in registers.
-// own >= 0: slice `own`'s partial is this thread's acc itself, not read back
-// (it was not stored: store_split_partial's skip); the sum's order and its
-// operands are the same, so the same bits.
-template <int BM, int BN, int NQ>
-__device__ __forceinline__ void sum_split_partials(const float4* tile_ws, int splits, float (&acc)[BN / 2],
-                                                   int ctid, int q0, int own = -1) {
-  constexpr int kConsumerThreads = 128 * kConsumers;
-  constexpr int kTile = BM * BN;
+// acc's float4s [q0, q0 + NQ) as the sum, in slice order, of a split tile's
+// `splits` partials of them: open(s) once a slice, then at(s, q) its float4
+// q; slice `own`'s (own >= 0) is acc itself (not stored, not read back). Every
+// fix-up sums through here, so every one adds the same operands in the same
+// order: the same bits. q0 must be known where it is inlined (an unrolled
+// loop's index), so that acc stays in registers.
+template <int BN, int NQ, class Open, class At>
+__device__ __forceinline__ void sum_partials_in_slice_order(float (&acc)[BN / 2], int q0, int splits, int own,
+                                                            Open&& open, At&& at) {
   float4 kept[NQ];
 #pragma unroll
   for (int q = q0; q < q0 + NQ; ++q) {
@@ -1206,16 +1199,28 @@ __device__ __forceinline__ void sum_split_partials(const float4* tile_ws, int sp
     acc[4 * q] = acc[4 * q + 1] = acc[4 * q + 2] = acc[4 * q + 3] = 0.0f;
   }
   for (int s = 0; s < splits; ++s) {
-    const float4* part = tile_ws + (size_t)s * (kTile / 4);
+    if (s != own) open(s);
 #pragma unroll
     for (int q = q0; q < q0 + NQ; ++q) {
-      const float4 v = s == own ? kept[q - q0] : __ldcg(part + q * kConsumerThreads + ctid);
+      const float4 v = s == own ? kept[q - q0] : at(s, q);
       acc[4 * q] += v.x;
       acc[4 * q + 1] += v.y;
       acc[4 * q + 2] += v.z;
       acc[4 * q + 3] += v.w;
     }
   }
+}
+
+// The partials of store_split_partial's layout (__ldcg: other SMs wrote them);
+// own >= 0: that slice's was not stored (store_split_partial's skip).
+template <int BM, int BN, int NQ>
+__device__ __forceinline__ void sum_split_partials(const float4* tile_ws, int splits, float (&acc)[BN / 2],
+                                                   int ctid, int q0, int own = -1) {
+  constexpr int kConsumerThreads = 128 * kConsumers;
+  constexpr int kTile = BM * BN;
+  sum_partials_in_slice_order<BN, NQ>(
+      acc, q0, splits, own, [](int) {},
+      [&](int s, int q) { return __ldcg(tile_ws + (size_t)s * (kTile / 4) + q * kConsumerThreads + ctid); });
 }
 
 // The shared fix-up's ownership rule: pass `pass` (kRowCols columns of the
@@ -1249,6 +1254,9 @@ __device__ __forceinline__ const float4* store_split_partial(const GemmParams& p
   return tile_ws;
 }
 
+// The last-arrival fix-up: each slice publishes its partial; the last to
+// arrive (per warp: a warp reads back only its own lanes' partials) sums them
+// all in slice order and continues, the others return false.
 template <int BM, int BN>
 __device__ __forceinline__ bool splitk_fixup(const GemmParams& p, const WorkUnit& w,
                                              float (&acc)[BN / 2], int ctid) {
@@ -1351,57 +1359,36 @@ __device__ __forceinline__ void splitk_tagged_fixup(const GemmParams& p, const W
     tagged::store(mine + (2 * q + 1) * kConsumerThreads + ctid, tagged::word(acc[4 * q + 2]),
                   tagged::word(acc[4 * q + 3]));
   }
-  // Sum the passes this slice owns.
+  // Sum the passes this slice owns, the others' words polled: lane 0 alone
+  // polls its first pair until it is tagged, then every lane loads its own and
+  // reloads what is not tagged yet (a warp's 32 lanes polling strong loads
+  // while the publisher is still in its K loop took L2 bandwidth from it:
+  // perf-log step 105), and zeroes what it read.
   constexpr int NQ = kRowCols / 8;
 #pragma unroll
   for (int c0 = 0; c0 < BN; c0 += kRowCols) {
     if (!slice_owns_pass(p, w, c0 / kRowCols)) continue;
     const int q0 = c0 / 8;
-    float4 kept[NQ];
-#pragma unroll
-    for (int q = 0; q < NQ; ++q) {
-      const int r = 4 * (q0 + q);
-      kept[q] = make_float4(acc[r], acc[r + 1], acc[r + 2], acc[r + 3]);
-      acc[r] = acc[r + 1] = acc[r + 2] = acc[r + 3] = 0.0f;
-    }
-    for (int s = 0; s < p.splits; ++s) {
-      if (s == w.split) {
-#pragma unroll
-        for (int q = 0; q < NQ; ++q) {
-          const int r = 4 * (q0 + q);
-          acc[r] += kept[q].x;
-          acc[r + 1] += kept[q].y;
-          acc[r + 2] += kept[q].z;
-          acc[r + 3] += kept[q].w;
-        }
-        continue;
-      }
-      ulonglong2* theirs = tagged::slice_words<BM, BN>(p, w, s);
-      // Lane 0 alone polls its first pair until it is tagged; then every lane
-      // loads its own and reloads what is not tagged yet. A warp's 32 lanes
-      // polling strong loads while the publisher is still in its K loop took
-      // L2 bandwidth from it (perf-log step 105: medium +2.2 us polling by lane).
+    ulonglong2 v[2 * NQ];  // the slice being summed: its words of this pass
+    auto poll = [&](int s) {
+      ulonglong2* theirs = tagged::slice_words<BM, BN>(p, w, s) + 2 * q0 * kConsumerThreads + ctid;
       if ((ctid & 31) == 0)
-        while (!tagged::published(tagged::load(theirs + (2 * q0) * kConsumerThreads + ctid))) {
+        while (!tagged::published(tagged::load(theirs))) {
         }
       __syncwarp();
-      ulonglong2 v[2 * NQ];
 #pragma unroll
-      for (int i = 0; i < 2 * NQ; ++i) v[i] = tagged::load(theirs + (2 * q0 + i) * kConsumerThreads + ctid);
+      for (int i = 0; i < 2 * NQ; ++i) v[i] = tagged::load(theirs + i * kConsumerThreads);
 #pragma unroll
       for (int i = 0; i < 2 * NQ; ++i)
-        while (!tagged::published(v[i])) v[i] = tagged::load(theirs + (2 * q0 + i) * kConsumerThreads + ctid);
+        while (!tagged::published(v[i])) v[i] = tagged::load(theirs + i * kConsumerThreads);
 #pragma unroll
-      for (int i = 0; i < 2 * NQ; ++i) tagged::store(theirs + (2 * q0 + i) * kConsumerThreads + ctid, 0ull, 0ull);
-#pragma unroll
-      for (int q = 0; q < NQ; ++q) {
-        const int r = 4 * (q0 + q);
-        acc[r] += tagged::value(v[2 * q].x);
-        acc[r + 1] += tagged::value(v[2 * q].y);
-        acc[r + 2] += tagged::value(v[2 * q + 1].x);
-        acc[r + 3] += tagged::value(v[2 * q + 1].y);
-      }
-    }
+      for (int i = 0; i < 2 * NQ; ++i) tagged::store(theirs + i * kConsumerThreads, 0ull, 0ull);
+    };
+    auto at = [&](int, int q) {
+      const ulonglong2 a = v[2 * (q - q0)], b = v[2 * (q - q0) + 1];
+      return make_float4(tagged::value(a.x), tagged::value(a.y), tagged::value(b.x), tagged::value(b.y));
+    };
+    sum_partials_in_slice_order<BN, NQ>(acc, q0, p.splits, w.split, poll, at);
   }
 }
 
