@@ -22,13 +22,7 @@ BLOCK_SUMS = dataclasses.replace(DEFAULT, grid_costs=dataclasses.replace(DEFAULT
 
 
 def _phases(kernel: tile.KernelOp) -> list[list[tile.TileWorkOp]]:
-    phases: list[list[tile.TileWorkOp]] = [[]]
-    for op in kernel.block.ops:
-        if isinstance(op, tile.SyncOp):
-            phases.append([])
-        elif isinstance(op, tile.TileWorkOp):
-            phases[-1].append(op)
-    return [p for p in phases if p]
+    return [ops for ops in kernel.phases() if ops]
 
 
 @pytest.fixture(scope="module")

@@ -135,9 +135,9 @@ def item_cost_us(op: tile.TileWorkOp, target: TargetOptions) -> float:
         bm, bn, bk = op.tile_shape
         if op.ksplit > 1:
             k = tile.gemm_k_slice(k, op.ksplit, bk)
-        if op.engine == "wgmma" and costs.unit_parts:
-            return costs.wgmma_unit_parts_us(bm, bn, bk, ceil_div(k, bk), epilogue_bytes(op))
         if op.engine == "wgmma":
+            if costs.unit_parts:
+                return costs.wgmma_unit_parts_us(bm, bn, bk, ceil_div(k, bk), epilogue_bytes(op))
             return costs.wgmma_unit_fixed_us(bn) + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma, "wgmma", bn, bm)
         return costs.item_overhead_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma)
     if isinstance(op, tile.ReduceOp):
