@@ -38,7 +38,9 @@ PREFETCH = "  if (tk_more) {  // the next step's batch, in flight through this s
 
 @pytest.fixture
 def prefetch_on(target_fields):
-    target_fields(prefetch_step_inputs=True)
+    # The pointers the copies read, from tk_next as printed before
+    # target.prefetch_step_pointers (tests/test_prefetch_pointers.py).
+    target_fields(prefetch_step_inputs=True, prefetch_step_pointers=False)
 
 
 def _smem(src: str) -> int:

@@ -457,6 +457,13 @@ class TargetOptions:
     # classification 50 x 100-300-10 -0.70, online 33 x 100-300-8 -1.09 us a
     # step; classification itself and 64 x 200-300-10 within the call's noise.
     prefetch_small_units: bool = True
+    # With prefetch_step_inputs: the step input pointers that the next step's
+    # prefetch copies from, read one step ahead (the step before loads them at its
+    # start and leaves them in shared memory at its end) instead of from global
+    # memory in the prologue, where each was a round trip that every thread
+    # waited for before its copies (ncu, classification: two in a row, ~1.4k
+    # cycles a step; perf-log step 107).
+    prefetch_step_pointers: bool = True
     # A grid kernel's producer copies the operands of each phase's first wgmma
     # gemm that no op since the last grid barrier writes (the weights' casts,
     # the batch) into its first unit's stages before the barrier in front of

@@ -5,7 +5,7 @@
 // is staged at a later step's start; once the step's own homes are staged it copies
 // the next step's batch (tk_next, the loop's next row) into the other parity's copy.
 // Off: the batch is staged at every step's start into its one home.
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on cast_copies=off}' | filecheck %s --check-prefix=ON
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off cast_copies=off}' | filecheck %s --check-prefix=ON
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=off cast_copies=off}' | filecheck %s --check-prefix=OFF
 
 // ON:       static constexpr int kSmem = 88256;

@@ -2148,6 +2148,11 @@ class ResidentPrinter(CudaPrinter):
             if homes and all(isinstance(h, tile.SmemOp) and self._stage_unit(h) >= least for h in homes) \
                     and at <= TARGET.resident_costs.smem_budget:
                 self.prefetched, self.smem_bytes = copies, at
+        # The next step's pointers read a step ahead (target.prefetch_step_pointers):
+        # step s loads step s + 2's row (tk_after) as it starts and leaves it in
+        # tk_rows[s % 2] as it ends; step s + 1 copies from there. The first step
+        # of a launch reads its tk_next from global memory.
+        self.pointer_rows = len(self.step_inputs) if self.prefetched and TARGET.prefetch_step_pointers else 0
 
     def _parity_copies(self, home: tile.Home, at: int) -> tuple[tuple[int, int], int]:
         """The offsets of `home`'s even and odd copies, which the step's parity
@@ -2166,10 +2171,14 @@ class ResidentPrinter(CudaPrinter):
         if not self.prefetched:
             return
         self.w("  if (tk_more) {  // the next step's batch, in flight through this step (plan_prefetched_inputs)")
+        row = "tk_next"
+        if self.pointer_rows:
+            self.w("    void* const* tk_row = tk_first ? tk_next : tk_rows[tk_odd ? 0 : 1];  // step s + 1's (plan_prefetched_inputs)")
+            row = "tk_row"
         for home, (even, odd) in self.prefetched.items():
             ct = c_type(home.result.type)
             nxt, rows, row_elems, src_stride, dst_stride, _, _ = self.stage_args(
-                home, f"(({c_type(home.source.type)}*)tk_next[{column[home.source]}])")
+                home, f"(({c_type(home.source.type)}*){row}[{column[home.source]}])")
             # Rows of 16-byte units keep stage_rows (the same copies); the others
             # take stage_input_rows' 8- and 4-byte cp.async.
             copy = "stage_rows" if self._stage_unit(home) == 16 else "stage_input_rows"
@@ -2214,7 +2223,8 @@ class ResidentPrinter(CudaPrinter):
         column = {a: c for c, a in enumerate(self.step_inputs)}
         # The table shares the 1 KiB that ResidentCosts.smem_budget leaves for static
         # arrays with the 256-byte scratch: up to 96 buffers (more read the parameters).
-        table = TARGET.resident_step_pointers == "smem" and 8 * nbuf <= 1024 - 256 - self._barrier_bytes()
+        table = TARGET.resident_step_pointers == "smem" and \
+            8 * nbuf <= 1024 - 256 - self._barrier_bytes() - 16 * self.pointer_rows
         if table:
             self.w("#if !defined(TK_SEPARATE_IMAGE)")
             self.w("// The buffers' pointers, copied once from the kernel's parameters: a step reads")
@@ -2227,7 +2237,8 @@ class ResidentPrinter(CudaPrinter):
             "// tk_first: stage every home; tk_more: another step follows (keep the state homes current).\n"
             f"static __device__ {inline} void tk_step({'' if table else 'void* const* tk_buf, '}"
             f"void* const* tk_in, bool tk_first, bool tk_more{', bool tk_odd' if self.parity else ''}"
-            f"{', void* const* tk_next' if self.prefetched else ''}) {{",
+            f"{', void* const* tk_next' if self.prefetched else ''}"
+            f"{', void* const* tk_after' if self.pointer_rows else ''}) {{",
             128, "const int rank = blockIdx.x;  // the grid is one cluster", ("rank", "tk_more"),
             lambda i, arg: f"(tk_in ? tk_in[{column[arg]}] : tk_buf[{i}])" if arg in column else f"tk_buf[{i}]")
         stages: list[tuple[tile.Home, str]] = []
@@ -2250,6 +2261,10 @@ class ResidentPrinter(CudaPrinter):
                 self.w(f"  {c_type(op.result.type)}* {self.names[op.result]} = {self.names[op.source]};")
         if self.async_pushes:
             self.w(f"  __shared__ uint64_t tk_xbar[{self.barriers}];  // the exchanges' mbarriers (push_async)")
+        if self.pointer_rows:
+            n = self.pointer_rows
+            self.w(f"  __shared__ void* tk_rows[2][{n}];  // the next steps' input pointers (plan_prefetched_inputs)")
+            self.w(f"  void* const tk_after_ptr = tk_after && threadIdx.x < {n} ? tk_after[threadIdx.x] : nullptr;")
         # A later step restages the homes of what it reads anew: its batch, and
         # the state whose homes plan_kept_homes does not keep (where no home is
         # kept, every step stages every home, and one prologue serves them all).
@@ -2328,6 +2343,8 @@ class ResidentPrinter(CudaPrinter):
                 if timer:
                     labels.append(f"p{phase}:{op.name[5:]}/{op.split}")
                     self.w(f"  __syncthreads(); tk_t[{len(labels)}] = clock64();")
+        if self.pointer_rows:  # step s + 2's pointers, for step s + 1 (after the loop's barrier)
+            self.w(f"  if (tk_after && threadIdx.x < {self.pointer_rows}) tk_rows[tk_odd ? 1 : 0][threadIdx.x] = tk_after_ptr;")
         if timer:
             # CUDA's printf takes at most 32 arguments: a long op list prints in lines of 30.
             for first in range(0, len(labels), TIMER_VALUES_PER_LINE):
@@ -2364,6 +2381,8 @@ class ResidentPrinter(CudaPrinter):
         odd = ", (tk_s & 1) != 0" if self.parity else ""
         if self.prefetched:
             odd += f", tk_more ? p.step_inputs + (size_t)(tk_s + 1) * {len(self.step_inputs)} : nullptr"
+        if self.pointer_rows:
+            odd += f", tk_s + 2 < p.steps ? p.step_inputs + (size_t)(tk_s + 2) * {len(self.step_inputs)} : nullptr"
         self.w(f"    tk_step({'' if table else 'p.buf, '}{row}, tk_s == 0, tk_more{odd});")
         self.w(f"    if (tk_more) {end}")
         self.w("  }")
@@ -3542,7 +3561,8 @@ class CudaTarget(Target):
     (target.store_rounded_bits); `keep_own`, the shared split-K fix-up's own
     passes summed from registers (target.split_k_keep_own_partial); `tagged`,
     its partials published as tagged words that their owner polls
-    (target.split_k_tagged_partials).
+    (target.split_k_tagged_partials); `prefetch_pointers`, the pointers the next
+    step's batch is prefetched from read a step ahead (target.prefetch_step_pointers).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -3572,6 +3592,7 @@ class CudaTarget(Target):
     last_outputs: str = "target"
     keep_own: str = "target"
     tagged: str = "target"
+    prefetch_pointers: str = "target"
     stage_loads: int = 0
 
     # option -> the target field it sets
@@ -3587,7 +3608,7 @@ class CudaTarget(Target):
               "grid_casts": "grid_carried_casts", "shared_fixup": "split_k_shared_fixup",
               "prefetch_maps": "prefetch_tensor_maps", "grid_pdl": "grid_programmatic_launch",
               "last_outputs": "grid_last_launch_outputs", "keep_own": "split_k_keep_own_partial",
-              "tagged": "split_k_tagged_partials"}
+              "tagged": "split_k_tagged_partials", "prefetch_pointers": "prefetch_step_pointers"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}
 
