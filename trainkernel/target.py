@@ -462,8 +462,12 @@ class TargetOptions:
     # start and leaves them in shared memory at its end) instead of from global
     # memory in the prologue, where each was a round trip that every thread
     # waited for before its copies (ncu, classification: two in a row, ~1.4k
-    # cycles a step; perf-log step 107).
-    prefetch_step_pointers: bool = True
+    # cycles a step; perf-log step 107). Measured (run aefe117-h100-b): slower
+    # where it was meant to gain, tiny +0.22, classification +0.24 µs a step
+    # (122 registers against 109; the loads now at every step's start, the
+    # row's second pointer still after the first copies), the Adam twins
+    # -0.06 and -0.17: off.
+    prefetch_step_pointers: bool = False
     # A grid kernel's producer copies the operands of each phase's first wgmma
     # gemm that no op since the last grid barrier writes (the weights' casts,
     # the batch) into its first unit's stages before the barrier in front of
