@@ -91,16 +91,19 @@ class GridCosts:
     # engines ran mma.sync 1.3-2.1x slower where this model put the two within
     # 2-19% (measured over modelled 1.19-1.86; perf-log step 85), but nothing
     # was measured where a weight of 1.4 would change a kernel (grid kernels of
-    # one block: tiny, batch 1). 1.0 (the model as it is) until the probe's
-    # `grid_costs.mma_engine_calibration=1.4` variant measures those.
-    mma_engine_calibration: float = 1.0
+    # one block: tiny, batch 1). 4 with the parts model (unit_parts), whose
+    # wgmma units of medium's size cost 2-3x their old price while mma.sync's
+    # did not move, so that the engine choice keeps its old ratio (perf-log
+    # step 106; measured with it, run a0555bf-h100-a).
+    mma_engine_calibration: float = 4.0
     # A phase's time as its busiest block's (sched_to_tile.busiest_block_us: item
     # i of an op at offset o on block (o + i) % grid, a block's items in turn)
     # instead of the longer of its longest op's rounds and its items spread
     # evenly, which cannot see a reduce and two gemm units sharing a block
-    # (small's p4: blocks 0-23, the op timer of perf-log step 103). Off until
-    # measured (step 104).
-    block_sums: bool = False
+    # (small's p4: blocks 0-23, the op timer of perf-log step 103). Only where
+    # a block has its SM to itself (sched_to_tile.phase_us: the wgmma engine's
+    # grids). Measured with unit_parts (step 106, run a0555bf-h100-a): on.
+    block_sums: bool = True
     # A wgmma unit's epilogue, per element a consumer thread holds (BN / 2):
     # the row walk is issue-bound per element (perf-log steps 96 and 98: 0.58k
     # cycles at 32 wide, 1.05k at 64 on 64 x BN tiles, ~29 cycles an element a
@@ -114,8 +117,11 @@ class GridCosts:
     # the small steps whatever the shape, ~0.94k for medium's 32 KB steps);
     # the row walk's 32-column passes, dearer on 128-row tiles and by the
     # bytes an element the epilogue moves (an SGD update's fp32 weight in and
-    # out and its cast). Off until measured.
-    unit_parts: bool = False
+    # out and its cast). Measured (perf-log step 106, run a0555bf-h100-a, with
+    # block_sums and mma_engine_calibration 4): small -0.87, medium -1.85, the
+    # odd steps 200 x 520-1000-56 -0.64 and 130 x 264-2048-24 -3.55 us a step;
+    # the unchanged kernels within +-0.05: on.
+    unit_parts: bool = True
     cycle_us: float = 2.14e-4
     unit_first_cycles: float = 1000.0
     k_step_cycles: float = 400.0
@@ -638,8 +644,12 @@ class TargetOptions:
     # the owner sums its own from registers, in slice order: the same bits).
     # small's p2 fix-up is ~4k cycles of four or five L2 round trips (perf-log
     # step 103). The workspace holds 8 bytes an element either way
-    # (tile.gemm_partials_bytes). Off until measured.
-    split_k_tagged_partials: bool = False
+    # (tile.gemm_partials_bytes). Polled by one lane a warp (step 105).
+    # Measured (run a0555bf-h100-a) on top of the parts model: small -1.06,
+    # medium -1.13, mlp4-adamw-ce -0.12, the odd steps +0.25 (200 rows) and
+    # +0.8 (130 rows), still -0.39 and -2.75 against the model before step
+    # 106; on.
+    split_k_tagged_partials: bool = True
     # A grid kernel prefetches the tensor maps of each phase's wgmma gemms before
     # the grid barrier in front of the phase (prefetch.tensormap; the standalone
     # gemm kernel does it at its start): the first copy of a phase otherwise

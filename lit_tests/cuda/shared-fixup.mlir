@@ -6,19 +6,20 @@
 // gemm prints as before; without the switch nothing changes. keep_own
 // (target.split_k_keep_own_partial) defines TK_SPLITK_KEEP_OWN before the
 // header where a gemm splits and the fix-up is shared, and nowhere else;
-// tagged (target.split_k_tagged_partials) defines TK_SPLITK_TAGGED the same way.
-// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{shared_fixup=on}' | filecheck %s
-// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{shared_fixup=on producer_calls=on}' | filecheck %s --check-prefix=CALLS
-// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{shared_fixup=off}' | filecheck %s --check-prefix=OFF
-// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=1 engine=wgmma rows=128 cols=64}' -t 'cuda{shared_fixup=on}' | filecheck %s --check-prefix=ONE
-// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{shared_fixup=on keep_own=on}' | filecheck %s --check-prefix=KEEP
-// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{shared_fixup=off keep_own=on}' | filecheck %s --check-prefix=NOKEEP
-// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=1 engine=wgmma rows=128 cols=64}' -t 'cuda{shared_fixup=on keep_own=on}' | filecheck %s --check-prefix=NOKEEP
-// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{shared_fixup=on}' | filecheck %s --check-prefix=NOKEEP
+// tagged (target.split_k_tagged_partials, on by default: the other lines turn it
+// off) defines TK_SPLITK_TAGGED the same way.
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{tagged=off shared_fixup=on}' | filecheck %s
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{tagged=off shared_fixup=on producer_calls=on}' | filecheck %s --check-prefix=CALLS
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{tagged=off shared_fixup=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=1 engine=wgmma rows=128 cols=64}' -t 'cuda{tagged=off shared_fixup=on}' | filecheck %s --check-prefix=ONE
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{tagged=off shared_fixup=on keep_own=on}' | filecheck %s --check-prefix=KEEP
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{tagged=off shared_fixup=off keep_own=on}' | filecheck %s --check-prefix=NOKEEP
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=1 engine=wgmma rows=128 cols=64}' -t 'cuda{tagged=off shared_fixup=on keep_own=on}' | filecheck %s --check-prefix=NOKEEP
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{tagged=off shared_fixup=on}' | filecheck %s --check-prefix=NOKEEP
 // RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{shared_fixup=on tagged=on}' | filecheck %s --check-prefix=TAGGED
 // RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{shared_fixup=off tagged=on}' | filecheck %s --check-prefix=NOTAG
 // RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=1 engine=wgmma rows=128 cols=64}' -t 'cuda{shared_fixup=on tagged=on}' | filecheck %s --check-prefix=NOTAG
-// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{shared_fixup=on}' | filecheck %s --check-prefix=NOTAG
+// RUN: trainkernel-opt %S/../passes/sched-to-tile/split-k.mlir -p 'sched-to-tile{grid=64 engine=wgmma rows=128 cols=64}' -t 'cuda{tagged=off shared_fixup=on}' | filecheck %s --check-prefix=NOTAG
 
 // CHECK:      split-K: 8 slices of 512
 // CHECK:      tk::hopper::grid_gemm_units<__nv_bfloat16, TkShape, false, false, true, false, true>(&p.maps[0], &p.maps[1], tk_gp,

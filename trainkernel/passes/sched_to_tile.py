@@ -128,7 +128,9 @@ def copy_op(commit: sched.CommitOp, offset: int, target: TargetOptions) -> tile.
 # Cost model for sizing the grid: the target's GridCosts (microseconds).
 
 
-def item_cost_us(op: tile.TileWorkOp, target: TargetOptions) -> float:
+def item_cost_us(op: tile.TileWorkOp, target: TargetOptions, mma_weight: float = 1.0) -> float:
+    """One item of `op` on a block; an mma.sync gemm's weighed by `mma_weight`
+    (the engine choice's GridCosts.mma_engine_calibration)."""
     costs = target.grid_costs
     if isinstance(op, tile.GemmOp):
         k = tile.iteration_space(op)[2]
@@ -139,7 +141,7 @@ def item_cost_us(op: tile.TileWorkOp, target: TargetOptions) -> float:
             if costs.unit_parts:
                 return costs.wgmma_unit_parts_us(bm, bn, bk, ceil_div(k, bk), epilogue_bytes(op))
             return costs.wgmma_unit_fixed_us(bn) + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma, "wgmma", bn, bm)
-        return costs.item_overhead_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma)
+        return mma_weight * (costs.item_overhead_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma))
     if isinstance(op, tile.ReduceOp):
         red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp))
         n_in, n_out = numel(tk.shape_of(red.input)), numel(tk.shape_of(red.result))
@@ -160,27 +162,32 @@ def epilogue_bytes(op: tile.GemmOp) -> float:
     return float(sum(byte_size(v.type) for v in shaped))
 
 
-def phase_us(ops: list[tile.TileWorkOp], grid: int, target: TargetOptions) -> float:
+def phase_us(ops: list[tile.TileWorkOp], grid: int, target: TargetOptions, mma_weight: float = 1.0) -> float:
     """A phase's time on `grid` blocks: its busiest block's (`busiest_block_us`,
     target.grid_costs.block_sums), or else its longest op's items in turn or all
     its items spread evenly, whichever is longer."""
     if not ops:
         return 0.0
-    if target.grid_costs.block_sums:
-        return busiest_block_us(ops, grid, target)
-    longest = max(ceil_div(op.items, grid) * item_cost_us(op, target) for op in ops)
-    spread = sum(op.items * item_cost_us(op, target) for op in ops) / grid
+    # Block sums price each block as if it had an SM to itself: so only where no
+    # grid the engine may pick runs two blocks an SM (the wgmma engine's one block
+    # an SM). The mma.sync engine's grids reach four blocks an SM, where they
+    # moved small in fp32 from 256 blocks to 288 (some SMs then run three),
+    # +17 us (perf-log step 106's probe).
+    if target.grid_costs.block_sums and target.max_blocks_per_sm == 1:
+        return busiest_block_us(ops, grid, target, mma_weight)
+    longest = max(ceil_div(op.items, grid) * item_cost_us(op, target, mma_weight) for op in ops)
+    spread = sum(op.items * item_cost_us(op, target, mma_weight) for op in ops) / grid
     return max(longest, spread)
 
 
-def busiest_block_us(ops: list[tile.TileWorkOp], grid: int, target: TargetOptions) -> float:
+def busiest_block_us(ops: list[tile.TileWorkOp], grid: int, target: TargetOptions, mma_weight: float = 1.0) -> float:
     """The phase's items as the printed loops deal them: item i of an op at offset
     o (the items of the ops before it, as `renumber_offsets` numbers them) on
     block (o + i) % grid, each block running its items one after another; the
     busiest block's sum."""
     every, extra, offset = 0.0, [0.0] * grid, 0
     for op in ops:
-        cost = item_cost_us(op, target)
+        cost = item_cost_us(op, target, mma_weight)
         rounds, rest = divmod(op.items, grid)
         every += rounds * cost
         for i in range(rest):
@@ -189,9 +196,10 @@ def busiest_block_us(ops: list[tile.TileWorkOp], grid: int, target: TargetOption
     return every + max(extra)
 
 
-def estimate_us(phases: list[list[tile.TileWorkOp]], grid: int, target: TargetOptions) -> float:
+def estimate_us(phases: list[list[tile.TileWorkOp]], grid: int, target: TargetOptions,
+                mma_weight: float = 1.0) -> float:
     total = target.grid_costs.sync_us("block" if grid == 1 else "grid") * (len(phases) - 1)
-    return total + sum(phase_us(ops, grid, target) for ops in phases)
+    return total + sum(phase_us(ops, grid, target, mma_weight) for ops in phases)
 
 
 def choose_grid(phases: list[list[tile.TileWorkOp]], max_grid: int, target: TargetOptions) -> int:
@@ -258,17 +266,23 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
     if len(choices) == 1:
         return _lower(program, max_grid, grid, target, *choices[0], pairs=pairs)[0]
     # The model prices both engines on one relative scale, which measurement
-    # does not bear out for mma.sync (GridCosts.mma_engine_calibration).
-    weight = {"mma": target.grid_costs.mma_engine_calibration, "wgmma": 1.0}
+    # does not bear out for mma.sync's gemms (GridCosts.mma_engine_calibration):
+    # their items are weighed by it in the estimates compared here (not in the
+    # mma.sync kernel's grid, nor in its maps, reductions and barriers, which a
+    # one-block kernel of tiny products is mostly made of).
     options = []
     for e, bn, c in choices:
-        kernel, estimate = _lower(program.clone(), max_grid, grid, target, e, bn, c, pairs=pairs)
-        options.append((estimate * weight[e], kernel))
+        kernel, estimate = _lower(program.clone(), max_grid, grid, target, e, bn, c, pairs=pairs,
+                                  mma_weight=target.grid_costs.mma_engine_calibration)
+        options.append((estimate, kernel))
     return min(options, key=lambda o: o[0])[1]
 
 
 def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOptions,
-           engine: str, bn: int = 0, consumers: int = 0, pairs: bool = False) -> tuple[tile.KernelOp, float]:
+           engine: str, bn: int = 0, consumers: int = 0, pairs: bool = False,
+           mma_weight: float = 1.0) -> tuple[tile.KernelOp, float]:
+    """The tile kernel of `program` on `engine`, and its estimate with mma.sync
+    gemm items weighed by `mma_weight` (lower_program's engine comparison)."""
     if engine == "wgmma":
         target = target.for_wgmma(bn or None, consumers or None)
         max_grid = min(max_grid, target.max_grid)
@@ -318,7 +332,7 @@ def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOpt
         # One block: a block barrier is enough. Several blocks: only a grid
         # barrier orders phases, whatever scope the schedule asked for.
         sync.properties["scope"] = builtin.StringAttr("block" if grid == 1 else "grid")
-    estimate = estimate_us(phases, grid, target) if phases else 0.0
+    estimate = estimate_us(phases, grid, target, mma_weight) if phases else 0.0
     if grid > 1 and ends_with_grid_sync(engine, target):
         block.add_op(tile.SyncOp("grid"))
         estimate += target.grid_costs.sync_us("grid")

@@ -18,7 +18,7 @@
 // RUN: trainkernel-opt %s -p 'sched-to-tile{gemm_cluster=on}' -t cuda | filecheck %s --check-prefix=CUDA
 // RUN: not trainkernel-opt %s -p 'sched-to-tile{gemm_cluster=yes}' 2>&1 | filecheck %s --check-prefix=BAD
 
-// CHECK:       tile.kernel @step({{.*}}) inputs 3 results [3, 4] arena 2097152 config {grid = 132 : i64, threads = 384 : i64, smem = {{[0-9]+}} : i64, gemm_cluster = 2 : i64}
+// CHECK:       tile.kernel @step({{.*}}) inputs 3 results [3, 4] arena 2097152 config {grid = 128 : i64, threads = 384 : i64, smem = {{[0-9]+}} : i64, gemm_cluster = 2 : i64}
 // CHECK:         tile.gemm {{.*}} items = 128 : i64, offset = 0 : i64, engine = "wgmma"} {
 // CHECK:         tile.sync grid
 // CHECK:         tile.map {{.*}} config {items = 21 : i64, offset = 0 : i64
