@@ -54,9 +54,12 @@ def test_off_by_default():
 
 
 @pytest.mark.parametrize("name", GRID_STEPS)
-def test_the_kernel_is_paired_with_its_gemms_on_even_blocks(paired, name):
+def test_the_kernel_is_paired_with_its_gemms_on_even_blocks(paired, variant, name):
     captured = _captured(ALL[name])
-    kernel, alone = tile_kernel(captured, target=paired), tile_kernel(captured)
+    # Paired gemms keep the kernel's one tile width (sched_to_tile narrows no gemm
+    # of a paired kernel): the kernel alone with one width too.
+    uniform = variant("uniform", wgmma_gemm_widths=False).name
+    kernel, alone = tile_kernel(captured, target=paired), tile_kernel(captured, target=uniform)
     assert kernel.gemm_cluster == 2 and kernel.grid % 2 == 0
     gemms = [op for op in kernel.block.ops if isinstance(op, tile.GemmOp)]
     assert gemms and all(op.engine == "wgmma" and op.offset % 2 == 0 for op in gemms)

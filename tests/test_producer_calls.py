@@ -22,8 +22,9 @@ from _variants import same_bits_off_and_on, stepped
 from _variants import suite_source as _source
 
 # Pinned to the target before the switches of perf-log steps 70, 73 and 75-83
-# were flipped (test_measured_defaults.py): the printed form these tests read.
-pytestmark = pytest.mark.usefixtures("before_steps_69_83")
+# were flipped (test_measured_defaults.py), and to the grid model before step 106
+# (small's gemms of one width): the printed form these tests read.
+pytestmark = pytest.mark.usefixtures("before_steps_69_83", "before_step_106")
 
 INCLUDE = Path(trainkernel.__file__).resolve().parent / "backend" / "include"
 CALLS = re.compile(r"grid_gemm_units<[^>]*>\(")

@@ -20,6 +20,7 @@ import torch
 from trainkernel.target import H200, WGMMA_TILES, wgmma_threads
 from trainkernel.tools.cli import get_workload
 
+from conftest import before_step_106_fields
 from _variants import suite_source
 
 # (rows, cols): every width at 64 rows (one consumer warpgroup), the widths the
@@ -82,12 +83,14 @@ def test_gemm_widths_narrow_only_the_gemm_whose_phase_gains(target_fields):
     the grid and narrows h @ W2 (1024 x 256: 16 tiles of 128 x 128 on 132 SMs,
     before split-K) to the width of the smallest phase estimate (64 of 64-256, 32
     where it is offered: the default); that gemm prints its tile in the kernel's
-    stages and stride. Off: one width."""
+    stages and stride. Off: one width. The model before step 106 (the parts
+    model narrows dW2 to 64 too: test_unit_parts)."""
+    before = before_step_106_fields()
     for tiles, narrow in (((64, 128, 256), "64"), ((32, 64, 128, 256), "32")):  # the default's widths: 32
-        target_fields(wgmma_gemm_widths=False, wgmma_tiles_n=tiles)
+        target_fields(wgmma_gemm_widths=False, wgmma_tiles_n=tiles, **before)
         off = suite_source(get_workload("medium"))
         assert set(_widths(off)) == {"128"}
-        target_fields(wgmma_gemm_widths=True, wgmma_tiles_n=tiles)
+        target_fields(wgmma_gemm_widths=True, wgmma_tiles_n=tiles, **before)
         on = suite_source(get_workload("medium"))
         widths = _widths(on)
         assert widths.count(narrow) == 1 and set(widths) == {narrow, "128"}, widths

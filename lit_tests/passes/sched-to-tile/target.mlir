@@ -1,9 +1,9 @@
 // sched-to-tile{target=NAME}: threads, tile shapes, the map chunk and the cost
 // model come from the named target (trainkernel.target.TARGETS); h200 is the
 // default, so naming it changes nothing. An unknown name is an error that lists
-// the targets.
-// RUN: trainkernel-opt %s -p 'sched-to-tile' | filecheck %s
-// RUN: trainkernel-opt %s -p 'sched-to-tile{target=h200}' | filecheck %s
+// the targets. (On the mma.sync engine: the wgmma one's tiles are test_wgmma_tiles'.)
+// RUN: trainkernel-opt %s -p 'sched-to-tile{engine=mma}' | filecheck %s
+// RUN: trainkernel-opt %s -p 'sched-to-tile{target=h200 engine=mma}' | filecheck %s
 // RUN: not trainkernel-opt %s -p 'sched-to-tile{target=b200}' 2>&1 | filecheck %s --check-prefix=UNKNOWN
 // RUN: not trainkernel-opt %s -p 'tile-resident{target=b200}' 2>&1 | filecheck %s --check-prefix=UNKNOWN-RESIDENT
 

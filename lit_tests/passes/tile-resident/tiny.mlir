@@ -3,9 +3,9 @@
 // argument a tile op reads gets a staged home in shared memory, every
 // temporary a home of its own (by phase liveness, so homes share bytes), the
 // arena is gone and phases are ordered by block barriers. mode=off leaves the
-// grid kernel of sched-to-tile as it is.
+// grid kernel of sched-to-tile as it is (here on the mma.sync engine).
 // RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident' | filecheck %s
-// RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident{mode=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %s -p 'sched-to-tile{engine=mma},tile-resident{mode=off}' | filecheck %s --check-prefix=OFF
 // RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident{threads=64}' | filecheck %s --check-prefix=THREADS
 // RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident' | trainkernel-opt | filecheck %s
 
