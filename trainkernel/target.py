@@ -86,9 +86,10 @@ class GridCosts:
     wgmma_wide_speedup: float = 1.24
     wgmma_wide_unit_us: float = 0.75
     wgmma_unit_us: float = 0.6  # a unit's pipeline ramp and epilogue start (hopper_gemm.cuh's model)
-    # sched-to-tile's engine choice weighs the mma.sync kernel's estimate by this
-    # before comparing it with the wgmma ones'. Every step measured on both
-    # engines ran mma.sync 1.3-2.1x slower where this model put the two within
+    # sched-to-tile's engine choice weighs the mma.sync kernel's gemm items by
+    # this in the estimate it compares with the wgmma ones' (not its grid's
+    # choice, nor its maps, reductions and barriers: perf-log step 108). Every
+    # step measured on both engines ran mma.sync 1.3-2.1x slower where this model put the two within
     # 2-19% (measured over modelled 1.19-1.86; perf-log step 85), but nothing
     # was measured where a weight of 1.4 would change a kernel (grid kernels of
     # one block: tiny, batch 1). 4 with the parts model (unit_parts), whose
