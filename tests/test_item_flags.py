@@ -12,8 +12,9 @@ column partials, in-place state)."""
 from __future__ import annotations
 
 import random
-import subprocess
+import re
 import shutil
+import subprocess
 
 import pytest
 from xdsl.dialects.builtin import StringAttr
@@ -232,10 +233,17 @@ def test_flag_kernels_compile_for_sm90a(name, tmp_path):
     if "tk::hopper::" in src:
         assert "tk::hopper::UnitFlags{" in src
     log = _ptxas(src, tmp_path)
-    # No setmaxnreg ignored (C7507) and no spill the barrier kernel has not.
+    # No setmaxnreg ignored (C7507) and no spill the barrier kernel has not: per
+    # function, no more bytes spilled (the flags' fix-up may spill less than the
+    # barrier kernel's tagged one, target.split_k_tagged_partials).
     assert "C75" not in log, log[-2000:]
-    spills = [line for line in log.splitlines() if "spill stores" in line]
-    assert spills == [line for line in barrier_log.splitlines() if "spill stores" in line], log[-2000:]
+
+    def spilled(text: str) -> list[tuple[int, int]]:
+        return [tuple(map(int, m)) for m in re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)]
+
+    flags, barrier = spilled(log), spilled(barrier_log)
+    assert len(flags) == len(barrier), log[-2000:]
+    assert all(f[0] <= b[0] and f[1] <= b[1] for f, b in zip(flags, barrier)), log[-2000:]
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
