@@ -6,7 +6,10 @@ from __future__ import annotations
 import torch
 from torch.utils import _pytree as pytree
 
+import dataclasses
+
 import trainkernel
+from trainkernel.target import H200
 from trainkernel.workloads import TWINS, WORKLOADS, Workload
 
 
@@ -14,6 +17,14 @@ from trainkernel.workloads import TWINS, WORKLOADS, Workload
 # one width a kernel, among 64, 128 and 256. Tests of earlier steps that name
 # units, grids or split-K pin these fields.
 BEFORE_STEPS_99_101 = dict(wgmma_tiles_n=(64, 128, 256), wgmma_gemm_widths=False)
+
+# The grid model and split-K fix-up before perf-log steps 105-106 were flipped on
+# (step 108: parts-priced wgmma units, block sums, mma.sync gemms weighed by 4,
+# tagged partials). Tests of other mechanisms that name tiles, grids or widths pin
+# these fields (the `before_step_106` fixture, or target_fields / variant).
+BEFORE_STEP_106 = dict(
+    grid_costs=dataclasses.replace(H200.grid_costs, unit_parts=False, block_sums=False, mma_engine_calibration=1.0),
+    split_k_tagged_partials=False)
 
 
 def _workload(name: str | Workload) -> Workload:

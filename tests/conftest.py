@@ -91,26 +91,15 @@ STEPS_69_83 = dict(carried_cast_copies=False, keep_state_homes=False, batched_re
                    prefetch_tensor_maps=False, grid_last_launch_outputs=False)
 
 
-def before_step_106_fields() -> dict:
-    """The grid model and split-K fix-up before perf-log steps 105-106 were flipped
-    on (the parts-priced wgmma units, block sums, mma.sync weighed by 4, tagged
-    partials): target fields for `_use_target_fields` or `trainkernel.target.variant`."""
-    import dataclasses
-
-    import trainkernel.target as T
-
-    costs = dataclasses.replace(T.H200.grid_costs, unit_parts=False, block_sums=False, mma_engine_calibration=1.0)
-    return dict(grid_costs=costs, split_k_tagged_partials=False)
-
-
 @pytest.fixture
 def before_step_106(monkeypatch):
     """The default target with the grid model and split-K fix-up of before perf-log
-    steps 105-106 (before_step_106_fields): the kernels that earlier tests pin.
+    steps 105-106 (_variants.BEFORE_STEP_106): the kernels that earlier tests pin.
     target_fields then replaces fields of this target."""
     import trainkernel.target as T
+    from _variants import BEFORE_STEP_106
 
-    monkeypatch.setattr(T, "DEFAULT", _use_target_fields(monkeypatch, **before_step_106_fields()))
+    monkeypatch.setattr(T, "DEFAULT", _use_target_fields(monkeypatch, **BEFORE_STEP_106))
 
 
 @pytest.fixture

@@ -17,11 +17,11 @@ from trainkernel.target import DEFAULT
 from trainkernel.workloads import WORKLOADS
 
 from _tile_stage import tile_kernel
-from conftest import before_step_106_fields
+from _variants import BEFORE_STEP_106
 
 # The model block sums were first measured in (perf-log step 104): before the parts
 # model of step 106, with which they are on by default.
-BEFORE = dataclasses.replace(DEFAULT, **before_step_106_fields())
+BEFORE = dataclasses.replace(DEFAULT, **BEFORE_STEP_106)
 # One block an SM, as the wgmma engine's kernels run (TargetOptions.for_wgmma).
 BLOCK_SUMS = dataclasses.replace(BEFORE, grid_costs=dataclasses.replace(BEFORE.grid_costs, block_sums=True),
                                  max_blocks_per_sm=1)
@@ -37,7 +37,7 @@ def small() -> tile.KernelOp:
     import trainkernel.target as T
 
     w = WORKLOADS["small"]
-    T.variant("h200-before-106", base=T.H200, **before_step_106_fields())
+    T.variant("h200-before-106", base=T.H200, **BEFORE_STEP_106)
     try:
         return tile_kernel(trainkernel.capture(w.make_step(torch.bfloat16), w.example_args("meta")),
                            target="h200-before-106")

@@ -29,7 +29,7 @@ from trainkernel.util import numel
 from trainkernel.workloads import TWINS, WORKLOADS
 
 from _tile_stage import tile_kernel
-from conftest import before_step_106_fields
+from _variants import BEFORE_STEP_106
 
 SPLIT = "items_split_partials"
 WIDTHS = "items_gemm_widths"  # split-K as SPLIT, and a width per wgmma gemm (32 to 128)
@@ -37,9 +37,9 @@ WIDTHS = "items_gemm_widths"  # split-K as SPLIT, and a width per wgmma gemm (32
 # (before perf-log steps 99 and 101); WIDTHS has both. Both price units as before
 # step 106 (the tiles and grids the cases were written against).
 VARIANTS = {SPLIT: dict(ksplit_min_k=16, column_partials_min_bytes=0, wgmma_tiles_n=(64, 128, 256),
-                        wgmma_gemm_widths=False, **before_step_106_fields()),
+                        wgmma_gemm_widths=False, **BEFORE_STEP_106),
             WIDTHS: dict(ksplit_min_k=16, column_partials_min_bytes=0, wgmma_tiles_n=(32, 64, 128),
-                         wgmma_gemm_widths=True, **before_step_106_fields())}
+                         wgmma_gemm_widths=True, **BEFORE_STEP_106)}
 KERNELS = {  # id: (workload, rows, widths, grid, engine, target)
     "small-mma": (WORKLOADS["small"], 40, (32, 48, 16), 4, "mma", None),
     "small-wgmma": (WORKLOADS["small"], 97, (64, 48, 16), 16, "wgmma", SPLIT),

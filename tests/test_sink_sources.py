@@ -23,8 +23,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import trainkernel  # noqa: E402
 import test_fuse_merge  # noqa: E402
 from _nvcc import needs_nvcc, nvcc_errors  # noqa: E402
-from conftest import before_step_106_fields  # noqa: E402
-from _variants import BEFORE_STEPS_99_101, stepped, suite_source  # noqa: E402
+from _variants import BEFORE_STEP_106, BEFORE_STEPS_99_101, stepped, suite_source  # noqa: E402
 from test_lowering import only  # noqa: E402
 from trainkernel import pipeline  # noqa: E402
 from trainkernel.dialects import sched, tk  # noqa: E402
@@ -165,7 +164,7 @@ def test_the_engine_choice_weighs_mma_by_its_calibration(target_fields, monkeypa
     # On 128-row wgmma tiles of one width among 64-256 (_variants.BEFORE_STEPS_99_101)
     # and the model before step 106, the choice step 84 measured (with 64-row or
     # 32-wide tiles the wgmma estimate is lower and the calibration changes nothing here).
-    before = before_step_106_fields()
+    before = BEFORE_STEP_106
     target_fields(wgmma_consumers=(2,), **BEFORE_STEPS_99_101, **before)
     assert "wgmma" not in suite_source("mlp4-adamw-ce")
     target_fields(wgmma_consumers=(2,), **BEFORE_STEPS_99_101, split_k_tagged_partials=False,

@@ -20,8 +20,7 @@ import torch
 from trainkernel.target import H200, WGMMA_TILES, wgmma_threads
 from trainkernel.tools.cli import get_workload
 
-from conftest import before_step_106_fields
-from _variants import suite_source
+from _variants import BEFORE_STEP_106, suite_source
 
 # (rows, cols): every width at 64 rows (one consumer warpgroup), the widths the
 # suite's defaults rarely choose at 128.
@@ -85,7 +84,7 @@ def test_gemm_widths_narrow_only_the_gemm_whose_phase_gains(target_fields):
     where it is offered: the default); that gemm prints its tile in the kernel's
     stages and stride. Off: one width. The model before step 106 (the parts
     model narrows dW2 to 64 too: test_unit_parts)."""
-    before = before_step_106_fields()
+    before = BEFORE_STEP_106
     for tiles, narrow in (((64, 128, 256), "64"), ((32, 64, 128, 256), "32")):  # the default's widths: 32
         target_fields(wgmma_gemm_widths=False, wgmma_tiles_n=tiles, **before)
         off = suite_source(get_workload("medium"))
