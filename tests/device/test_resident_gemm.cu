@@ -12,7 +12,10 @@
 //   * the epilogue sees every output exactly once (a count per element);
 //   * where the shape is whole 16 x 16 units, the compile-time form (ldmatrix
 //     modes and FULL as template arguments, the printer's) gives the same bits;
-//   * with a pair store (columns j, j + 1 at once), the same bits, each once.
+//   * with a pair store (columns j, j + 1 at once), the same bits, each once;
+//   * with the stores split on a block-uniform flag (tk::split_on, the
+//     printer's tk_more; with and without pair stores, both values of the
+//     flag), the same bits, each once, by the store of the flag's value.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -25,10 +28,12 @@ constexpr int kNT = 128;
 // A(i,k) = A[i*sam + k*sak], B(k,j) = B[k*sbk + j*sbn]; both copied into
 // shared memory at element offset `shift` (0: 16-byte aligned), C stored
 // row-major as fp32, hits[i*N+j] counts the store calls.
+// SPLIT: the stores through tk::split_on(flag, ...): flag true counts each
+// store once, false twice (so the hits show which instance ran).
 template <typename T, int AMODE = tk::kLdsmAtRunTime, int BMODE = tk::kLdsmAtRunTime, bool FULL = false,
-          bool PAIRS = false>
+          bool PAIRS = false, bool SPLIT = false>
 __global__ void gemm_kernel(int M, int N, int K, const T* A, int sam, int sak, int a_elems, const T* B, int sbk,
-                            int sbn, int b_elems, int shift, float* C, int* hits) {
+                            int sbn, int b_elems, int shift, float* C, int* hits, bool flag) {
   extern __shared__ __align__(128) char smem[];
   T* sa = (T*)smem + shift;
   T* sb = (T*)smem + ((a_elems + shift + 63) / 64) * 64 + shift;
@@ -40,7 +45,24 @@ __global__ void gemm_kernel(int M, int N, int K, const T* A, int sam, int sak, i
     C[i * N + j] = vals[0];
     atomicAdd(&hits[i * N + j], 1);
   };
-  if constexpr (PAIRS) {  // columns j and j + 1 at once (tk::store_pair: one float2 where C's row allows)
+  if constexpr (SPLIT) {
+    auto split_store = [&](auto more, int i, int j, const float* vals) {
+      C[i * N + j] = vals[0];
+      atomicAdd(&hits[i * N + j], more ? 1 : 2);
+    };
+    if constexpr (PAIRS) {
+      tk::smem_gemm<kNT, 1, T, AMODE, BMODE, FULL>(
+          M, N, K, sa, sam, sak, sb, sbk, sbn, compute, tk::split_on(flag, split_store),
+          tk::split_on(flag, [&](auto more, int i, int j, const float* va, const float* vb) {
+            tk::store_pair(&C[i * N + j], va[0], vb[0]);
+            atomicAdd(&hits[i * N + j], more ? 1 : 2);
+            atomicAdd(&hits[i * N + j + 1], more ? 1 : 2);
+          }));
+    } else {
+      tk::smem_gemm<kNT, 1, T, AMODE, BMODE, FULL>(M, N, K, sa, sam, sak, sb, sbk, sbn, compute,
+                                                   tk::split_on(flag, split_store));
+    }
+  } else if constexpr (PAIRS) {  // columns j and j + 1 at once (tk::store_pair: one float2 where C's row allows)
     tk::smem_gemm<kNT, 1, T, AMODE, BMODE, FULL>(M, N, K, sa, sam, sak, sb, sbk, sbn, compute, store,
                                                  [&](int i, int j, const float* va, const float* vb) {
                                                    tk::store_pair(&C[i * N + j], va[0], vb[0]);
@@ -85,11 +107,12 @@ static void run_case(const char* tname, int M, int N, int K, bool a_km, bool b_n
   const int smem = (int)((((a_elems + 1 + 63) / 64) * 64 + b_elems + 64) * sizeof(T));
   // One launch of `kernel` with the homes shifted by `shift` elements: C into `out`;
   // true when the epilogue stored every element exactly once.
-  auto run = [&](auto kernel, int shift, std::vector<float>& out) {
+  // `flag`: a split store's (each element then counted 1 for true, 2 for false).
+  auto run = [&](auto kernel, int shift, std::vector<float>& out, bool flag = true) {
     TK_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     TK_CUDA_CHECK(cudaMemset(dc, 0xff, M * N * sizeof(float)));
     TK_CUDA_CHECK(cudaMemset(dh, 0, M * N * sizeof(int)));
-    kernel<<<1, kNT, smem>>>(M, N, K, da, sam, sak, a_elems, db, sbk, sbn, b_elems, shift, dc, dh);
+    kernel<<<1, kNT, smem>>>(M, N, K, da, sam, sak, a_elems, db, sbk, sbn, b_elems, shift, dc, dh, flag);
     TK_CUDA_CHECK(cudaGetLastError());
     TK_CUDA_CHECK(cudaDeviceSynchronize());
     out.resize(M * N);
@@ -97,7 +120,7 @@ static void run_case(const char* tname, int M, int N, int K, bool a_km, bool b_n
     TK_CUDA_CHECK(cudaMemcpy(out.data(), dc, M * N * sizeof(float), cudaMemcpyDeviceToHost));
     TK_CUDA_CHECK(cudaMemcpy(h.data(), dh, M * N * sizeof(int), cudaMemcpyDeviceToHost));
     bool once = true;
-    for (int e = 0; e < M * N; ++e) once = once && h[e] == 1;
+    for (int e = 0; e < M * N; ++e) once = once && h[e] == (flag ? 1 : 2);
     return once;
   };
   std::vector<float> c[2];
@@ -108,6 +131,15 @@ static void run_case(const char* tname, int M, int N, int K, bool a_km, bool b_n
   std::vector<float> cp;
   bool pairs_ok = run(gemm_kernel<T, tk::kLdsmAtRunTime, tk::kLdsmAtRunTime, false, true>, 0, cp);
   pairs_ok = pairs_ok && memcmp(cp.data(), c[0].data(), M * N * sizeof(float)) == 0;
+  // Split stores (tk::split_on): both flag values, element and pair stores.
+  bool split_ok = true;
+  for (int flag = 0; flag < 2; ++flag) {
+    std::vector<float> cs;
+    split_ok = run(gemm_kernel<T, tk::kLdsmAtRunTime, tk::kLdsmAtRunTime, false, false, true>, 0, cs, flag) &&
+               memcmp(cs.data(), c[0].data(), M * N * sizeof(float)) == 0 && split_ok;
+    split_ok = run(gemm_kernel<T, tk::kLdsmAtRunTime, tk::kLdsmAtRunTime, false, true, true>, 0, cs, flag) &&
+               memcmp(cs.data(), c[0].data(), M * N * sizeof(float)) == 0 && split_ok;
+  }
   // Full shapes with aligned homes: the printer passes the ldmatrix modes and
   // FULL at compile time (no scalar path compiled); same bits as at run time.
   bool static_ok = true;
@@ -120,10 +152,18 @@ static void run_case(const char* tname, int M, int N, int K, bool a_km, bool b_n
       if (a_km && b_nk) static_ok = run(gemm_kernel<T, 1, 0, true>, 0, cs);
       if (a_km && !b_nk) static_ok = run(gemm_kernel<T, 1, 1, true>, 0, cs);
       static_ok = static_ok && memcmp(cs.data(), c[0].data(), M * N * sizeof(float)) == 0;
+      // FULL with split stores: no row test (every unit whole), both flag values.
+      for (int flag = 0; flag < 2; ++flag) {
+        if (!a_km && b_nk) static_ok = run(gemm_kernel<T, 0, 0, true, true, true>, 0, cs, flag) && static_ok;
+        if (!a_km && !b_nk) static_ok = run(gemm_kernel<T, 0, 1, true, false, true>, 0, cs, flag) && static_ok;
+        if (a_km && b_nk) static_ok = run(gemm_kernel<T, 1, 0, true, true, true>, 0, cs, flag) && static_ok;
+        if (a_km && !b_nk) static_ok = run(gemm_kernel<T, 1, 1, true, false, true>, 0, cs, flag) && static_ok;
+        static_ok = static_ok && memcmp(cs.data(), c[0].data(), M * N * sizeof(float)) == 0;
+      }
     }
   }
   double worst = 0.0;
-  bool bits_ok = static_ok && pairs_ok && memcmp(c[0].data(), c[1].data(), M * N * sizeof(float)) == 0;
+  bool bits_ok = static_ok && pairs_ok && split_ok && memcmp(c[0].data(), c[1].data(), M * N * sizeof(float)) == 0;
   bool bound_ok = true;
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {

@@ -3206,16 +3206,34 @@ class ResidentPrinter(CudaPrinter):
         self.w(f"      const float mmv = {_round('acc', mm.result.type)};")
         bp.emit_ops(["i", "j"], env, skip=(mm,))
         bp.compute_values(["i", "j"], env, "vals")
-        self.w("    }, [&](int il, int jl, const float* vals) {")
-        self.w(f"      const int i = il + {m0}, j = jl + {n0};")
-        bp.store_values(["i", "j"], [f"vals[{k}]" for k in range(nv)])
+        # The store lambdas, printed into a buffer first: where their stores
+        # depend on tk_more, they take it as their first argument and go through
+        # tk::split_on, so that smem_gemm's store loop is compiled once for the
+        # middle steps and once for the last (perf-log step 109).
+        saved, self.out = self.out, io.StringIO()
+        bp.out = self.out
+        stores = [("int il, int jl, const float* vals", [f"vals[{k}]" for k in range(nv)], None)]
         if TARGET.resident_pair_stores and bp.pairs_ok():
             # Adjacent columns of a fragment stored as one pair (perf-log: the
             # epilogues' element-by-element result stores ran at ~18 KB/us a block).
-            self.w("    }, [&](int il, int jl, const float* va, const float* vb) {")
+            stores.append(("int il, int jl, const float* va, const float* vb",
+                           [f"va[{k}]" for k in range(nv)], [f"vb[{k}]" for k in range(nv)]))
+        bodies = []
+        for _, values, next_values in stores:
+            self.out.seek(0)
+            self.out.truncate()
             self.w(f"      const int i = il + {m0}, j = jl + {n0};")
-            bp.store_values(["i", "j"], [f"va[{k}]" for k in range(nv)], [f"vb[{k}]" for k in range(nv)])
-        self.w("    });")
+            bp.store_values(["i", "j"], values, next_values)
+            bodies.append(self.out.getvalue())
+        self.out = bp.out = saved
+        split = any("tk_more" in body for body in bodies)
+        self.out.write("    }")  # the compute lambda's end
+        for (params, _, _), body in zip(stores, bodies):
+            if split:
+                self.out.write(f", tk::split_on(tk_more, [&](auto tk_more, {params}) {{\n{body}    }})")
+            else:
+                self.out.write(f", [&]({params}) {{\n{body}    }}")
+        self.w(");")
         if close:
             self.w(close)
         self.w("  }")

@@ -426,6 +426,74 @@ struct NoPairStore {
   __device__ void operator()(int, int, const float*, const float*) const {}
 };
 
+// A store whose statements depend on a flag uniform over the block (the
+// printer's tk_more: another step follows, so the state homes are written;
+// none follows, so the outputs are). split_on(flag, f): f takes the flag as its
+// first argument, and smem_gemm tests it once and runs a store loop compiled
+// for each value with f's first argument a constant (FlagConstant), so that the middle steps' loop holds their own stores
+// alone: no per-element predicates, branches or generic stores of the last
+// step (classification's dW1: 13% of the step, perf-log step 109). A pair store
+// passed with it must be split_on the same flag. TK_RESIDENT_GUARDED_STORES: the
+// flag passed at run time instead, and every element's row tested (the form
+// before step 109, for probes).
+// A flag known at compile time (std::integral_constant's conversion is host-only).
+template <bool V>
+struct FlagConstant {
+  __device__ constexpr operator bool() const { return V; }
+};
+
+template <class F>
+struct SplitStore {
+  bool flag;
+  F f;
+};
+template <class F>
+__device__ __forceinline__ SplitStore<F> split_on(bool flag, F f) {
+  return {flag, f};
+}
+
+namespace resident_detail {
+template <class S>
+struct is_split_store : std::false_type {};
+template <class F>
+struct is_split_store<SplitStore<F>> : std::true_type {};
+
+// s with its flag bound to v (a FlagConstant, or the flag itself);
+// a store that is not split is itself.
+template <class S, class V>
+__device__ __forceinline__ auto bind_flag(S& s, V v) {
+  if constexpr (is_split_store<S>::value) {
+    return [&s, v](auto... args) { s.f(v, args...); };
+  } else {
+    (void)v;
+    return s;
+  }
+}
+
+// body(store, store_pair) once, with split stores bound to their flag: as
+// constants after one test of it, or (TK_RESIDENT_GUARDED_STORES, and where
+// `split` is false: code that would run once per launch is not worth two
+// copies) as the run-time value.
+template <bool SPLIT, class Store, class StorePair, class Body>
+__device__ __forceinline__ void with_bound_stores(Store& store, StorePair& store_pair, Body body) {
+  static_assert(is_split_store<Store>::value || !is_split_store<StorePair>::value, "a pair store split alone");
+  if constexpr (is_split_store<Store>::value) {
+#ifndef TK_RESIDENT_GUARDED_STORES
+    if constexpr (SPLIT) {
+      if (store.flag)
+        body(bind_flag(store, FlagConstant<true>{}), bind_flag(store_pair, FlagConstant<true>{}));
+      else
+        body(bind_flag(store, FlagConstant<false>{}), bind_flag(store_pair, FlagConstant<false>{}));
+      return;
+    }
+#endif
+    body(bind_flag(store, store.flag), bind_flag(store_pair, store.flag));
+  } else {
+    body(store, store_pair);
+  }
+}
+}  // namespace resident_detail
+
 // Two adjacent elements in one store where p is aligned for it (float2,
 // __nv_bfloat162, __half2), else one at a time.
 template <typename T>
@@ -482,10 +550,14 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
     // (four independent FMA chains) only when there are enough outputs for
     // every thread to own four; else one each (no chain repeated on clamped
     // duplicates).
-    if (M * N >= 4 * NT)
-      resident_detail::simt_gemm<4, NT, NV, WARP0>(M, N, K, A, sam, sak, B, sbk, sbn, compute, store);
-    else
-      resident_detail::simt_gemm<1, NT, NV, WARP0>(M, N, K, A, sam, sak, B, sbk, sbn, compute, store);
+    // A split store bound to its flag at run time: the store is inside the k
+    // loop's unit loop, and two copies of the whole loop are not worth it.
+    resident_detail::with_bound_stores<false>(store, store_pair, [&](auto st, auto) {
+      if (M * N >= 4 * NT)
+        resident_detail::simt_gemm<4, NT, NV, WARP0>(M, N, K, A, sam, sak, B, sbk, sbn, compute, st);
+      else
+        resident_detail::simt_gemm<1, NT, NV, WARP0>(M, N, K, A, sam, sak, B, sbk, sbn, compute, st);
+    });
   } else {
     using namespace resident_detail;
     constexpr int kWarps = NT / 32;
@@ -564,28 +636,38 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
       // (racecheck: 2048 intra-warp hazards a step, run a34bdbb-t); with it every
       // lane's reads come before any lane's stores.
       __syncwarp();
-      if constexpr (!std::is_same<StorePair, NoPairStore>::value) {
-        // Elements c and c + 1 of a fragment are columns jl and jl + 1 of one row.
+      // FULL: M is whole 16-row units, so every row of a unit is in range and
+      // only the columns (N's last pair under NREAD) are tested.
+#ifdef TK_RESIDENT_GUARDED_STORES
+      constexpr bool kRowsWhole = false;
+#else
+      constexpr bool kRowsWhole = FULL;
+#endif
+      resident_detail::with_bound_stores<true>(store, store_pair, [&](auto st, auto st_pair) {
+        if constexpr (!std::is_same<StorePair, NoPairStore>::value) {
+          // Elements c and c + 1 of a fragment are columns jl and jl + 1 of one row.
 #pragma unroll
-        for (int q = 0; q < 4; ++q)
+          for (int q = 0; q < 4; ++q)
 #pragma unroll
-          for (int c = 0; c < 4; c += 2) {
-            const int i = m0 + g + 8 * (c >> 1), jl = 8 * q + 2 * t;
-            if (i < M && jl + 1 < cols) {
-              store_pair(i, n0 + jl, vals[q][c], vals[q][c + 1]);
-            } else if (i < M && jl < cols) {
-              store(i, n0 + jl, vals[q][c]);
+            for (int c = 0; c < 4; c += 2) {
+              const int i = m0 + g + 8 * (c >> 1), jl = 8 * q + 2 * t;
+              const bool row = kRowsWhole || i < M;
+              if (row && jl + 1 < cols) {
+                st_pair(i, n0 + jl, vals[q][c], vals[q][c + 1]);
+              } else if (row && jl < cols) {
+                st(i, n0 + jl, vals[q][c]);
+              }
             }
-          }
-      } else {
+        } else {
 #pragma unroll
-      for (int q = 0; q < 4; ++q)
+          for (int q = 0; q < 4; ++q)
 #pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const int i = m0 + g + 8 * (c >> 1), jl = 8 * q + 2 * t + (c & 1);
-          if (i < M && jl < cols) store(i, n0 + jl, vals[q][c]);
+            for (int c = 0; c < 4; ++c) {
+              const int i = m0 + g + 8 * (c >> 1), jl = 8 * q + 2 * t + (c & 1);
+              if ((kRowsWhole || i < M) && jl < cols) st(i, n0 + jl, vals[q][c]);
+            }
         }
-      }
+      });
     }
   }
 }
