@@ -585,6 +585,22 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
       for (int q = 0; q < 4; ++q)
 #pragma unroll
         for (int c = 0; c < 4; ++c) acc[q][c] = 0.0f;
+      // TK_RESIDENT_TWO_CHAINS: the odd 16-deep k steps accumulate into a second
+      // set, added to the first after the last step, so that a unit's mma chain
+      // is half as long (p1 of classification: 16 dependent steps of K = 256).
+      // Another summation order (the same on every run, and on both paths);
+      // without it `odd` is `acc` itself and the order is increasing k.
+#ifdef TK_RESIDENT_TWO_CHAINS
+      constexpr bool kTwoChains = true;
+#else
+      constexpr bool kTwoChains = false;
+#endif
+      float acc_odd[4][4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) acc_odd[q][c] = 0.0f;
+      float(&odd)[4][4] = kTwoChains ? acc_odd : acc;
       if (kfast > 0) {
         const int pairs = padded ? (cols + 15) / 16 : cols / 16, steps = kfast / 16;
         uint32_t a0[4], b0[2][4], a1[4], b1[2][4];
@@ -595,30 +611,51 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
           if (s + 1 < steps) {
             if (s + 2 < steps)
               ldsm_frags(A, sam, sak, amode, B, sbk, sbn, bmode, m0, n0, 16 * (s + 2), pairs, lane, a0, b0);
-            mma_frags<T>(acc, a1, b1, pairs);
+            mma_frags<T>(odd, a1, b1, pairs);
           }
         }
       }
       if constexpr (!kOnlyFast) {  // K % 16 tails, partial units, unaligned homes
-#pragma unroll 2
-      for (int k0 = kfast; k0 < K; k0 += 16) {
-        uint32_t a[4];
-        const int r0 = m0 + g, r1 = m0 + g + 8, c0 = k0 + 2 * t, c1 = k0 + 2 * t + 8;
-        a[0] = pack(at(A, r0, c0, M, K, sam, sak), at(A, r0, c0 + 1, M, K, sam, sak));
-        a[1] = pack(at(A, r1, c0, M, K, sam, sak), at(A, r1, c0 + 1, M, K, sam, sak));
-        a[2] = pack(at(A, r0, c1, M, K, sam, sak), at(A, r0, c1 + 1, M, K, sam, sak));
-        a[3] = pack(at(A, r1, c1, M, K, sam, sak), at(A, r1, c1 + 1, M, K, sam, sak));
+        // One 16-deep k step at k0 into `into` (bounds-checked 16-bit loads, zero outside).
+        auto scalar_step = [&](int k0, float(&into)[4][4]) {
+          uint32_t a[4];
+          const int r0 = m0 + g, r1 = m0 + g + 8, c0 = k0 + 2 * t, c1 = k0 + 2 * t + 8;
+          a[0] = pack(at(A, r0, c0, M, K, sam, sak), at(A, r0, c0 + 1, M, K, sam, sak));
+          a[1] = pack(at(A, r1, c0, M, K, sam, sak), at(A, r1, c0 + 1, M, K, sam, sak));
+          a[2] = pack(at(A, r0, c1, M, K, sam, sak), at(A, r0, c1 + 1, M, K, sam, sak));
+          a[3] = pack(at(A, r1, c1, M, K, sam, sak), at(A, r1, c1 + 1, M, K, sam, sak));
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int col = n0 + 8 * q + g;
-          if (8 * q < cols) {
-            // B(k, j) = B[k*sbk + j*sbn], read as rows k, column col
-            const uint32_t b0 = pack(at(B, c0, col, K, N, sbk, sbn), at(B, c0 + 1, col, K, N, sbk, sbn));
-            const uint32_t b1 = pack(at(B, c1, col, K, N, sbk, sbn), at(B, c1 + 1, col, K, N, sbk, sbn));
-            gemm_detail::mma_16816<T>(acc[q], a, b0, b1);
+          for (int q = 0; q < 4; ++q) {
+            const int col = n0 + 8 * q + g;
+            if (8 * q < cols) {
+              // B(k, j) = B[k*sbk + j*sbn], read as rows k, column col
+              const uint32_t b0 = pack(at(B, c0, col, K, N, sbk, sbn), at(B, c0 + 1, col, K, N, sbk, sbn));
+              const uint32_t b1 = pack(at(B, c1, col, K, N, sbk, sbn), at(B, c1 + 1, col, K, N, sbk, sbn));
+              gemm_detail::mma_16816<T>(into[q], a, b0, b1);
+            }
           }
+        };
+        if constexpr (kTwoChains) {
+          // Step k0 / 16 into the set of its parity, as on the fast path.
+          int k0 = kfast;
+          if ((k0 >> 4) & 1) {
+            if (k0 < K) scalar_step(k0, odd);
+            k0 += 16;
+          }
+          for (; k0 < K; k0 += 32) {
+            scalar_step(k0, acc);
+            if (k0 + 16 < K) scalar_step(k0 + 16, odd);
+          }
+        } else {
+#pragma unroll 2
+          for (int k0 = kfast; k0 < K; k0 += 16) scalar_step(k0, acc);
         }
       }
+      if constexpr (kTwoChains) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+#pragma unroll
+          for (int c = 0; c < 4; ++c) acc[q][c] += acc_odd[q][c];
       }
       // Element c of fragment q: row m0 + g (+8 for c >= 2), column n0 + 8q + 2t (+1 for odd c).
       float vals[4][4][NV > 0 ? NV : 1];
