@@ -1927,6 +1927,11 @@ class ResidentBodyPrinter(BodyPrinter):
     # the cast's home and its type, written with the state's home when another step follows.
     carried: dict[str, tuple[Place, Attribute]] = dataclass_field(default_factory=dict)
     replicated_store_guard: bool = False
+    # A gemm's pair stores (tk::smem_gemm's store_pair) start at an even column
+    # of the op's space in every block (its units start at even columns, and
+    # the block's column offset is even): a shared-memory home with an even
+    # row pitch then takes each pair as one aligned store (_pair_put).
+    even_columns: bool = False
     # An exchange epilogue (tk::exchange): each element is computed once, by the
     # block that owns it, and stored into every block's copy of a replicated
     # home (its own, then tk::publish: see `published`), the owning block's
@@ -2006,9 +2011,20 @@ class ResidentBodyPrinter(BodyPrinter):
                     self.store_home(home, index, stored, "if (tk_more) " if buf in self.through_next_step else "")
                     if home.ptr in self.carried:  # the next step's compute-dtype copy
                         cast, cast_type = self.carried[home.ptr]
-                        self.line("if (tk_more) " + _put(cast.ptr, cast.address(index), [_store(cast_type, v) for v in vals]))
+                        self.line("if (tk_more) " + self._put_home(cast, index, [_store(cast_type, v) for v in vals]))
             else:
                 self.store_home(place, index, stored, "if (!tk_more) " if place.ptr in self.last_step_homes else "")
+
+    def _put_home(self, place: Place, index: list[str], vals: list[str]) -> str:
+        """_put into a shared-memory home: a pair as one aligned store
+        (tk::store_pair_aligned) where every pair's address is provably aligned
+        for it: homes start SMEM_ALIGNMENT-aligned, so an even row pitch, an
+        even first column (even_columns) and, for a home split along its
+        columns, an even slice width (the column less the block's offset)."""
+        if len(vals) == 2 and self.even_columns and len(place.shape) == 2 and place.local_strides()[0] % 2 == 0 \
+                and (place.split != 1 or tile.shard_extent(place.shape[1], place.cluster) % 2 == 0):
+            return f"tk::store_pair_aligned(&{place.ptr}[{place.address(index)}], {vals[0]}, {vals[1]});"
+        return _put(place.ptr, place.address(index), vals)
 
     def pairs_ok(self) -> bool:
         """Whether every store of this op's outputs (and their written-through
@@ -2022,7 +2038,7 @@ class ResidentBodyPrinter(BodyPrinter):
     def store_home(self, place: Place, index: list[str], vals: list[str], guard: str = "") -> None:
         """Store `vals` (one value, or a pair) into a home; a broadcast stores one."""
         if not self.broadcast:
-            self.line(guard + _put(place.ptr, place.address(index), vals))
+            self.line(guard + self._put_home(place, index, vals))
             return
         (val,) = vals
         if (place.split is None or place.split < 0) and not TARGET.exchange_publish:
@@ -3216,6 +3232,9 @@ class ResidentPrinter(CudaPrinter):
         if TARGET.resident_pair_stores and bp.pairs_ok():
             # Adjacent columns of a fragment stored as one pair (perf-log: the
             # epilogues' element-by-element result stores ran at ~18 KB/us a block).
+            # Units start at even columns (16 or 32 wide); the block's offset is
+            # n0, "0" or "c * rank".
+            bp.even_columns = n0 == "0" or tile.shard_extent(n, self.cluster) % 2 == 0
             stores.append(("int il, int jl, const float* va, const float* vb",
                            [f"va[{k}]" for k in range(nv)], [f"vb[{k}]" for k in range(nv)]))
         bodies = []

@@ -494,13 +494,21 @@ __device__ __forceinline__ void with_bound_stores(Store& store, StorePair& store
 }
 }  // namespace resident_detail
 
-// Two adjacent elements in one store where p is aligned for it (float2,
-// __nv_bfloat162, __half2), else one at a time.
+// Two adjacent elements in one store (float2, __nv_bfloat162, __half2); p must
+// be aligned for it (the printer proves it for a shared-memory home: 16-byte
+// aligned base, even row pitch, even column; nvcc cannot, and a run-time test
+// costs a compare and two predicated copies of the store a pair).
+template <typename T>
+__device__ __forceinline__ void store_pair_aligned(T* p, T a, T b) {
+  struct alignas(2 * sizeof(T)) Pair { T x, y; };
+  *reinterpret_cast<Pair*>(p) = Pair{a, b};
+}
+
+// The same where p is aligned for it, else one at a time.
 template <typename T>
 __device__ __forceinline__ void store_pair(T* p, T a, T b) {
-  struct alignas(2 * sizeof(T)) Pair { T x, y; };
   if (is_aligned(p, 2 * sizeof(T))) {
-    *reinterpret_cast<Pair*>(p) = Pair{a, b};
+    store_pair_aligned(p, a, b);
   } else {
     p[0] = a;
     p[1] = b;
