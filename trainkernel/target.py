@@ -359,6 +359,13 @@ class TargetOptions:
     # after ten AdamW steps (run 78f37fc-d); with the tree the bits are the warp
     # form's (run b5812ef-a: 9.96e-8 both; classification-adamw-ce 24.65 -> 22.40).
     resident_thread_rows: bool = True
+    # A resident column reduction (leading axes summed) with fewer outputs than
+    # threads: each output on a group of lanes (a power of two, up to 32) that
+    # walk its rows in turn, then a shuffle tree over the group, instead of one
+    # thread walking all its rows (classification's db1: 64 dependent adds on one
+    # warp at the end of p4, its db2 the same in p3). Another summation order
+    # (the same on every run). Off until measured (perf-log step 111).
+    resident_column_lanes: bool = False
     # Where a resident phase has several maps of a few elements a block (casts of
     # biases and scalars, the optimizer's scalars), each runs on a warp of its own
     # instead of all threads running them in turn (perf-log step 51). Measured

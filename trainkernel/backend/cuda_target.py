@@ -3275,7 +3275,25 @@ class ResidentPrinter(CudaPrinter):
         mode = "column" if leading else ("warp" if n_out >= nwarps else "block")
         if mode == "warp" and TARGET.resident_thread_rows and self._thread_rows_cheaper(n_out, n_red):
             mode = "thread"  # short rows: the column walk, a thread an output, beats a warp an output
+        if mode == "column" and self._column_lanes(op, n_out, n_red):
+            mode = "lanes"
         return mode, n_out, n_red
+
+    def _column_lanes(self, op: tile.ReduceOp, n_out: int, n_red: int) -> int:
+        """Lanes an output for a column reduction (target.resident_column_lanes; 0:
+        a thread an output): the largest power of two, at most 32, that puts every
+        output on a group of its own at once, where that is at least 4 and each
+        lane folds at least two elements. Sums only, and only where no kept axis
+        is a short slice (a lane must not leave the loop its warp shuffles in)."""
+        red, in_shape, split, kept, _ = _reduce_axes(op)
+        if not TARGET.resident_column_lanes or not isinstance(red, tk.SumOp):
+            return 0
+        if self.cluster > 1 and split in kept and not self._whole_slices(in_shape[split]):
+            return 0
+        lanes = 32
+        while lanes > 1 and lanes * n_out > self.kernel.threads:
+            lanes //= 2
+        return lanes if lanes >= 4 and n_red >= 2 * lanes else 0
 
     def resident_reduce(self, op: tile.ReduceOp, offset: int = 0) -> None:
         """A resident reduction (reduce_shape's mode), its first output on warp `offset`."""
@@ -3341,6 +3359,24 @@ class ResidentPrinter(CudaPrinter):
             self.w(f"{ind}  for (int l = 0; l < s; ++l) if (l + s < {slots}) tk_t[l] = __fadd_rn(tk_t[l], tk_t[l + s]);")
             self.w(f"{ind}float accum = tk_t[0];")
             finish(idx_o, "")
+            self.w("    }")
+        elif mode == "lanes":
+            # `lanes` lanes an output, rows sub, sub + lanes, ..., then a shuffle tree
+            # over the group. The loop is the warp's (every lane shuffles), so a lane
+            # past the outputs folds nothing and stores nothing.
+            lanes = self._column_lanes(op, n_out, n_red)
+            group = 32 // lanes
+            tid = self._tid(offset)
+            self.w(f"    for (int tk_ob = ({tid} >> 5) * {group}; tk_ob < {n_out}; tk_ob += {nwarps * group}) {{")
+            self.w(f"{ind}const int o = tk_ob + ({tid} & 31) / {lanes}, tk_sub = {tid} % {lanes};")
+            idx_o = self._decompose_split("o", [in_shape[k] for k in kept], [k == split for k in kept], "o", ind)
+            self.w(f"{ind}{_accum_decl(red)}")
+            self.w(f"{ind}if (o < {n_out})")
+            self.w(f"{ind}  for (int r = tk_sub; r < {n_red}; r += {lanes}) {{")
+            element(idx_o, ind + "  ")
+            self.w(f"{ind}  }}")
+            self.w(f"{ind}accum = tk::group_reduce_sum<{lanes}>(accum);")
+            finish(idx_o, f"if (o < {n_out} && tk_sub == 0) ")
             self.w("    }")
         elif mode in ("column", "thread"):
             idx_o = outputs_loop("o", self._tid(offset), "kThreads")
@@ -3599,7 +3635,9 @@ class CudaTarget(Target):
     passes summed from registers (target.split_k_keep_own_partial); `tagged`,
     its partials published as tagged words that their owner polls
     (target.split_k_tagged_partials); `prefetch_pointers`, the pointers the next
-    step's batch is prefetched from read a step ahead (target.prefetch_step_pointers).
+    step's batch is prefetched from read a step ahead (target.prefetch_step_pointers);
+    `column_lanes`, a column reduction's outputs on groups of lanes, a shuffle tree
+    each (target.resident_column_lanes).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -3630,6 +3668,7 @@ class CudaTarget(Target):
     keep_own: str = "target"
     tagged: str = "target"
     prefetch_pointers: str = "target"
+    column_lanes: str = "target"
     stage_loads: int = 0
 
     # option -> the target field it sets
@@ -3645,7 +3684,8 @@ class CudaTarget(Target):
               "grid_casts": "grid_carried_casts", "shared_fixup": "split_k_shared_fixup",
               "prefetch_maps": "prefetch_tensor_maps", "grid_pdl": "grid_programmatic_launch",
               "last_outputs": "grid_last_launch_outputs", "keep_own": "split_k_keep_own_partial",
-              "tagged": "split_k_tagged_partials", "prefetch_pointers": "prefetch_step_pointers"}
+              "tagged": "split_k_tagged_partials", "prefetch_pointers": "prefetch_step_pointers",
+              "column_lanes": "resident_column_lanes"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}
 

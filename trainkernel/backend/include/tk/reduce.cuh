@@ -101,6 +101,24 @@ __device__ __forceinline__ float warp_allreduce(float v, Op op) {
   return v;
 }
 
+// Lanes in groups of W (a power of two, 2-32; group g is lanes W g ... W g + W - 1):
+// every lane gets its group's combine, pairs at offsets W / 2, ..., 1 (a + b and
+// b + a are the same bits, so the whole group agrees). All 32 lanes must call.
+template <int W, class Op>
+__device__ __forceinline__ float group_allreduce(float v, Op op) {
+  static_assert(W >= 2 && W <= 32 && (W & (W - 1)) == 0, "groups of a power of two lanes");
+#pragma unroll
+  for (int offset = W / 2; offset > 0; offset >>= 1) {
+    v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  }
+  return v;
+}
+
+template <int W>
+__device__ __forceinline__ float group_reduce_sum(float v) {
+  return group_allreduce<W>(v, SumOp{});
+}
+
 __device__ __forceinline__ float warp_reduce_sum(float v) { return warp_allreduce(v, SumOp{}); }
 __device__ __forceinline__ float warp_reduce_max(float v) { return warp_allreduce(v, MaxOp{}); }
 
