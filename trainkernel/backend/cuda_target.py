@@ -1930,7 +1930,7 @@ class ResidentBodyPrinter(BodyPrinter):
     # A gemm's pair stores (tk::smem_gemm's store_pair) start at an even column
     # of the op's space in every block (its units start at even columns, and
     # the block's column offset is even): a shared-memory home with an even
-    # row pitch then takes each pair as one aligned store (_pair_put).
+    # row pitch then takes each pair as one aligned store (_put_home).
     even_columns: bool = False
     # An exchange epilogue (tk::exchange): each element is computed once, by the
     # block that owns it, and stored into every block's copy of a replicated
@@ -2939,6 +2939,10 @@ class ResidentPrinter(CudaPrinter):
                 cost[o % nwarps] += ceil_div(n_red, 32) + WARP_COMBINE_ELEMENTS
         elif mode in ("thread", "column"):
             by_thread(n_out, threads, n_red * (ROW_THREAD_CONFLICTS if mode == "thread" else 1))
+        elif mode == "lanes":  # a group of outputs a warp at a time, each its rows over the lanes
+            lanes = self._column_lanes(op, n_out, n_red)
+            for b in range(ceil_div(n_out, 32 // lanes)):
+                cost[b % nwarps] += ceil_div(n_red, lanes) + WARP_COMBINE_ELEMENTS
         else:
             cost = [n_out * (ceil_div(n_red, threads) + WARP_COMBINE_ELEMENTS)] * nwarps
         return cost, mode == "block" or self._partial(op)
