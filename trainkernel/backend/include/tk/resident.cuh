@@ -21,7 +21,11 @@
 //       vals) fills its NV epilogue values and store(i, j, vals) writes them
 //       (compute may also be called for clamped in-range indices whose
 //       store is skipped: it must only read); an optional store_pair(i, j,
-//       vals, vals_next) stores columns j and j + 1 of row i at once.
+//       vals, vals_next) stores columns j and j + 1 of row i at once. A store
+//       passed as split_on(flag, f) (f(flag, i, j, vals)) runs in a loop
+//       compiled for each value of the block-uniform flag, tested once a unit.
+//   store_pair(p, a, b), store_pair_aligned(p, a, b)
+//       two adjacent elements in one store (the first tests p's alignment).
 //   with_slice_extent<CLUSTER, C, FULL_RANKS, TAIL>(rank, f)
 //       f(std::integral_constant<int, E>) with this block's slice of a split
 //       dimension a cluster does not divide (C for the first FULL_RANKS ranks,
