@@ -13,7 +13,6 @@ import pytest
 import torch
 
 from trainkernel import target as T
-from trainkernel.workloads import WORKLOADS
 
 from _nvcc import needs_nvcc, nvcc_errors
 from _variants import looped
