@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import torch
 from torch.utils import _pytree as pytree
 
@@ -25,6 +27,13 @@ BEFORE_STEPS_99_101 = dict(wgmma_tiles_n=(64, 128, 256), wgmma_gemm_widths=False
 BEFORE_STEP_106 = dict(
     grid_costs=dataclasses.replace(H200.grid_costs, unit_parts=False, block_sums=False, mma_engine_calibration=1.0),
     split_k_tagged_partials=False)
+
+
+def reduce_modes(src: str) -> list[tuple[str, str, int, int]]:
+    """(reduction, mode, elements an output, outputs) of every resident tile.reduce of
+    a printed kernel, from the comment the printer opens it with."""
+    return [(r, m, int(e), int(o)) for r, m, e, o in re.findall(
+        r"// tile\.reduce (tk\.\w+) split -?\d+ \((\w+)\): (\d+) elements into each of (\d+) outputs", src)]
 
 
 def _workload(name: str | Workload) -> Workload:

@@ -7,22 +7,19 @@ every run. Off until measured."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 import torch
 
 from trainkernel import target as T
 
 from _nvcc import needs_nvcc, nvcc_errors
-from _variants import looped
+from _variants import looped, reduce_modes
 from _variants import suite_source as _source
 
 
 def _modes(src: str) -> list[tuple[str, int, int]]:
     """(mode, elements an output, outputs) of every resident tk.sum reduction."""
-    return [(m, int(e), int(o)) for m, e, o in re.findall(
-        r"// tile\.reduce tk\.sum split -?\d+ \((\w+)\): (\d+) elements into each of (\d+) outputs", src)]
+    return [(m, e, o) for r, m, e, o in reduce_modes(src) if r == "tk.sum"]
 
 
 @pytest.fixture

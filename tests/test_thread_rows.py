@@ -22,6 +22,7 @@ from trainkernel.backend import cuda_target
 from trainkernel.workloads import TWINS
 
 from _nvcc import needs_nvcc, nvcc_errors
+from _variants import reduce_modes as _modes
 from _variants import stepped
 
 
@@ -32,12 +33,6 @@ def _source(step, args) -> str:
 def _ce_source() -> str:
     w = TWINS["classification-adamw-ce"]
     return _source(w.make_step(torch.bfloat16), w.example_args(dtype=torch.bfloat16))
-
-
-def _modes(src: str) -> list[tuple[str, str, int, int]]:
-    """(reduction, mode, elements an output, outputs) of every resident tile.reduce."""
-    return [(r, m, int(e), int(o)) for r, m, e, o in re.findall(
-        r"// tile\.reduce (tk\.\w+) split -?\d+ \((\w+)\): (\d+) elements into each of (\d+) outputs", src)]
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ import io
 import math
 import re
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import IO
@@ -2769,6 +2770,21 @@ class ResidentPrinter(CudaPrinter):
             return f"tk::push_async<kCluster>({args}, tk_xbar + {self.exchanges.index(op)})"
         return f"tk::push_partial<kCluster>({args})"
 
+    @contextmanager
+    def _buffered(self, *printers: BodyPrinter) -> Iterator[io.StringIO]:
+        """Print into a buffer instead of the kernel (this printer's writes and
+        those of `printers`), for code whose surroundings depend on what it prints."""
+        saved, buf = self.out, io.StringIO()
+        self.out = buf
+        for p in printers:
+            p.out = buf
+        try:
+            yield buf
+        finally:
+            self.out = saved
+            for p in printers:
+                p.out = saved
+
     def _print_exchange(self, op: tile.TileWorkOp, combine: str, n: int, params: str, epilogue,
                         index_decls: list[str], var: str) -> None:
         """An exchange's call: its epilogue lambda (`epilogue()` prints the body and
@@ -2776,9 +2792,9 @@ class ResidentPrinter(CudaPrinter):
         decides the call) and the publish's copy lambda. The epilogue's stores
         choose between tk::exchange (cluster barriers), tk::exchange_async (pushes
         by st.async) and tk::exchange_async_published (the publish too)."""
-        saved, self.out = self.out, io.StringIO()
-        bp = epilogue()
-        body, self.out = self.out.getvalue(), saved
+        with self._buffered() as buf:
+            bp = epilogue()
+        body = buf.getvalue()
         bp.out = self.out
         k = self.exchanges.index(op)
         args = f"part, {n}, rank"
@@ -3230,8 +3246,6 @@ class ResidentPrinter(CudaPrinter):
         # depend on tk_more, they take it as their first argument and go through
         # tk::split_on, so that smem_gemm's store loop is compiled once for the
         # middle steps and once for the last (perf-log step 109).
-        saved, self.out = self.out, io.StringIO()
-        bp.out = self.out
         stores = [("int il, int jl, const float* vals", [f"vals[{k}]" for k in range(nv)], None)]
         if TARGET.resident_pair_stores and bp.pairs_ok():
             # Adjacent columns of a fragment stored as one pair (perf-log: the
@@ -3243,12 +3257,10 @@ class ResidentPrinter(CudaPrinter):
                            [f"va[{k}]" for k in range(nv)], [f"vb[{k}]" for k in range(nv)]))
         bodies = []
         for _, values, next_values in stores:
-            self.out.seek(0)
-            self.out.truncate()
-            self.w(f"      const int i = il + {m0}, j = jl + {n0};")
-            bp.store_values(["i", "j"], values, next_values)
-            bodies.append(self.out.getvalue())
-        self.out = bp.out = saved
+            with self._buffered(bp) as buf:
+                self.w(f"      const int i = il + {m0}, j = jl + {n0};")
+                bp.store_values(["i", "j"], values, next_values)
+            bodies.append(buf.getvalue())
         split = any("tk_more" in body for body in bodies)
         self.out.write("    }")  # the compute lambda's end
         for (params, _, _), body in zip(stores, bodies):

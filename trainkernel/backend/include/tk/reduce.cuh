@@ -92,18 +92,9 @@ struct MinOp {
 // ---------------------------------------------------------------------------
 // Warp level: all 32 lanes must call; all receive the same bits.
 // ---------------------------------------------------------------------------
-template <class Op>
-__device__ __forceinline__ float warp_allreduce(float v, Op op) {
-#pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  }
-  return v;
-}
-
 // Lanes in groups of W (a power of two, 2-32; group g is lanes W g ... W g + W - 1):
 // every lane gets its group's combine, pairs at offsets W / 2, ..., 1 (a + b and
-// b + a are the same bits, so the whole group agrees). All 32 lanes must call.
+// b + a are the same bits, so the whole group agrees).
 template <int W, class Op>
 __device__ __forceinline__ float group_allreduce(float v, Op op) {
   static_assert(W >= 2 && W <= 32 && (W & (W - 1)) == 0, "groups of a power of two lanes");
@@ -112,6 +103,11 @@ __device__ __forceinline__ float group_allreduce(float v, Op op) {
     v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
   }
   return v;
+}
+
+template <class Op>
+__device__ __forceinline__ float warp_allreduce(float v, Op op) {
+  return group_allreduce<32>(v, op);
 }
 
 template <int W>

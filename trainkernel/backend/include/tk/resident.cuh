@@ -430,22 +430,22 @@ struct NoPairStore {
   __device__ void operator()(int, int, const float*, const float*) const {}
 };
 
-// A store whose statements depend on a flag uniform over the block (the
-// printer's tk_more: another step follows, so the state homes are written;
-// none follows, so the outputs are). split_on(flag, f): f takes the flag as its
-// first argument, and smem_gemm tests it once and runs a store loop compiled
-// for each value with f's first argument a constant (FlagConstant), so that the middle steps' loop holds their own stores
-// alone: no per-element predicates, branches or generic stores of the last
-// step (classification's dW1: 13% of the step, perf-log step 109). A pair store
-// passed with it must be split_on the same flag. TK_RESIDENT_GUARDED_STORES: the
-// flag passed at run time instead, and every element's row tested (the form
-// before step 109, for probes).
 // A flag known at compile time (std::integral_constant's conversion is host-only).
 template <bool V>
 struct FlagConstant {
   __device__ constexpr operator bool() const { return V; }
 };
 
+// A store whose statements depend on a flag uniform over the block (the
+// printer's tk_more: another step follows, so the state homes are written;
+// none follows, so the outputs are). split_on(flag, f): f takes the flag as its
+// first argument, and smem_gemm tests it once and runs a store loop compiled
+// for each value with f's first argument a FlagConstant, so that the middle
+// steps' loop holds their own stores alone: no per-element predicates,
+// branches or generic stores of the last step (classification's dW1: 13% of
+// the step, perf-log step 109). A pair store passed with it must be split_on
+// the same flag. TK_RESIDENT_GUARDED_STORES: the flag passed at run time
+// instead, and every element's row tested (the form before step 109, for probes).
 template <class F>
 struct SplitStore {
   bool flag;
