@@ -109,8 +109,8 @@ def test_online_stages_the_next_batch_into_the_other_copy(prefetch_on):
     assert _smem(src) == max(odd_x + 64 * 136 * 2, odd_y + 64 * 24 * 2, even_y + 64 * 24 * 2)
     assert "  if (!tk_first) {" not in src and "  if (tk_first) {\n  // ---- prologue" in src
     block = src[src.index(PREFETCH):].split("\n  }\n", 1)[0]
-    assert f"(smem + (tk_odd ? {even_y} : {odd_y})), ((__nv_bfloat16*)tk_next[1]), 64, 16, 16LL, 24);" in block
-    assert f"(smem + (tk_odd ? {even_x} : {odd_x})), ((__nv_bfloat16*)tk_next[0]), 64, 128, 128LL, 136);" in block
+    assert f"(smem + (tk_odd ? {even_y} : {odd_y})), ((__nv_bfloat16*)tk_from[1]), 64, 16, 16LL, 24);" in block
+    assert f"(smem + (tk_odd ? {even_x} : {odd_x})), ((__nv_bfloat16*)tk_from[0]), 64, 128, 128LL, 136);" in block
     assert src.index("  tk::stage_wait();") < src.index(PREFETCH) < src.index("  // ---- phase 0")
     assert "tk_more ? p.step_inputs + (size_t)(tk_s + 1) * 2 : nullptr);" in src
 
@@ -172,7 +172,28 @@ def test_fp32_batches_are_prefetched_as_they_are_staged(prefetch_on):
     """fp32 batches with bf16 compute: the homes hold the fp32 batch (a phase-0 map
     casts it), and their copies are fp32."""
     src = _fp32_batch_source()
-    assert "((float*)tk_next[0]), 64, 128, 128LL, 132);" in src
+    assert "((float*)tk_from[0]), 64, 128, 128LL, 132);" in src
+
+
+@pytest.mark.parametrize("name", ["online", "tiny", "classification", "odd"])
+def test_every_pointer_is_loaded_before_the_first_copy(prefetch_on, target_fields, name):
+    """target.prefetch_pointers_first: the next step's input pointers are all read
+    from tk_next before any copy (cp.async is a memory barrier to the compiler, so a
+    pointer read at its copy waited a second round trip), and the copies read them
+    from there; off, each copy reads its own from tk_next. The copies are the same."""
+    first = _source(_w(name))
+    target_fields(prefetch_pointers_first=False)
+    late = _source(_w(name))
+    block = first[first.index(PREFETCH):].split("\n  }\n", 1)[0]
+    copies = [line for line in block.splitlines() if "tk::stage_" in line]
+    loads = [line for line in block.splitlines() if "= tk_next[" in line]
+    assert len(loads) == len(copies) == 2
+    assert block.index(loads[-1]) < block.index(copies[0])
+    assert all("tk_from[" in c and "tk_next" not in c for c in copies)
+    late_block = late[late.index(PREFETCH):].split("\n  }\n", 1)[0]
+    assert "tk_from" not in late and [c.replace("tk_from[", "tk_next[") for c in copies] == \
+        [line for line in late_block.splitlines() if "tk::stage_" in line]
+    assert first.replace(block, "") == late.replace(late_block, "")
 
 
 def test_none_where_a_batch_home_is_a_cast(target_fields):

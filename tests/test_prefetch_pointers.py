@@ -87,7 +87,7 @@ def test_off_reads_tk_next(target_fields):
     target_fields(prefetch_step_pointers=False)
     src = _source("online")
     assert "tk_rows" not in src and "tk_after" not in src
-    assert "((__nv_bfloat16*)tk_next[0])" in src
+    assert "tk_from[0] = tk_next[0];" in src and "((__nv_bfloat16*)tk_from[0])" in src  # prefetch_pointers_first
 
 
 def test_none_without_prefetched_inputs(target_fields):

@@ -482,6 +482,12 @@ class TargetOptions:
     # row's second pointer still after the first copies), the Adam twins
     # -0.06 and -0.17: off.
     prefetch_step_pointers: bool = False
+    # With prefetch_step_inputs (and not prefetch_step_pointers): the next step's
+    # input pointers all loaded before the first of its copies. cp.async is a
+    # memory barrier to the compiler, so a pointer loaded after the first home's
+    # copies waited a second global round trip (ncu, classification: the label
+    # rows' pointer after x's copies; perf-log step 112).
+    prefetch_pointers_first: bool = True
     # A grid kernel's producer copies the operands of each phase's first wgmma
     # gemm that no op since the last grid barrier writes (the weights' casts,
     # the batch) into its first unit's stages before the barrier in front of

@@ -4,11 +4,19 @@
 // errors reuse, gets two copies past the placement and the receive copies); no batch
 // is staged at a later step's start; once the step's own homes are staged it copies
 // the next step's batch (tk_next, the loop's next row) into the other parity's copy.
+// Both pointers are loaded before the first copy (pointers_first,
+// target.prefetch_pointers_first: cp.async is a memory barrier to the compiler);
+// with it off, each where its copy reads it. The block size is a constant for the staging
+// loops (TK_BLOCK_THREADS, before the header).
 // Off: the batch is staged at every step's start into its one home.
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off cast_copies=off}' | filecheck %s --check-prefix=ON
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=off cast_copies=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointers_first=off cast_copies=off}' | filecheck %s --check-prefix=LATE
 
+// ON:       #define TK_BLOCK_THREADS [[NT:[0-9]+]]
+// ON-NEXT:  #include "tk/resident.cuh"
 // ON:       static constexpr int kSmem = 88256;
+// ON-NEXT:  static constexpr int kThreads = [[NT]];
 // ON:       void tk_step(void* const* tk_in, bool tk_first, bool tk_more, bool tk_odd, void* const* tk_next) {
 // ON:       [[Y:s[0-9]+]] = (__nv_bfloat16*)(smem + (tk_odd ? 67776 : 64704));
 // ON-NEXT:  [[X:s[0-9]+]] = (__nv_bfloat16*)(smem + (tk_odd ? 70848 : 0));
@@ -20,11 +28,19 @@
 // ON-NEXT:  }
 // ON:       tk::stage_wait();
 // ON-NEXT:  if (tk_more) {  // the next step's batch, in flight through this step (plan_prefetched_inputs)
-// ON-NEXT:    tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? 64704 : 67776)), ((__nv_bfloat16*)tk_next[1]), 64, 16, 16LL, 24);
-// ON-NEXT:    tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? 0 : 70848)), ((__nv_bfloat16*)tk_next[0]), 64, 128, 128LL, 136);
+// ON-NEXT:    void* tk_from[2];
+// ON-NEXT:    tk_from[0] = tk_next[0];
+// ON-NEXT:    tk_from[1] = tk_next[1];
+// ON-NEXT:    tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? 64704 : 67776)), ((__nv_bfloat16*)tk_from[1]), 64, 16, 16LL, 24);
+// ON-NEXT:    tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? 0 : 70848)), ((__nv_bfloat16*)tk_from[0]), 64, 128, 128LL, 136);
 // ON-NEXT:  }
 // ON-NEXT:  // ---- phase 0
 // ON:       tk_step({{.*}}, tk_s == 0, tk_more, (tk_s & 1) != 0, tk_more ? p.step_inputs + (size_t)(tk_s + 1) * 2 : nullptr);
+
+// LATE:      if (tk_more) {  // the next step's batch, in flight through this step (plan_prefetched_inputs)
+// LATE-NEXT:    tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? 64704 : 67776)), ((__nv_bfloat16*)tk_next[1]), 64, 16, 16LL, 24);
+// LATE-NEXT:    tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? 0 : 70848)), ((__nv_bfloat16*)tk_next[0]), 64, 128, 128LL, 136);
+// LATE-NEXT:  }
 
 // OFF:      static constexpr int kSmem = 64704;
 // OFF:      void tk_step(void* const* tk_in, bool tk_first, bool tk_more, bool tk_odd) {

@@ -28,7 +28,7 @@
 
 // OFF:      void tk_step(void* const* tk_in, bool tk_first, bool tk_more, bool tk_odd, void* const* tk_next) {
 // OFF-NOT:  tk_rows
-// OFF:      tk::stage_rows({{.*}}, ((__nv_bfloat16*)tk_next[1]), 64, 16, 16LL, 24);
+// OFF:      tk::stage_rows({{.*}}, ((__nv_bfloat16*)tk_from[1]), 64, 16, 16LL, 24);
 // OFF-NOT:  tk_after
 // OFF:      tk_step({{.*}}, tk_more ? p.step_inputs + (size_t)(tk_s + 1) * 2 : nullptr);
 

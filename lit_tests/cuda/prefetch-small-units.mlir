@@ -11,8 +11,11 @@
 // ON:       void tk_step(void* const* tk_in, bool tk_first, bool tk_more, bool tk_odd, void* const* tk_next) {
 // ON:       tk::stage_wait();
 // ON-NEXT:  if (tk_more) {  // the next step's batch, in flight through this step (plan_prefetched_inputs)
-// ON-NEXT:    tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? {{[0-9]+ : [0-9]+}})), ((__nv_bfloat16*)tk_next[0]), 1, 640, 0, 0);
-// ON-NEXT:    tk::stage_input_rows((__nv_bfloat16*)(smem + (tk_odd ? {{[0-9]+ : [0-9]+}})), ((__nv_bfloat16*)tk_next[1]), 16, 10, 10LL, 24);
+// ON-NEXT:    void* tk_from[2];
+// ON-NEXT:    tk_from[0] = tk_next[0];
+// ON-NEXT:    tk_from[1] = tk_next[1];
+// ON-NEXT:    tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? {{[0-9]+ : [0-9]+}})), ((__nv_bfloat16*)tk_from[0]), 1, 640, 0, 0);
+// ON-NEXT:    tk::stage_input_rows((__nv_bfloat16*)(smem + (tk_odd ? {{[0-9]+ : [0-9]+}})), ((__nv_bfloat16*)tk_from[1]), 16, 10, 10LL, 24);
 // ON-NEXT:  }
 
 // OFF:      void tk_step(void* const* tk_in, bool tk_first, bool tk_more, bool tk_odd) {

@@ -2192,6 +2192,13 @@ class ResidentPrinter(CudaPrinter):
         if self.pointer_rows:
             self.w("    void* const* tk_row = tk_first ? tk_next : tk_rows[tk_odd ? 0 : 1];  // step s + 1's (plan_prefetched_inputs)")
             row = "tk_row"
+        elif TARGET.prefetch_pointers_first and len({h.source for h in self.prefetched}) > 1:
+            # Every pointer before any copy (target.prefetch_pointers_first): one round trip.
+            cols = sorted({column[h.source] for h in self.prefetched})
+            self.w(f"    void* tk_from[{max(cols) + 1}];")
+            for c in cols:
+                self.w(f"    tk_from[{c}] = tk_next[{c}];")
+            row = "tk_from"
         for home, (even, odd) in self.prefetched.items():
             ct = c_type(home.result.type)
             nxt, rows, row_elems, src_stride, dst_stride, _, _ = self.stage_args(
@@ -2223,7 +2230,9 @@ class ResidentPrinter(CudaPrinter):
         self.plan_kept_homes()
         # tk_step takes the step's parity where something alternates or counts phases by step.
         self.parity = bool(self.receive_copies or self.prefetched or self.async_pushes or self.cast_copies)
-        self.w(header() + '#include "tk/resident.cuh"\n')
+        # The block size as a constant for the library's staging loops (tk/resident.cuh,
+        # kStageThreads: unrolled, at constant offsets; perf-log step 112).
+        self.w(header() + f"#define TK_BLOCK_THREADS {k.threads}\n" + '#include "tk/resident.cuh"\n')
         self.w(f"// kernel {k.sym_name.data}: resident, cluster of {self.cluster}, {nbuf} buffers, "
                f"{self.smem_bytes} bytes of shared memory per block, {k.threads} threads")
         # steps > 1: the kernel runs that many training steps (step_inputs: a row of
@@ -3685,6 +3694,7 @@ class CudaTarget(Target):
     tagged: str = "target"
     prefetch_pointers: str = "target"
     column_lanes: str = "target"
+    pointers_first: str = "target"
     stage_loads: int = 0
 
     # option -> the target field it sets
@@ -3701,7 +3711,7 @@ class CudaTarget(Target):
               "prefetch_maps": "prefetch_tensor_maps", "grid_pdl": "grid_programmatic_launch",
               "last_outputs": "grid_last_launch_outputs", "keep_own": "split_k_keep_own_partial",
               "tagged": "split_k_tagged_partials", "prefetch_pointers": "prefetch_step_pointers",
-              "column_lanes": "resident_column_lanes"}
+              "column_lanes": "resident_column_lanes", "pointers_first": "prefetch_pointers_first"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}
 

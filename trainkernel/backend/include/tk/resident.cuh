@@ -116,17 +116,48 @@ __device__ __forceinline__ void copy_rows_in_registers(T* dst, const T* src, int
   }
 }
 
+// The block's thread count as a compile-time constant where the kernel defines it
+// (TK_BLOCK_THREADS, printed before this header), else 0: blockDim.x at run time.
+// TK_STAGE_RUNTIME_THREADS: always blockDim.x (the form before perf-log step 112,
+// for probes).
+#if defined(TK_BLOCK_THREADS) && !defined(TK_STAGE_RUNTIME_THREADS)
+constexpr int kStageThreads = TK_BLOCK_THREADS;
+#else
+constexpr int kStageThreads = 0;
+#endif
+
 // copy(d, s) for every UNIT-byte unit of `rows` rows, thread by thread. UNIT is a
 // constant in each instance, so a unit's row is a division by a constant (the row's
 // units, a constant where the caller's extents are): with the unit picked at run
 // time it was a division by a variable, ~25 dependent instructions a copy, 10% of
 // classification's step in the next step's batch alone (ncu, perf-log step 107).
+// With the thread count a constant too (kStageThreads) and a row's units dividing
+// it, a thread copies the same unit of rows r0, r0 + NT / per_row, ...: one address
+// computed, the others at constant offsets, the loop unrolled (with the count from
+// blockDim.x it was ~17 instructions a copy, a loop branch and a load of blockDim:
+// 7% of classification's step, ncu run eb87678-h100-a, perf-log step 112).
 template <int UNIT, typename T, class Copy>
 __device__ __forceinline__ void for_each_row_unit(T* dst, const T* src, int rows, int row_elems,
                                                   long long src_stride, int dst_stride, Copy copy) {
   const int per_row = (int)((long long)row_elems * sizeof(T) / UNIT);
   const int total = rows * per_row;
-  for (int c = threadIdx.x; c < total; c += blockDim.x) {
+  constexpr int NT = kStageThreads;
+  if constexpr (NT > 0) {
+    if (per_row > 0 && per_row <= NT && NT % per_row == 0) {
+      constexpr unsigned kNT = NT > 0 ? NT : 1;  // (parsed with NT = 0 too)
+      __builtin_assume(threadIdx.x < kNT);  // then r0 < dr: whole rounds of rows need no test
+      const int r0 = threadIdx.x / per_row, u = threadIdx.x - r0 * per_row, dr = NT / per_row;
+      char* d = (char*)(dst + (long long)r0 * dst_stride) + u * UNIT;
+      const char* s = (const char*)(src + r0 * src_stride) + u * UNIT;
+      const long long d_step = (long long)dr * dst_stride * sizeof(T), s_step = (long long)dr * src_stride * sizeof(T);
+#pragma unroll 16
+      for (int i = 0; i < (rows + dr - 1) / dr; ++i)
+        if (r0 + i * dr < rows) copy(d + i * d_step, s + i * s_step);
+      return;
+    }
+  }
+  const int stride = NT > 0 ? NT : (int)blockDim.x;
+  for (int c = threadIdx.x; c < total; c += stride) {
     const int r = c / per_row, u = c - r * per_row;
     copy((char*)(dst + (long long)r * dst_stride) + u * UNIT, (const char*)(src + r * src_stride) + u * UNIT);
   }
