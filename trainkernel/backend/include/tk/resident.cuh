@@ -125,6 +125,12 @@ constexpr int kStageThreads = TK_BLOCK_THREADS;
 #else
 constexpr int kStageThreads = 0;
 #endif
+// Rounds of rows a thread's copies are unrolled by (TK_STAGE_UNROLL, for probes).
+#ifdef TK_STAGE_UNROLL
+constexpr int kStageUnroll = TK_STAGE_UNROLL;
+#else
+constexpr int kStageUnroll = 16;
+#endif
 
 // copy(d, s) for every UNIT-byte unit of `rows` rows, thread by thread. UNIT is a
 // constant in each instance, so a unit's row is a division by a constant (the row's
@@ -150,7 +156,7 @@ __device__ __forceinline__ void for_each_row_unit(T* dst, const T* src, int rows
       char* d = (char*)(dst + (long long)r0 * dst_stride) + u * UNIT;
       const char* s = (const char*)(src + r0 * src_stride) + u * UNIT;
       const long long d_step = (long long)dr * dst_stride * sizeof(T), s_step = (long long)dr * src_stride * sizeof(T);
-#pragma unroll 16
+#pragma unroll kStageUnroll
       for (int i = 0; i < (rows + dr - 1) / dr; ++i)
         if (r0 + i * dr < rows) copy(d + i * d_step, s + i * s_step);
       return;
