@@ -487,7 +487,18 @@ class TargetOptions:
     # memory barrier to the compiler, so a pointer loaded after the first home's
     # copies waited a second global round trip (ncu, classification: the label
     # rows' pointer after x's copies; perf-log step 112).
+    # Measured (run ab0ea49-h100-a, with the copies as they were): classification
+    # -0.19, online-adam -0.11, tiny -0.04 us a step, the rest within noise.
     prefetch_pointers_first: bool = True
+    # A resident kernel's staging loops with its block size a compile-time constant
+    # (TK_BLOCK_THREADS; tk::for_each_row_unit unrolls a thread's copies at constant
+    # offsets where a row's units divide the block, else strides by a constant).
+    # Measured (perf-log step 112, run ab0ea49-h100-a): online 33 x 100-300-7 -0.7,
+    # online-adam -0.14, online -0.1, classification 50 x 100-300-10 -0.1, tiny
+    # -0.06 us a step, but classification +0.21 and classification-adamw-ce +0.16
+    # (8 copies a thread issued back to back): off until the unroll that keeps
+    # classification's form is measured (TK_STAGE_UNROLL, perf-log).
+    stage_constant_threads: bool = False
     # A grid kernel's producer copies the operands of each phase's first wgmma
     # gemm that no op since the last grid barrier writes (the weights' casts,
     # the batch) into its first unit's stages before the barrier in front of

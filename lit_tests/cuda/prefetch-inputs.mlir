@@ -6,17 +6,17 @@
 // the next step's batch (tk_next, the loop's next row) into the other parity's copy.
 // Both pointers are loaded before the first copy (pointers_first,
 // target.prefetch_pointers_first: cp.async is a memory barrier to the compiler);
-// with it off, each where its copy reads it. The block size is a constant for the staging
-// loops (TK_BLOCK_THREADS, before the header).
+// with it off, each where its copy reads it. constant_threads
+// (target.stage_constant_threads, off by default): the block size is a constant for
+// the staging loops (TK_BLOCK_THREADS, before the header).
 // Off: the batch is staged at every step's start into its one home.
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off cast_copies=off}' | filecheck %s --check-prefix=ON
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=off cast_copies=off}' | filecheck %s --check-prefix=OFF
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointers_first=off cast_copies=off}' | filecheck %s --check-prefix=LATE
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off constant_threads=on cast_copies=off}' | filecheck %s --check-prefix=CONST
 
-// ON:       #define TK_BLOCK_THREADS [[NT:[0-9]+]]
-// ON-NEXT:  #include "tk/resident.cuh"
+// ON-NOT:   TK_BLOCK_THREADS
 // ON:       static constexpr int kSmem = 88256;
-// ON-NEXT:  static constexpr int kThreads = [[NT]];
 // ON:       void tk_step(void* const* tk_in, bool tk_first, bool tk_more, bool tk_odd, void* const* tk_next) {
 // ON:       [[Y:s[0-9]+]] = (__nv_bfloat16*)(smem + (tk_odd ? 67776 : 64704));
 // ON-NEXT:  [[X:s[0-9]+]] = (__nv_bfloat16*)(smem + (tk_odd ? 70848 : 0));
@@ -41,6 +41,11 @@
 // LATE-NEXT:    tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? 64704 : 67776)), ((__nv_bfloat16*)tk_next[1]), 64, 16, 16LL, 24);
 // LATE-NEXT:    tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? 0 : 70848)), ((__nv_bfloat16*)tk_next[0]), 64, 128, 128LL, 136);
 // LATE-NEXT:  }
+
+// CONST:       #define TK_BLOCK_THREADS [[NT:[0-9]+]]
+// CONST-NEXT:  #include "tk/resident.cuh"
+// CONST:       static constexpr int kSmem = 88256;
+// CONST-NEXT:  static constexpr int kThreads = [[NT]];
 
 // OFF:      static constexpr int kSmem = 64704;
 // OFF:      void tk_step(void* const* tk_in, bool tk_first, bool tk_more, bool tk_odd) {

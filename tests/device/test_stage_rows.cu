@@ -1,12 +1,13 @@
 // GPU test: tk::stage_rows and tk::stage_input_rows of tk/resident.cuh with the
 // block size a compile-time constant (TK_BLOCK_THREADS, as the resident printer
-// defines it; perf-log step 112): every row's bytes land at their padded place,
+// defines it under target.stage_constant_threads; perf-log step 112): every row's
+// bytes land at their padded place,
 // nothing past a row or past the last row is written, whether a row's units divide
 // the block (the unrolled path at constant offsets, also with a last round of rows
 // that only some threads have) or not (the strided loop), in 16-, 8- and 4-byte
 // units and element by element. test_stage_rows_runtime.cu runs the same checks with
-// the thread count read at run time (TK_STAGE_RUNTIME_THREADS).
-#ifndef TK_BLOCK_THREADS
+// the thread count read at run time (TK_BLOCK_THREADS not defined).
+#ifndef TK_STAGE_TEST_RUNTIME_THREADS
 #define TK_BLOCK_THREADS 256
 #endif
 #include <cuda_bf16.h>
@@ -18,7 +19,7 @@
 
 namespace {
 
-constexpr int kThreads = TK_BLOCK_THREADS;
+constexpr int kThreads = 256;
 constexpr int kSmemWords = 48 * 1024 / 4;
 constexpr uint32_t kSentinel = 0xDEADBEEFu;
 

@@ -2230,9 +2230,10 @@ class ResidentPrinter(CudaPrinter):
         self.plan_kept_homes()
         # tk_step takes the step's parity where something alternates or counts phases by step.
         self.parity = bool(self.receive_copies or self.prefetched or self.async_pushes or self.cast_copies)
-        # The block size as a constant for the library's staging loops (tk/resident.cuh,
-        # kStageThreads: unrolled, at constant offsets; perf-log step 112).
-        self.w(header() + f"#define TK_BLOCK_THREADS {k.threads}\n" + '#include "tk/resident.cuh"\n')
+        # The block size as a constant for the library's staging loops
+        # (target.stage_constant_threads; tk/resident.cuh, kStageThreads).
+        constant = f"#define TK_BLOCK_THREADS {k.threads}\n" if TARGET.stage_constant_threads else ""
+        self.w(header() + constant + '#include "tk/resident.cuh"\n')
         self.w(f"// kernel {k.sym_name.data}: resident, cluster of {self.cluster}, {nbuf} buffers, "
                f"{self.smem_bytes} bytes of shared memory per block, {k.threads} threads")
         # steps > 1: the kernel runs that many training steps (step_inputs: a row of
@@ -3662,7 +3663,10 @@ class CudaTarget(Target):
     (target.split_k_tagged_partials); `prefetch_pointers`, the pointers the next
     step's batch is prefetched from read a step ahead (target.prefetch_step_pointers);
     `column_lanes`, a column reduction's outputs on groups of lanes, a shuffle tree
-    each (target.resident_column_lanes).
+    each (target.resident_column_lanes); `pointers_first`, the next step's input
+    pointers all read before its copies (target.prefetch_pointers_first);
+    `constant_threads`, the block size a constant of the staging loops
+    (target.stage_constant_threads).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -3695,6 +3699,7 @@ class CudaTarget(Target):
     prefetch_pointers: str = "target"
     column_lanes: str = "target"
     pointers_first: str = "target"
+    constant_threads: str = "target"
     stage_loads: int = 0
 
     # option -> the target field it sets
@@ -3711,7 +3716,8 @@ class CudaTarget(Target):
               "prefetch_maps": "prefetch_tensor_maps", "grid_pdl": "grid_programmatic_launch",
               "last_outputs": "grid_last_launch_outputs", "keep_own": "split_k_keep_own_partial",
               "tagged": "split_k_tagged_partials", "prefetch_pointers": "prefetch_step_pointers",
-              "column_lanes": "resident_column_lanes", "pointers_first": "prefetch_pointers_first"}
+              "column_lanes": "resident_column_lanes", "pointers_first": "prefetch_pointers_first",
+              "constant_threads": "stage_constant_threads"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}
 

@@ -117,10 +117,9 @@ __device__ __forceinline__ void copy_rows_in_registers(T* dst, const T* src, int
 }
 
 // The block's thread count as a compile-time constant where the kernel defines it
-// (TK_BLOCK_THREADS, printed before this header), else 0: blockDim.x at run time.
-// TK_STAGE_RUNTIME_THREADS: always blockDim.x (the form before perf-log step 112,
-// for probes).
-#if defined(TK_BLOCK_THREADS) && !defined(TK_STAGE_RUNTIME_THREADS)
+// (TK_BLOCK_THREADS, printed before this header where target.stage_constant_threads),
+// else 0: blockDim.x at run time.
+#if defined(TK_BLOCK_THREADS)
 constexpr int kStageThreads = TK_BLOCK_THREADS;
 #else
 constexpr int kStageThreads = 0;
@@ -141,7 +140,9 @@ constexpr int kStageUnroll = 16;
 // it, a thread copies the same unit of rows r0, r0 + NT / per_row, ...: one address
 // computed, the others at constant offsets, the loop unrolled (with the count from
 // blockDim.x it was ~17 instructions a copy, a loop branch and a load of blockDim:
-// 7% of classification's step, ncu run eb87678-h100-a, perf-log step 112).
+// 7% of classification's step, ncu run eb87678-h100-a). Measured (perf-log step
+// 112): -0.06..-0.7 us a step where a thread has 4 copies or fewer, or rows that
+// take the strided loop; +0.2 on classification, whose threads issue 8 back to back.
 template <int UNIT, typename T, class Copy>
 __device__ __forceinline__ void for_each_row_unit(T* dst, const T* src, int rows, int row_elems,
                                                   long long src_stride, int dst_stride, Copy copy) {

@@ -1,0 +1,49 @@
+"""target.stage_constant_threads (perf-log step 112, off by default): a resident kernel
+defines TK_BLOCK_THREADS, its block size, before tk/resident.cuh, so that the staging
+loops (tk::for_each_row_unit) run with a constant thread count; nothing else of the
+kernel changes, grid kernels are untouched, and the kernels build for sm_90a. The
+copies' bytes are checked on the GPU by tests/device/test_stage_rows.cu (both forms)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+
+import trainkernel
+from trainkernel.workloads import TWINS, WORKLOADS
+
+from _nvcc import needs_nvcc, nvcc_errors
+
+ODD = WORKLOADS["online"].with_sizes(33, (100, 300, 7))
+
+
+def _source(w, resident: str = "auto") -> str:
+    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.float32),
+                                        build=False, resident=resident).cuda_source
+
+
+@pytest.mark.parametrize("w", [WORKLOADS["tiny"], WORKLOADS["classification"], TWINS["online-adam"], ODD],
+                         ids=["tiny", "classification", "online-adam", "odd"])
+def test_the_define_is_the_block_size_and_the_only_change(target_fields, w):
+    off = _source(w)
+    assert "TK_BLOCK_THREADS" not in off
+    target_fields(stage_constant_threads=True)
+    on = _source(w)
+    threads = int(re.search(r"static constexpr int kThreads = (\d+);", on).group(1))
+    line = f"#define TK_BLOCK_THREADS {threads}\n"
+    assert on.count(line) == 1 and on.index(line) < on.index('#include "tk/resident.cuh"')
+    assert on.replace(line, "") == off
+
+
+def test_grid_kernels_are_untouched(target_fields):
+    off = _source(WORKLOADS["tiny"], resident="off")
+    target_fields(stage_constant_threads=True)
+    assert _source(WORKLOADS["tiny"], resident="off") == off
+
+
+@needs_nvcc
+def test_kernels_with_the_define_build(target_fields, tmp_path):
+    target_fields(stage_constant_threads=True)
+    assert nvcc_errors(_source(ODD), tmp_path, host=False) == ""
