@@ -40,12 +40,13 @@ def _workload(name: str | Workload) -> Workload:
     return name if isinstance(name, Workload) else {**WORKLOADS, **TWINS}[name]
 
 
-def suite_source(name: str | Workload, inplace: bool = True, dtype: torch.dtype = torch.bfloat16) -> str:
+def suite_source(name: str | Workload, inplace: bool = True, dtype: torch.dtype = torch.bfloat16,
+                 resident: str = "auto") -> str:
     """The CUDA the compiler prints for the step of a workload or twin (or a Workload
-    of other sizes) in `dtype` (not built)."""
+    of other sizes) in `dtype` (not built), resident as `resident` says."""
     w = _workload(name)
     return trainkernel.compile_training(w.make_step(dtype), w.example_args(dtype=dtype),
-                                        inplace=inplace, build=False).cuda_source
+                                        inplace=inplace, build=False, resident=resident).cuda_source
 
 
 def stepped(name: str | Workload, steps: int, seed: int,

@@ -9,22 +9,16 @@ from __future__ import annotations
 import re
 
 import pytest
-import torch
 
-import trainkernel
-from trainkernel.workloads import TWINS, WORKLOADS
+from trainkernel.workloads import WORKLOADS
 
 from _nvcc import needs_nvcc, nvcc_errors
+from _variants import suite_source as _source
 
 ODD = WORKLOADS["online"].with_sizes(33, (100, 300, 7))
 
 
-def _source(w, resident: str = "auto") -> str:
-    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(dtype=torch.float32),
-                                        build=False, resident=resident).cuda_source
-
-
-@pytest.mark.parametrize("w", [WORKLOADS["tiny"], WORKLOADS["classification"], TWINS["online-adam"], ODD],
+@pytest.mark.parametrize("w", ["tiny", "classification", "online-adam", ODD],
                          ids=["tiny", "classification", "online-adam", "odd"])
 def test_the_define_is_the_block_size_and_the_only_change(target_fields, w):
     off = _source(w)
@@ -38,9 +32,9 @@ def test_the_define_is_the_block_size_and_the_only_change(target_fields, w):
 
 
 def test_grid_kernels_are_untouched(target_fields):
-    off = _source(WORKLOADS["tiny"], resident="off")
+    off = _source("tiny", resident="off")
     target_fields(stage_constant_threads=True)
-    assert _source(WORKLOADS["tiny"], resident="off") == off
+    assert _source("tiny", resident="off") == off
 
 
 @needs_nvcc

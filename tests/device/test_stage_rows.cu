@@ -12,6 +12,7 @@
 #endif
 #include <cuda_bf16.h>
 
+#include <cstring>
 #include <vector>
 
 #include "tk/resident.cuh"
@@ -50,7 +51,6 @@ template <typename T>
 bool run_case(const Case& c) {
   const size_t src_elems = (size_t)c.src_offset + (size_t)c.rows * c.src_stride + 64;
   std::vector<T> host(src_elems);
-  std::vector<uint16_t> bits16(src_elems);
   for (size_t i = 0; i < src_elems; ++i) {
     if (sizeof(T) == 2) {
       const uint16_t b = (uint16_t)(0x3000 + (i * 2654435761u >> 20) % 0x4000);

@@ -147,7 +147,6 @@ template <int UNIT, typename T, class Copy>
 __device__ __forceinline__ void for_each_row_unit(T* dst, const T* src, int rows, int row_elems,
                                                   long long src_stride, int dst_stride, Copy copy) {
   const int per_row = (int)((long long)row_elems * sizeof(T) / UNIT);
-  const int total = rows * per_row;
   constexpr int NT = kStageThreads;
   if constexpr (NT > 0) {
     if (per_row > 0 && per_row <= NT && NT % per_row == 0) {
@@ -163,7 +162,7 @@ __device__ __forceinline__ void for_each_row_unit(T* dst, const T* src, int rows
       return;
     }
   }
-  const int stride = NT > 0 ? NT : (int)blockDim.x;
+  const int total = rows * per_row, stride = NT > 0 ? NT : (int)blockDim.x;
   for (int c = threadIdx.x; c < total; c += stride) {
     const int r = c / per_row, u = c - r * per_row;
     copy((char*)(dst + (long long)r * dst_stride) + u * UNIT, (const char*)(src + r * src_stride) + u * UNIT);
