@@ -134,6 +134,16 @@ def test_compute_sanitizer_on_the_step_loop_of_the_fallback_forms(tool: str, wor
     _step_loop_reports_nothing(tool, workload, tmp_path, TK_TARGET_FIELDS=fields)
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
+@pytest.mark.parametrize("workload", ["online", "classification"])
+def test_compute_sanitizer_on_the_step_loop_with_bulk_rows(tool: str, workload: str, tmp_path):
+    """The next step's batch rows by bulk copies on an mbarrier (target.prefetch_bulk_rows,
+    perf-log step 113), three steps in one launch: the copy engine's writes into the
+    copy the step before last read, the barrier's two parities."""
+    _step_loop_reports_nothing(tool, workload, tmp_path, TK_TARGET_FIELDS="prefetch_bulk_rows=1")
+
+
 # Every grid-kernel switch prepared in the twenty-first session (perf-log steps
 # 76-83) with those before it (74, 75, 70): casts carried through a chain of
 # launches (parity copies, their tensor maps), the loss from column partials on a

@@ -499,6 +499,11 @@ class TargetOptions:
     # (8 copies a thread issued back to back): off until the unroll that keeps
     # classification's form is measured (TK_STAGE_UNROLL, perf-log).
     stage_constant_threads: bool = False
+    # With prefetch_step_inputs: the next step's batch homes of 16-byte units
+    # copied a row a bulk copy (cp.async.bulk, issued by warp 0's lanes, counted
+    # on an mbarrier the next step's staging wait waits on) instead of 16 bytes a
+    # cp.async from every thread (tk::stage_rows_bulk; perf-log step 113).
+    prefetch_bulk_rows: bool = False
     # A grid kernel's producer copies the operands of each phase's first wgmma
     # gemm that no op since the last grid barrier writes (the weights' casts,
     # the batch) into its first unit's stages before the barrier in front of

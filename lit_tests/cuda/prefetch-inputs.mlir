@@ -8,14 +8,19 @@
 // target.prefetch_pointers_first: cp.async is a memory barrier to the compiler);
 // with it off, each where its copy reads it. constant_threads
 // (target.stage_constant_threads, off by default): the block size is a constant for
-// the staging loops (TK_BLOCK_THREADS, before the header).
+// the staging loops (TK_BLOCK_THREADS, before the header). bulk_rows
+// (target.prefetch_bulk_rows, off by default): the next step's rows of 16-byte units
+// by tk::stage_rows_bulk on the mbarrier tk_inbar, one arrival after the last
+// home, and a later step's staging wait waits on the phase of the step before.
 // Off: the batch is staged at every step's start into its one home.
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off cast_copies=off}' | filecheck %s --check-prefix=ON
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=off cast_copies=off}' | filecheck %s --check-prefix=OFF
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointers_first=off cast_copies=off}' | filecheck %s --check-prefix=LATE
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off constant_threads=on cast_copies=off}' | filecheck %s --check-prefix=CONST
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off bulk_rows=on cast_copies=off}' | filecheck %s --check-prefix=BULK
 
 // ON-NOT:   TK_BLOCK_THREADS
+// ON-NOT:   tk_inbar
 // ON:       static constexpr int kSmem = 88256;
 // ON:       void tk_step(void* const* tk_in, bool tk_first, bool tk_more, bool tk_odd, void* const* tk_next) {
 // ON:       [[Y:s[0-9]+]] = (__nv_bfloat16*)(smem + (tk_odd ? 67776 : 64704));
@@ -54,3 +59,13 @@
 // OFF-NEXT:   tk::stage_rows(s{{[0-9]+}}, b{{[0-9]+}}, 64, 16, 16LL, 24);
 // OFF-NEXT:   tk::stage_rows(s{{[0-9]+}}, b{{[0-9]+}}, 64, 128, 128LL, 136);
 // OFF-NOT:  tk_next
+
+// BULK:       __shared__ uint64_t tk_inbar;
+// BULK:       if (tk_first && threadIdx.x == 0) tk::init_stage_barrier(&tk_inbar);
+// BULK-NEXT:  tk::stage_wait_bulk(&tk_inbar, !tk_first, !tk_odd);
+// BULK-NEXT:  if (tk_more) {  // the next step's batch, in flight through this step (plan_prefetched_inputs)
+// BULK:         tk::stage_rows_bulk((__nv_bfloat16*)(smem + (tk_odd ? 64704 : 67776)), ((__nv_bfloat16*)tk_from[1]), 64, 16, 16LL, 24, &tk_inbar);
+// BULK-NEXT:    tk::stage_rows_bulk((__nv_bfloat16*)(smem + (tk_odd ? 0 : 70848)), ((__nv_bfloat16*)tk_from[0]), 64, 128, 128LL, 136, &tk_inbar);
+// BULK-NEXT:    tk::stage_bulk_arrive(&tk_inbar);
+// BULK-NEXT:  }
+// BULK-NOT:   tk::stage_wait();

@@ -2170,6 +2170,8 @@ class ResidentPrinter(CudaPrinter):
         # tk_rows[s % 2] as it ends; step s + 1 copies from there. The first step
         # of a launch reads its tk_next from global memory.
         self.pointer_rows = len(self.step_inputs) if self.prefetched and TARGET.prefetch_step_pointers else 0
+        # Homes of 16-byte units by bulk copies on the mbarrier tk_inbar (target.prefetch_bulk_rows).
+        self.bulk_rows = TARGET.prefetch_bulk_rows and any(self._stage_unit(h) == 16 for h in self.prefetched)
 
     def _parity_copies(self, home: tile.Home, at: int) -> tuple[tuple[int, int], int]:
         """The offsets of `home`'s even and odd copies, which the step's parity
@@ -2205,9 +2207,13 @@ class ResidentPrinter(CudaPrinter):
                 home, f"(({c_type(home.source.type)}*){row}[{column[home.source]}])")
             # Rows of 16-byte units keep stage_rows (the same copies); the others
             # take stage_input_rows' 8- and 4-byte cp.async.
-            copy = "stage_rows" if self._stage_unit(home) == 16 else "stage_input_rows"
+            unit = self._stage_unit(home)
+            copy = "stage_rows_bulk" if unit == 16 and self.bulk_rows else "stage_rows" if unit == 16 else "stage_input_rows"
+            bar = ", &tk_inbar" if copy == "stage_rows_bulk" else ""
             self.w(f"    tk::{copy}(({ct}*)(smem + (tk_odd ? {even} : {odd})), {nxt}, {rows}, "
-                   f"{row_elems}, {src_stride}, {dst_stride});")
+                   f"{row_elems}, {src_stride}, {dst_stride}{bar});")
+        if self.bulk_rows:
+            self.w("    tk::stage_bulk_arrive(&tk_inbar);")
         self.w("  }")
 
     def print(self) -> str:
@@ -2288,6 +2294,8 @@ class ResidentPrinter(CudaPrinter):
                 self.w(f"  {c_type(op.result.type)}* {self.names[op.result]} = {self.names[op.source]};")
         if self.async_pushes:
             self.w(f"  __shared__ uint64_t tk_xbar[{self.barriers}];  // the exchanges' mbarriers (push_async)")
+        if self.bulk_rows:
+            self.w("  __shared__ uint64_t tk_inbar;  // the next step's batch rows by bulk copies (plan_prefetched_inputs)")
         if self.pointer_rows:
             n = self.pointer_rows
             self.w(f"  __shared__ void* tk_rows[2][{n}];  // the next steps' input pointers (plan_prefetched_inputs)")
@@ -2335,7 +2343,11 @@ class ResidentPrinter(CudaPrinter):
             # (released where no cluster barrier ends the previous step: this block's
             # accesses of that step come before anything another block pushes in this one)
             self.w("  tk::cluster_arrive_release();" if self.step_block_barrier else "  tk::cluster_arrive();")
-        self.w("  tk::stage_wait();")
+        if self.bulk_rows:  # step s waits for the bulk copies of step s - 1 (the phase of its parity)
+            self.w("  if (tk_first && threadIdx.x == 0) tk::init_stage_barrier(&tk_inbar);")
+            self.w("  tk::stage_wait_bulk(&tk_inbar, !tk_first, !tk_odd);")
+        else:
+            self.w("  tk::stage_wait();")
         if prologue_sync == "always":
             # Rank 0 stores an argument other blocks stage before any exchange orders them.
             self.w("  tk::cluster_sync();")
@@ -3666,7 +3678,8 @@ class CudaTarget(Target):
     each (target.resident_column_lanes); `pointers_first`, the next step's input
     pointers all read before its copies (target.prefetch_pointers_first);
     `constant_threads`, the block size a constant of the staging loops
-    (target.stage_constant_threads).
+    (target.stage_constant_threads); `bulk_rows`, the next step's batch rows
+    by bulk copies (target.prefetch_bulk_rows).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -3700,6 +3713,7 @@ class CudaTarget(Target):
     column_lanes: str = "target"
     pointers_first: str = "target"
     constant_threads: str = "target"
+    bulk_rows: str = "target"
     stage_loads: int = 0
 
     # option -> the target field it sets
@@ -3717,7 +3731,7 @@ class CudaTarget(Target):
               "last_outputs": "grid_last_launch_outputs", "keep_own": "split_k_keep_own_partial",
               "tagged": "split_k_tagged_partials", "prefetch_pointers": "prefetch_step_pointers",
               "column_lanes": "resident_column_lanes", "pointers_first": "prefetch_pointers_first",
-              "constant_threads": "stage_constant_threads"}
+              "constant_threads": "stage_constant_threads", "bulk_rows": "prefetch_bulk_rows"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}
 

@@ -972,4 +972,67 @@ __device__ __forceinline__ void exchange_async_published(float* recv, int n, int
   wait_exchange_barrier(pub, parity);  // every other owner's results in this block's copies
 }
 
+
+// ---------------------------------------------------------------------------
+// The next step's batch by bulk copies (target.prefetch_bulk_rows)
+// ---------------------------------------------------------------------------
+// cp.async moves 16 bytes an instruction, and every thread of the block issues
+// its share, each copy with its own address arithmetic (~17 instructions a copy:
+// 9% of classification's warp samples went to the next step's batch, ncu run
+// eb87678-h100-a). A bulk copy moves a whole row an instruction (a whole home
+// where its rows are dense): the lanes of warp 0 issue a row each, the copy
+// engine counts the bytes on the mbarrier `bar` (complete_tx), and the next
+// step's stage_wait_bulk waits on its phase. A home that a bulk copy cannot take
+// (an address, a stride or a row not in 16-byte units) goes by stage_rows, whose
+// copies the same wait's cp.async.wait_all covers.
+
+// Thread 0, at the first step, before the staging wait's block barrier.
+__device__ __forceinline__ void init_stage_barrier(uint64_t* bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(cta_u32(bar)) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+template <typename T>
+__device__ __forceinline__ void stage_rows_bulk(T* dst, const T* src, int rows, int row_elems, long long src_stride,
+                                                int dst_stride, uint64_t* bar) {
+  if (rows <= 0 || row_elems <= 0) return;
+  const long long row_bytes = (long long)row_elems * sizeof(T);
+  const bool v16 = is_aligned(dst, 16) && is_aligned(src, 16) && row_bytes % 16 == 0 &&
+                   (src_stride * sizeof(T)) % 16 == 0 && ((long long)dst_stride * sizeof(T)) % 16 == 0;
+  if (!v16) {
+    stage_rows(dst, src, rows, row_elems, src_stride, dst_stride);
+    return;
+  }
+  if (threadIdx.x >= 32) return;
+  const bool dense = src_stride == row_elems && dst_stride == row_elems;
+  const int copies = dense ? 1 : rows;
+  const uint32_t bytes = (uint32_t)(dense ? rows * row_bytes : row_bytes);
+  // The home's copy was last read (and, at a launch's first step, written by
+  // cp.async) through the generic proxy, before the barrier that ended the step
+  // before: the proxy fence orders those accesses before the copy engine's writes.
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  if (threadIdx.x == 0)
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(cta_u32(bar)),
+                 "r"((uint32_t)(rows * row_bytes)) : "memory");
+  __syncwarp();
+  for (int r = threadIdx.x; r < copies; r += 32)
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 ::"r"(cta_u32(dst + (long long)r * dst_stride)), "l"(src + r * src_stride), "r"(bytes),
+                 "r"(cta_u32(bar)) : "memory");
+}
+
+// Thread 0, after the step's last stage_rows_bulk: the phase's one arrival (its
+// bytes were expected home by home, so it completes when the last one lands).
+__device__ __forceinline__ void stage_bulk_arrive(uint64_t* bar) {
+  if (threadIdx.x == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(cta_u32(bar)) : "memory");
+}
+
+// stage_wait, and where `wait` (every step but a launch's first) the bulk copies
+// of the step before too: the phase of `parity` (the step before's parity).
+__device__ __forceinline__ void stage_wait_bulk(uint64_t* bar, bool wait, bool parity) {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+  if (wait) wait_exchange_barrier(bar, parity);
+  __syncthreads();
+}
+
 }  // namespace tk
