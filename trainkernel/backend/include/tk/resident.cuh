@@ -625,7 +625,17 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
 #endif
     for (int unit = warp; unit < tiles_m * tiles_n; unit += kWarps) {
       const int m0 = (unit / tiles_n) * 16, n0 = (unit % tiles_n) * width;
+      // Where N is whole units (a constant once the printer's extents are inlined),
+      // every unit is `width` wide: the fragment pairs are then a constant too, and
+      // the ldmatrix and mma of a pair the unit does not have are not compiled
+      // (with `pairs` known only at run time, every warp issued both pairs'
+      // instructions, predicated, each behind a WARPSYNC: classification's p1;
+      // perf-log step 114). TK_RESIDENT_RUNTIME_PAIRS: that form, for the probe.
+#ifdef TK_RESIDENT_RUNTIME_PAIRS
       const int cols = min(width, N - n0);
+#else
+      const int cols = N % width == 0 ? width : min(width, N - n0);
+#endif
       const bool padded = NREAD > 0 && bmode == 1 && n0 + 16 * ((cols + 15) / 16) <= NREAD;
       const bool fast = kOnlyFast || (amode >= 0 && bmode >= 0 && m0 + 16 <= M && (cols % 16 == 0 || padded));
       const int kfast = kOnlyFast ? K : fast ? K / 16 * 16 : 0;
