@@ -1,4 +1,4 @@
-"""target.stage_constant_threads (perf-log step 112, off by default): a resident kernel
+"""target.stage_constant_threads (perf-log step 112; on since step 114's measurement): a resident kernel
 defines TK_BLOCK_THREADS, its block size, before tk/resident.cuh, so that the staging
 loops (tk::for_each_row_unit) run with a constant thread count; nothing else of the
 kernel changes, grid kernels are untouched, and the kernels build for sm_90a. The
@@ -21,6 +21,7 @@ ODD = WORKLOADS["online"].with_sizes(33, (100, 300, 7))
 @pytest.mark.parametrize("w", ["tiny", "classification", "online-adam", ODD],
                          ids=["tiny", "classification", "online-adam", "odd"])
 def test_the_define_is_the_block_size_and_the_only_change(target_fields, w):
+    target_fields(stage_constant_threads=False)
     off = _source(w)
     assert "TK_BLOCK_THREADS" not in off
     target_fields(stage_constant_threads=True)
@@ -31,7 +32,14 @@ def test_the_define_is_the_block_size_and_the_only_change(target_fields, w):
     assert on.replace(line, "") == off
 
 
+def test_on_as_measured():
+    """perf-log "Steps 113 and 114 measured" (run d5182e5-h100-a): no step slower."""
+    from trainkernel import target as T
+    assert T.DEFAULT.stage_constant_threads
+
+
 def test_grid_kernels_are_untouched(target_fields):
+    target_fields(stage_constant_threads=False)
     off = _source("tiny", resident="off")
     target_fields(stage_constant_threads=True)
     assert _source("tiny", resident="off") == off

@@ -496,13 +496,19 @@ class TargetOptions:
     # Measured (perf-log step 112, run ab0ea49-h100-a): online 33 x 100-300-7 -0.7,
     # online-adam -0.14, online -0.1, classification 50 x 100-300-10 -0.1, tiny
     # -0.06 us a step, but classification +0.21 and classification-adamw-ce +0.16
-    # (8 copies a thread issued back to back): off until the unroll that keeps
-    # classification's form is measured (TK_STAGE_UNROLL, perf-log).
-    stage_constant_threads: bool = False
+    # (8 copies a thread issued back to back). Measured again over step 114's
+    # constant fragment pairs (run d5182e5-h100-a, 89 registers where 118 were):
+    # classification -0.22, online-adam -0.16, online 33 x 100-300-7 -0.55,
+    # classification-adamw-ce -0.06, classification 50 x 100-300-10 -0.07, online
+    # -0.03, tiny +-0.01 us a step: on (perf-log "Steps 113 and 114 measured").
+    stage_constant_threads: bool = True
     # With prefetch_step_inputs: the next step's batch homes of 16-byte units
     # copied a row a bulk copy (cp.async.bulk, issued by warp 0's lanes, counted
     # on an mbarrier the next step's staging wait waits on) instead of 16 bytes a
     # cp.async from every thread (tk::stage_rows_bulk; perf-log step 113).
+    # Measured (run d5182e5-h100-a): online +3.5, online-adam +3.2, classification
+    # +1.4, tiny +0.6 us a step, ~20-27 ns a row copy: warp 0's lanes wait while
+    # the copy engine takes their bulk copies one after another. Off.
     prefetch_bulk_rows: bool = False
     # A grid kernel's producer copies the operands of each phase's first wgmma
     # gemm that no op since the last grid barrier writes (the weights' casts,

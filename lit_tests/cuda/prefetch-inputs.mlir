@@ -7,7 +7,7 @@
 // Both pointers are loaded before the first copy (pointers_first,
 // target.prefetch_pointers_first: cp.async is a memory barrier to the compiler);
 // with it off, each where its copy reads it. constant_threads
-// (target.stage_constant_threads, off by default): the block size is a constant for
+// (target.stage_constant_threads, on by default): the block size is a constant for
 // the staging loops (TK_BLOCK_THREADS, before the header). bulk_rows
 // (target.prefetch_bulk_rows, off by default): the next step's rows of 16-byte units
 // by tk::stage_rows_bulk on the mbarrier tk_inbar, one arrival after the last
@@ -15,11 +15,11 @@
 // Off: the batch is staged at every step's start into its one home.
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off cast_copies=off}' | filecheck %s --check-prefix=ON
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=off cast_copies=off}' | filecheck %s --check-prefix=OFF
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointers_first=off cast_copies=off}' | filecheck %s --check-prefix=LATE
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointers_first=off constant_threads=off cast_copies=off}' | filecheck %s --check-prefix=LATE
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off constant_threads=on cast_copies=off}' | filecheck %s --check-prefix=CONST
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off bulk_rows=on cast_copies=off}' | filecheck %s --check-prefix=BULK
 
-// ON-NOT:   TK_BLOCK_THREADS
+// ON:       #define TK_BLOCK_THREADS
 // ON-NOT:   tk_inbar
 // ON:       static constexpr int kSmem = 88256;
 // ON:       void tk_step(void* const* tk_in, bool tk_first, bool tk_more, bool tk_odd, void* const* tk_next) {
@@ -42,6 +42,7 @@
 // ON-NEXT:  // ---- phase 0
 // ON:       tk_step({{.*}}, tk_s == 0, tk_more, (tk_s & 1) != 0, tk_more ? p.step_inputs + (size_t)(tk_s + 1) * 2 : nullptr);
 
+// LATE-NOT:  TK_BLOCK_THREADS
 // LATE:      if (tk_more) {  // the next step's batch, in flight through this step (plan_prefetched_inputs)
 // LATE-NEXT:    tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? 64704 : 67776)), ((__nv_bfloat16*)tk_next[1]), 64, 16, 16LL, 24);
 // LATE-NEXT:    tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? 0 : 70848)), ((__nv_bfloat16*)tk_next[0]), 64, 128, 128LL, 136);
