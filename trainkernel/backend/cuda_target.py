@@ -2205,10 +2205,10 @@ class ResidentPrinter(CudaPrinter):
             ct = c_type(home.result.type)
             nxt, rows, row_elems, src_stride, dst_stride, _, _ = self.stage_args(
                 home, f"(({c_type(home.source.type)}*){row}[{column[home.source]}])")
-            # Rows of 16-byte units keep stage_rows (the same copies); the others
-            # take stage_input_rows' 8- and 4-byte cp.async.
-            unit = self._stage_unit(home)
-            copy = "stage_rows_bulk" if unit == 16 and self.bulk_rows else "stage_rows" if unit == 16 else "stage_input_rows"
+            # Rows of 16-byte units keep stage_rows (the same copies), or bulk
+            # copies; the others take stage_input_rows' 8- and 4-byte cp.async.
+            copy = ("stage_input_rows" if self._stage_unit(home) < 16
+                    else "stage_rows_bulk" if self.bulk_rows else "stage_rows")
             bar = ", &tk_inbar" if copy == "stage_rows_bulk" else ""
             self.w(f"    tk::{copy}(({ct}*)(smem + (tk_odd ? {even} : {odd})), {nxt}, {rows}, "
                    f"{row_elems}, {src_stride}, {dst_stride}{bar});")
