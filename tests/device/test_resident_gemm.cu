@@ -15,7 +15,12 @@
 //   * with a pair store (columns j, j + 1 at once), the same bits, each once;
 //   * with the stores split on a block-uniform flag (tk::split_on, the
 //     printer's tk_more; with and without pair stores, both values of the
-//     flag), the same bits, each once, by the store of the flag's value.
+//     flag), the same bits, each once, by the store of the flag's value;
+//   * with the homes' rows padded to a multiple of 8 elements (the printer's
+//     pitches) and the padding NaN, partial units and K's last step take the
+//     clamped, masked ldmatrix path (perf-log step 115), at run time and with
+//     the modes as template arguments: the same bits as the scalar path, and
+//     no NaN.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -80,21 +85,27 @@ static float round_to(float x) {
 }
 
 template <typename T>
-static void run_case(const char* tname, int M, int N, int K, bool a_km, bool b_nk, tktest::Rng& rng) {
-  // Strides of the two layouts.
-  const int sam = a_km ? 1 : K, sak = a_km ? M : 1;
-  const int sbk = b_nk ? 1 : N, sbn = b_nk ? K : 1;
-  const int a_elems = M * K, b_elems = K * N;
-  std::vector<T> ha(a_elems), hb(b_elems);
-  std::vector<float> fa(a_elems), fb(b_elems);
-  for (int e = 0; e < a_elems; ++e) {
-    fa[e] = round_to<T>(rng.uniform());
-    ha[e] = tk::from_float<T>(fa[e]);
-  }
-  for (int e = 0; e < b_elems; ++e) {
-    fb[e] = round_to<T>(rng.uniform());
-    hb[e] = tk::from_float<T>(fb[e]);
-  }
+static void run_case(const char* tname, int M, int N, int K, bool a_km, bool b_nk, bool pad, tktest::Rng& rng) {
+  // Strides of the two layouts; `pad`: each row's length (the contiguous extent)
+  // rounded up to 8 elements, the padding NaN.
+  auto pitch = [&](int extent) { return pad ? (extent + 7) / 8 * 8 : extent; };
+  const int sam = a_km ? 1 : pitch(K), sak = a_km ? pitch(M) : 1;
+  const int sbk = b_nk ? 1 : pitch(N), sbn = b_nk ? pitch(K) : 1;
+  const int a_elems = a_km ? K * sak : M * sam, b_elems = b_nk ? N * sbn : K * sbk;
+  std::vector<T> ha(a_elems, tk::from_float<T>(NAN)), hb(b_elems, tk::from_float<T>(NAN));
+  std::vector<float> fa(a_elems, NAN), fb(b_elems, NAN);
+  for (int i = 0; i < M; ++i)
+    for (int k = 0; k < K; ++k) {
+      const int e = i * sam + k * sak;
+      fa[e] = round_to<T>(rng.uniform());
+      ha[e] = tk::from_float<T>(fa[e]);
+    }
+  for (int k = 0; k < K; ++k)
+    for (int j = 0; j < N; ++j) {
+      const int e = k * sbk + j * sbn;
+      fb[e] = round_to<T>(rng.uniform());
+      hb[e] = tk::from_float<T>(fb[e]);
+    }
   T *da, *db;
   float* dc;
   int* dh;
@@ -162,6 +173,19 @@ static void run_case(const char* tname, int M, int N, int K, bool a_km, bool b_n
       }
     }
   }
+  // Padded homes with the modes as template arguments and FULL false (the
+  // printer's form for a product with partial units or a K tail): no scalar
+  // path compiled, every unit clamped and masked.
+  if constexpr (!std::is_same<T, float>::value) {
+    if (pad) {
+      std::vector<float> cs;
+      if (!a_km && b_nk) static_ok = run(gemm_kernel<T, 0, 0, false>, 0, cs) && static_ok;
+      if (!a_km && !b_nk) static_ok = run(gemm_kernel<T, 0, 1, false>, 0, cs) && static_ok;
+      if (a_km && b_nk) static_ok = run(gemm_kernel<T, 1, 0, false>, 0, cs) && static_ok;
+      if (a_km && !b_nk) static_ok = run(gemm_kernel<T, 1, 1, false>, 0, cs) && static_ok;
+      static_ok = static_ok && memcmp(cs.data(), c[0].data(), M * N * sizeof(float)) == 0;
+    }
+  }
   double worst = 0.0;
   bool bits_ok = static_ok && pairs_ok && split_ok && memcmp(c[0].data(), c[1].data(), M * N * sizeof(float)) == 0;
   bool bound_ok = true;
@@ -175,13 +199,13 @@ static void run_case(const char* tname, int M, int N, int K, bool a_km, bool b_n
       }
       // fp32 accumulation of K exact products (bf16/f16 products are exact in fp32).
       const double bound = (K + 2) * 1.2e-7 * mag + 1e-30;
-      const double err = fabs((double)c[0][i * N + j] - ref);
+      const double err = fabs((double)c[0][i * N + j] - ref);  // NaN fails the bound
       worst = fmax(worst, err / (mag + 1e-30));
       bound_ok = bound_ok && err <= bound;
     }
   char name[160];
-  snprintf(name, sizeof(name), "smem_gemm_%s_%dx%dx%d_%s%s", tname, M, N, K, a_km ? "Akm" : "Amk",
-           b_nk ? "_Bnk" : "_Bkn");
+  snprintf(name, sizeof(name), "smem_gemm_%s_%dx%dx%d_%s%s%s", tname, M, N, K, a_km ? "Akm" : "Amk",
+           b_nk ? "_Bnk" : "_Bkn", pad ? "_padded" : "");
   tktest::report(bound_ok && bits_ok && hits_ok, name, "bound %d (worst rel %.3g) paths_bit_identical %d hits %d",
                  (int)bound_ok, worst, (int)bits_ok, (int)hits_ok);
   cudaFree(da);
@@ -192,11 +216,17 @@ static void run_case(const char* tname, int M, int N, int K, bool a_km, bool b_n
 
 template <typename T>
 static void run_all(const char* tname, tktest::Rng& rng) {
-  const int shapes[][3] = {{1, 1, 1},   {16, 32, 16}, {16, 16, 32}, {64, 16, 128}, {17, 33, 15},
-                           {64, 48, 130}, {32, 8, 64}, {48, 64, 16}, {7, 100, 33}};
+  const int shapes[][3] = {{1, 1, 1},    {16, 32, 16}, {16, 16, 32},  {64, 16, 128}, {17, 33, 15},
+                           {64, 48, 130}, {32, 8, 64},  {48, 64, 16},  {7, 100, 33},  {33, 19, 100},
+                           {50, 10, 19},  {33, 7, 15},  {100, 15, 33}, {64, 40, 24}};
   for (const auto& s : shapes)
     for (int a_km = 0; a_km < 2; ++a_km)
-      for (int b_nk = 0; b_nk < 2; ++b_nk) run_case<T>(tname, s[0], s[1], s[2], a_km, b_nk, rng);
+      for (int b_nk = 0; b_nk < 2; ++b_nk)
+        for (int pad = 0; pad < 2; ++pad) {
+          // Padding changes nothing where both operands' rows are whole 8-element groups.
+          const bool rows_whole = (a_km ? s[0] : s[2]) % 8 == 0 && (b_nk ? s[2] : s[1]) % 8 == 0;
+          if (!pad || !rows_whole) run_case<T>(tname, s[0], s[1], s[2], a_km, b_nk, pad, rng);
+        }
 }
 
 int main() {

@@ -380,31 +380,67 @@ __device__ __forceinline__ int ldsm_mode(const T* p, int sr, int sc) {
 namespace resident_detail {
 
 // The A fragment (16 x 16 at (m0, k0)) and the B fragments of `pairs` pairs of
-// n8 tiles (16 x 16 each at (n0 + 16 p, k0)) by ldmatrix.x4. Preconditions:
-// every row and column addressed is in range (full tiles), modes >= 0.
-template <typename T>
+// n8 tiles (16 x 16 each at (n0 + 16 p, k0)) by ldmatrix.x4, modes >= 0.
+// Without CLAMP every row and column addressed is in range (whole units, K a
+// multiple of 16). With it (a partial unit, or K's last 16-deep step) each
+// lane's row is clamped to the operand's last row and its 8-element group to
+// the last group that starts inside the extent (M, N or K), so every address
+// stays inside the home: a mode >= 0 has a row pitch that is a multiple of 8
+// and at least the extent, so a group starting inside it ends inside the row.
+// What is read past M and N (copies of the last row, the pitch's padding)
+// reaches only outputs that are not stored; what is read past K would reach
+// every output, and mask_k zeroes it.
+template <typename T, bool CLAMP>
 __device__ __forceinline__ void ldsm_frags(const T* A, int sam, int sak, int amode, const T* B, int sbk, int sbn,
-                                           int bmode, int m0, int n0, int k0, int pairs, int lane,
-                                           uint32_t (&a)[4], uint32_t (&b)[2][4]) {
+                                           int bmode, int M, int N, int K, int m0, int n0, int k0, int pairs,
+                                           int lane, uint32_t (&a)[4], uint32_t (&b)[2][4]) {
+  // The row index along an operand's strided dimension and the column (a group's
+  // first element) along its contiguous one, clamped.
+  auto row = [](int r, int extent) { return CLAMP ? min(r, extent - 1) : r; };
+  auto col = [](int c, int extent) { return CLAMP ? min(c, (extent - 1) & ~7) : c; };
   int r, c;
   if (amode == 0) {
     gemm_detail::ldsm_coord_a<false>(lane, m0, k0, r, c);  // (m, k)
-    gemm_detail::ldmatrix_x4<false>(a, A + r * sam + c);
+    gemm_detail::ldmatrix_x4<false>(a, A + row(r, M) * sam + col(c, K));
   } else {
     gemm_detail::ldsm_coord_a<true>(lane, m0, k0, r, c);  // (k, m)
-    gemm_detail::ldmatrix_x4<true>(a, A + c * sam + r * sak);
+    gemm_detail::ldmatrix_x4<true>(a, A + col(c, M) * sam + row(r, K) * sak);
   }
 #pragma unroll
   for (int p = 0; p < 2; ++p) {
     if (p < pairs) {
       if (bmode == 0) {
         gemm_detail::ldsm_coord_b<true>(lane, n0 + 16 * p, k0, r, c);  // (n, k)
-        gemm_detail::ldmatrix_x4<false>(b[p], B + r * sbn + c * sbk);
+        gemm_detail::ldmatrix_x4<false>(b[p], B + row(r, N) * sbn + col(c, K) * sbk);
       } else {
         gemm_detail::ldsm_coord_b<false>(lane, n0 + 16 * p, k0, r, c);  // (k, n)
-        gemm_detail::ldmatrix_x4<true>(b[p], B + r * sbk + c * sbn);
+        gemm_detail::ldmatrix_x4<true>(b[p], B + row(r, K) * sbk + col(c, N) * sbn);
       }
     }
+  }
+}
+
+// Zero the fragments' elements at k >= K (the 16-deep step at k0 reaches past
+// K): both operands, since a product of zero and what lies past K (the pitch's
+// padding, another slice, NaN) need not be zero. A lane's registers hold k =
+// k0 + 2t, k0 + 2t + 1 (the low half of k: A's registers 0 and 1, B's 0 and 2)
+// or those + 8 (the high half: A's 2 and 3, B's 1 and 3); the scalar path's
+// zeros past K, so both paths give the same bits.
+__device__ __forceinline__ void mask_k(uint32_t (&a)[4], uint32_t (&b)[2][4], int k0, int K, int t) {
+  const int left = K - k0;
+  if (left >= 16) return;
+  auto keep = [&](int k) { return (k < left ? 0x0000ffffu : 0u) | (k + 1 < left ? 0xffff0000u : 0u); };
+  const uint32_t lo = keep(2 * t), hi = keep(2 * t + 8);
+  a[0] &= lo;
+  a[1] &= lo;
+  a[2] &= hi;
+  a[3] &= hi;
+#pragma unroll
+  for (int p = 0; p < 2; ++p) {
+    b[p][0] &= lo;
+    b[p][1] &= hi;
+    b[p][2] &= lo;
+    b[p][3] &= hi;
   }
 }
 
@@ -453,14 +489,14 @@ __device__ __forceinline__ void mma_frags(float (&acc)[4][4], const uint32_t (&a
 // Warp work unit: a 16 x 32 strip of C (one A fragment, four B fragments per k
 // step), or 16 x 16 when the output has fewer 16 x 32 strips than warps.
 //
-// Mainloop: where both operands' homes allow ldmatrix (ldsm_mode) and the
-// unit is full (16 rows, and its columns a multiple of 16), every 16-deep k
-// step loads its fragments with three ldmatrix.x4 while the previous step's
-// mma runs (two register sets, software-pipelined); the last K % 16 columns,
-// partial units and unaligned homes take the scalar path (bounds-checked
-// 16-bit loads, zero outside the operand). Both paths add the same products
-// in the same k order into the same fp32 accumulators, so the result does
-// not depend on which path a unit took.
+// Mainloop: where both operands' homes allow ldmatrix (ldsm_mode), every
+// 16-deep k step loads its fragments with three ldmatrix.x4 while the previous
+// step's mma runs (two register sets, software-pipelined); a partial unit's
+// reads are clamped into the operands and the last step's fragments masked to
+// zero past K (ldsm_frags, mask_k; perf-log step 115). Unaligned homes take
+// the scalar path (bounds-checked 16-bit loads, zero outside the operand).
+// Both paths add the same products in the same k order into the same fp32
+// accumulators, so the result does not depend on which path a unit took.
 //
 // The epilogue comes in two halves so that its shared-memory reads are not
 // serialized behind its stores (the compiler cannot prove that they do not
@@ -627,11 +663,20 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
     // Units 16 columns wide when 32-wide ones would leave warps idle.
     const int tiles_m = (M + 15) / 16, width = tiles_m * ((N + 31) / 32) < kWarps ? 16 : 32;
     const int tiles_n = (N + width - 1) / width;
+    // Partial units and K's last 16 columns take the ldmatrix path, clamped and
+    // masked (ldsm_frags, mask_k), wherever the whole product is not known to be
+    // whole units (FULL). TK_RESIDENT_SCALAR_TAILS: they take the scalar path, the
+    // form before perf-log step 115 (for the probe).
+#ifdef TK_RESIDENT_SCALAR_TAILS
+    constexpr bool kTailsFast = false;
+#else
+    constexpr bool kTailsFast = true;
+#endif
 #ifdef TK_RESIDENT_SCALAR_GEMM
     constexpr bool kOnlyFast = false;
     const int amode = -1, bmode = -1;
 #else
-    constexpr bool kOnlyFast = AMODE >= 0 && BMODE >= 0 && FULL;
+    constexpr bool kOnlyFast = AMODE >= 0 && BMODE >= 0 && (FULL || kTailsFast);
     const int amode = AMODE == kLdsmAtRunTime ? ldsm_mode(A, sam, sak) : AMODE;
     const int bmode = BMODE == kLdsmAtRunTime ? ldsm_mode(B, sbn, sbk) : BMODE;
 #endif
@@ -649,8 +694,9 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
       const int cols = N % width == 0 ? width : min(width, N - n0);
 #endif
       const bool padded = NREAD > 0 && bmode == 1 && n0 + 16 * ((cols + 15) / 16) <= NREAD;
-      const bool fast = kOnlyFast || (amode >= 0 && bmode >= 0 && m0 + 16 <= M && (cols % 16 == 0 || padded));
-      const int kfast = kOnlyFast ? K : fast ? K / 16 * 16 : 0;
+      const bool fast = kOnlyFast || (amode >= 0 && bmode >= 0 &&
+                                      (kTailsFast || (m0 + 16 <= M && (cols % 16 == 0 || padded))));
+      const int kfast = kOnlyFast || (fast && kTailsFast) ? K : fast ? K / 16 * 16 : 0;
       float acc[4][4];
 #pragma unroll
       for (int q = 0; q < 4; ++q)
@@ -673,20 +719,27 @@ __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int s
         for (int c = 0; c < 4; ++c) acc_odd[q][c] = 0.0f;
       float(&odd)[4][4] = kTwoChains ? acc_odd : acc;
       if (kfast > 0) {
-        const int pairs = padded ? (cols + 15) / 16 : cols / 16, steps = kfast / 16;
+        // Clamped reads and masked k unless every unit is whole and K whole steps.
+        constexpr bool kClamp = !FULL && kTailsFast;
+        // A unit has 1 <= cols <= width columns: written so that 16-wide units (cols
+        // = min(16, ...)) have one pair as a constant, whatever their columns.
+        const int pairs = padded || kTailsFast ? 1 + (cols > 16) : cols / 16, steps = (kfast + 15) / 16;
         uint32_t a0[4], b0[2][4], a1[4], b1[2][4];
-        ldsm_frags(A, sam, sak, amode, B, sbk, sbn, bmode, m0, n0, 0, pairs, lane, a0, b0);
+        auto load = [&](int k0, uint32_t(&a)[4], uint32_t(&b)[2][4]) {
+          ldsm_frags<T, kClamp>(A, sam, sak, amode, B, sbk, sbn, bmode, M, N, K, m0, n0, k0, pairs, lane, a, b);
+          if (kClamp) mask_k(a, b, k0, K, t);
+        };
+        load(0, a0, b0);
         for (int s = 0; s < steps; s += 2) {
-          if (s + 1 < steps) ldsm_frags(A, sam, sak, amode, B, sbk, sbn, bmode, m0, n0, 16 * (s + 1), pairs, lane, a1, b1);
+          if (s + 1 < steps) load(16 * (s + 1), a1, b1);
           mma_frags<T>(acc, a0, b0, pairs);
           if (s + 1 < steps) {
-            if (s + 2 < steps)
-              ldsm_frags(A, sam, sak, amode, B, sbk, sbn, bmode, m0, n0, 16 * (s + 2), pairs, lane, a0, b0);
+            if (s + 2 < steps) load(16 * (s + 2), a0, b0);
             mma_frags<T>(odd, a1, b1, pairs);
           }
         }
       }
-      if constexpr (!kOnlyFast) {  // K % 16 tails, partial units, unaligned homes
+      if constexpr (!kOnlyFast) {  // unaligned homes (and TK_RESIDENT_SCALAR_TAILS' tails)
         // One 16-deep k step at k0 into `into` (bounds-checked 16-bit loads, zero outside).
         auto scalar_step = [&](int k0, float(&into)[4][4]) {
           uint32_t a[4];
