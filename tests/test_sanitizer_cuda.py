@@ -144,6 +144,17 @@ def test_compute_sanitizer_on_the_step_loop_with_bulk_rows(tool: str, workload: 
     _step_loop_reports_nothing(tool, workload, tmp_path, TK_TARGET_FIELDS="prefetch_bulk_rows=1")
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
+@pytest.mark.parametrize("workload", ["online:33,100,300,7", "classification:50,100,300,10"])
+def test_compute_sanitizer_on_the_step_loop_of_odd_shapes(tool: str, workload: str, tmp_path):
+    """Steps the suite does not contain, whose products have partial 16-row units, K
+    tails and slice extents that are not whole pairs (perf-log step 115): their
+    ldmatrix reads are clamped into the operands' homes and reach the rows' padding
+    (memcheck: inside the homes; racecheck: nobody writes what they read meanwhile)."""
+    _step_loop_reports_nothing(tool, workload, tmp_path)
+
+
 # Every grid-kernel switch prepared in the twenty-first session (perf-log steps
 # 76-83) with those before it (74, 75, 70): casts carried through a chain of
 # launches (parity copies, their tensor maps), the loss from column partials on a

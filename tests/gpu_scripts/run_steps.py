@@ -2,6 +2,9 @@
 
     python tests/gpu_scripts/run_steps.py WORKLOAD [DTYPE] [STEPS] [inplace|staged|capture] [ENGINE] [MAX_KSPLIT]
 
+WORKLOAD: a suite workload or twin, or one at other sizes as the resident probe
+spells it (name:B,I,H,...,O, e.g. online:33,100,300,7).
+
 capture: in place, the steps recorded by `capture(steps=STEPS, batches=...)` and
 replayed once (a resident kernel runs them in one launch: its step loop).
 
@@ -20,7 +23,6 @@ import sys
 import torch
 
 import trainkernel
-from trainkernel.workloads import TWINS, WORKLOADS
 
 
 def main() -> None:
@@ -30,7 +32,7 @@ def main() -> None:
     mode = sys.argv[4] if len(sys.argv) > 4 else "inplace"
     inplace = mode in ("inplace", "capture")
     engine = sys.argv[5] if len(sys.argv) > 5 else "auto"
-    from benchmarks.resident_probe import target_variant
+    from benchmarks.resident_probe import target_variant, workload
     from trainkernel import target
     from trainkernel.backend import cuda_target
 
@@ -43,7 +45,7 @@ def main() -> None:
     if len(sys.argv) > 6:
         chosen = dataclasses.replace(chosen, max_ksplit=int(sys.argv[6]))
     target.TARGETS[target.H200.name] = cuda_target.TARGET = chosen
-    w = {**WORKLOADS, **TWINS}[name]
+    w = workload(name)[0]
     params = w.init_state(0, "cuda")  # the parameters, or a twin's optimizer state
     batches = w.make_batches(2, seed=1, device="cuda")
     compiled = trainkernel.compile_training(w.make_step(dtype), (params, *batches[0]), inplace=inplace,
