@@ -215,6 +215,54 @@ def test_padded_rows_start_aligned_and_spread_over_the_bank_groups(dtype, cols):
     assert tile.home_pitch(MemRefType(elem, [64, 16 * cols]), 1, 16) == pitch
 
 
+@pytest.mark.parametrize("dtype", ["bf16", "f16", "f32"])
+@pytest.mark.parametrize("cols", [1, 3, 7, 8, 10])
+def test_narrow_rows_of_a_gemm_operand_are_padded_to_16_bytes(dtype, cols):
+    """tile.home_pitch's narrow (a home a tile.gemm reads, target.pad_narrow_gemm_rows):
+    rows of 16-bit elements shorter than 16 bytes get 16 (ldmatrix's row); fp32
+    gemms do not use ldmatrix, and rows of 16 bytes or more are padded as before."""
+    from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type, MemRefType
+
+    elem, size = {"bf16": (BFloat16Type(), 2), "f16": (Float16Type(), 2), "f32": (Float32Type(), 4)}[dtype]
+    t = MemRefType(elem, [33, cols])
+    pitch = tile.home_pitch(t, -1, 1, narrow=True)
+    if size == 2 and cols * size < 16:
+        assert pitch == 8 and tile.local_bytes(t, -1, 1, pitch) == 33 * 16
+    else:
+        assert pitch == tile.home_pitch(t, -1, 1)
+    assert tile.home_pitch(MemRefType(elem, [1, cols]), -1, 1, narrow=True) is None  # one row: nothing to pad
+
+
+def test_a_narrow_head_reaches_the_ldmatrix_path():
+    """online at 33 x 100-300-7: the 7-wide homes its products read (W2's slice,
+    the logits' gradient) get 8-element rows, so every product has ldmatrix modes
+    (tk::smem_gemm's clamped path, perf-log steps 115-116); without
+    target.pad_narrow_gemm_rows, three of its five products have a -1 mode."""
+    import dataclasses
+    import re
+
+    from trainkernel import target
+    from trainkernel.backend import cuda_target
+    from trainkernel.workloads import WORKLOADS
+
+    w = WORKLOADS["online"].with_sizes(33, (100, 300, 7))
+
+    def modes(t) -> list[tuple[str, str]]:
+        old = (target.TARGETS[target.H200.name], cuda_target.TARGET)
+        target.TARGETS[target.H200.name] = cuda_target.TARGET = t
+        try:
+            src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
+        finally:
+            target.TARGETS[target.H200.name], cuda_target.TARGET = old
+        return re.findall(r"tk::smem_gemm<kThreads, \d, __nv_bfloat16, (-?\d+), (-?\d+),", src)
+
+    on = modes(target.H200)
+    off = modes(dataclasses.replace(target.H200, pad_narrow_gemm_rows=False))
+    assert len(on) == len(off) == 5
+    assert all(a != "-1" and b != "-1" for a, b in on)
+    assert sum("-1" in pair for pair in off) == 3
+
+
 def test_padding_never_costs_residency(monkeypatch):
     """classification's AdamW + cross-entropy twin fits a cluster of 16 only
     without padding every home: the placer pads the homes its gemms read

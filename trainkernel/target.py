@@ -442,6 +442,11 @@ class TargetOptions:
     # mixed, classification -0.39 and +0.02, classification-adamw-ce +0.02 and
     # -0.38, classification at 50 x 100-300-10 +0.13 and +0.51 us a step: off.
     gemm_padded_columns: bool = False
+    # A resident gemm's operand home whose rows are shorter than 16 bytes (a head
+    # of 7 outputs in bf16) gets rows of 16 bytes (tile.home_pitch's narrow), so
+    # that ldmatrix reads it and tk::smem_gemm's clamped path (perf-log step 115)
+    # takes its products instead of the scalar path (perf-log step 116).
+    pad_narrow_gemm_rows: bool = True
     # The first exchange of a cluster's step gets two receive buffers, used by
     # even and odd steps, past the placement's bytes where they fit: only the
     # first step then waits for every block to have started before its first

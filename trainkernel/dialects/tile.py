@@ -614,12 +614,15 @@ def local_bytes(t: MemRefType, split: int, cluster: int, pitch: int | None = Non
     return numel(local) * element_bytes(t.get_element_type())
 
 
-def home_pitch(t: MemRefType, split: int, cluster: int) -> int | None:
+def home_pitch(t: MemRefType, split: int, cluster: int, narrow: bool = False) -> int | None:
     """The row stride tile-resident gives a 2-D home: its local row rounded up to
     16 bytes, plus 16 when that is an even number of 16-byte units (a row of
     256 bytes puts all eight rows an 8x8 ldmatrix reads in one bank group;
     an odd number of units spreads them over eight). None: kept dense (rows
-    of at most 16 bytes, or not 2-D)."""
+    of at most 16 bytes, or not 2-D). narrow (a home a tile.gemm reads): rows
+    of 16-bit elements shorter than 16 bytes are padded to 16 too, the row
+    ldmatrix reads (tk::smem_gemm's clamped path, perf-log step 116; a class
+    head of 7 outputs took the scalar path in every product it entered)."""
     from trainkernel.elements import byte_size as element_bytes
 
     local = local_shape(t, split, cluster)
@@ -627,7 +630,7 @@ def home_pitch(t: MemRefType, split: int, cluster: int) -> int | None:
         return None
     esize = element_bytes(t.get_element_type())
     units = ceil_div(local[1] * esize, 16)
-    if units <= 1:
+    if units <= 1 and not (narrow and esize == 2):
         return None
     if units % 2 == 0:
         units += 1

@@ -433,7 +433,7 @@ def state_casts(kernel: tile.KernelOp) -> list[tile.MapOp]:
 
 
 def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts,
-          carry_casts: bool = False, keep_state: bool = False) -> Placement | None:
+          carry_casts: bool = False, keep_state: bool = False, narrow: bool = False) -> Placement | None:
     """Give every read argument and every temporary a shared-memory home, by
     liveness over phases (first-fit, largest first), and price the result.
     Every 2-D home padded first; where that does not fit the budget, only the
@@ -451,7 +451,10 @@ def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts,
     With `keep_state` (target.keep_state_homes), every state home (an input the
     kernel writes) lives to the kernel's end too where that fits, so that the
     step loop keeps it on chip instead of staging it again from global memory
-    (a scalar the step updates early: Adam's powers of the betas)."""
+    (a scalar the step updates early: Adam's powers of the betas).
+
+    With `narrow` (target.pad_narrow_gemm_rows), a padded home a gemm reads whose
+    rows are shorter than 16 bytes is padded to 16 (tile.home_pitch)."""
     # The smallest variant first: padding only adds bytes and carrying or
     # keeping a home only lengthens its life, so where the dense homes live
     # in one phase are over the budget, no variant fits (mlp4-adamw-ce prices
@@ -461,7 +464,7 @@ def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts,
     for pad in ("all", "gemm", "none"):
         for carry in (True, False) if carry_casts else (False,):
             for keep in (True, False) if keep_state else (False,):
-                found = _place(kernel, plan, cluster, costs, pad, carry, keep)
+                found = _place(kernel, plan, cluster, costs, pad, carry, keep, narrow)
                 if found is not None:
                     return found
     return None
@@ -475,13 +478,14 @@ def _over_budget(items: list[tuple[int, int, int, object]], costs: ResidentCosts
     return max((sum(s for s, lo, hi, _ in items if lo <= p <= hi) for p in phases_live), default=0) > costs.smem_budget
 
 
-def _homes(kernel: tile.KernelOp, plan: Plan, cluster: int, pad: str, carry: bool = False, keep: bool = False
-           ) -> tuple[list[tuple[int, int, int, object]], dict[SSAValue, int]]:
+def _homes(kernel: tile.KernelOp, plan: Plan, cluster: int, pad: str, carry: bool = False, keep: bool = False,
+           narrow: bool = False) -> tuple[list[tuple[int, int, int, object]], dict[SSAValue, int]]:
     """(bytes, first phase, last phase, key) of every home a block needs (the
     read arguments, the temporaries, the exchanges' receive buffers), and the
     padded homes' pitches. pad: which 2-D homes get padded rows: "all", "gemm"
     (those a tile.gemm reads) or "none"; carry: the casts of state live to the
-    last phase; keep: the state's homes do."""
+    last phase; keep: the state's homes do; narrow: a gemm's operands with rows
+    under 16 bytes are padded to 16 too (tile.home_pitch)."""
     n_in = kernel.num_inputs.data
     ops = tile_ops(kernel)
     last = ops[-1][0] if ops else 0
@@ -522,13 +526,12 @@ def _homes(kernel: tile.KernelOp, plan: Plan, cluster: int, pad: str, carry: boo
     # Rows of 2-D homes padded (tile.home_pitch) unless the home is also read
     # through a view of another shape, which assumes dense rows.
     viewed = {sched.root_buffer(op.result) for op in kernel.block.ops if isinstance(op, sched.ViewOp)}
-    if pad == "gemm":
-        padded = {sched.root_buffer(v) for _, op in ops if isinstance(op, tile.GemmOp) for v in op.ins}
-    else:
-        padded = set(live) if pad == "all" else set()
+    gemm_reads = {sched.root_buffer(v) for _, op in ops if isinstance(op, tile.GemmOp) for v in op.ins}
+    padded = gemm_reads if pad == "gemm" else set(live) if pad == "all" else set()
     pitch: dict[SSAValue, int] = {}
     for r in (r for r in live if r in padded):
-        p = None if r in viewed else tile.home_pitch(r.type, plan.buffer_split.get(r, -1), cluster)
+        p = None if r in viewed else tile.home_pitch(r.type, plan.buffer_split.get(r, -1), cluster,
+                                                          narrow and r in gemm_reads)
         if p is not None:
             pitch[r] = p
     items: list[tuple[int, int, int, object]] = []  # (bytes, lo, hi, key)
@@ -549,9 +552,9 @@ def _homes(kernel: tile.KernelOp, plan: Plan, cluster: int, pad: str, carry: boo
 
 
 def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts, pad: str,
-           carry: bool = False, keep: bool = False) -> Placement | None:
-    """First-fit of `_homes(kernel, plan, cluster, pad, carry, keep)` (largest first), priced."""
-    items, pitch = _homes(kernel, plan, cluster, pad, carry, keep)
+           carry: bool = False, keep: bool = False, narrow: bool = False) -> Placement | None:
+    """First-fit of `_homes(kernel, plan, cluster, pad, carry, keep, narrow)` (largest first), priced."""
+    items, pitch = _homes(kernel, plan, cluster, pad, carry, keep, narrow)
     if _over_budget(items, costs):
         return None
     placed: list[tuple[int, int, int, int]] = []  # (offset, size, lo, hi)
@@ -637,7 +640,7 @@ def choose(kernel: tile.KernelOp, target: TargetOptions, max_cluster: int = 0,
             # One block: splitting changes nothing, so only the plan that splits nothing.
             if cluster > max_cluster or (cluster > 1) != bool(plan.split):
                 continue
-            p = place(kernel, plan, cluster, costs, carry_casts, keep_state)
+            p = place(kernel, plan, cluster, costs, carry_casts, keep_state, target.pad_narrow_gemm_rows)
             if p is not None:
                 found.append((plan, p))
     if not found:
