@@ -1008,13 +1008,30 @@ __device__ __forceinline__ void wait_exchange_barrier(uint64_t* bar, bool parity
   }
 }
 
+// The whole block past the phase of `parity` of an exchange's mbarrier, whose
+// bytes other blocks' st.async counted (a release at cluster scope each). Every
+// thread waits with acquire at cluster scope, and each warp's acquire is an L1
+// invalidation (CCTL.IVALL: 104 long-scoreboard samples of classification's
+// exchange under ncu, perf-log step 117). TK_EXCHANGE_ONE_WAITER (a probe knob):
+// thread 0 alone waits, and a block barrier passes what it acquired on to the
+// other threads (causality order is transitive through the barrier, as in a
+// cooperative grid sync's one thread a block).
+__device__ __forceinline__ void wait_exchange_phase(uint64_t* bar, bool parity) {
+#ifdef TK_EXCHANGE_ONE_WAITER
+  if (threadIdx.x == 0) wait_exchange_barrier(bar, parity);
+  __syncthreads();
+#else
+  wait_exchange_barrier(bar, parity);
+#endif
+}
+
 // Every push of the other ranks into this block landed: a block barrier for its
 // pushes to itself, then the wait for the bytes of its chunk from the others.
 template <int CLUSTER>
 __device__ __forceinline__ void await_pushes(int n, int rank, uint64_t* bar, bool parity) {
   __syncthreads();
   if (threadIdx.x == 0) arrive_expect_tx(bar, (uint32_t)((CLUSTER - 1) * owned_count<CLUSTER>(n, rank) * 4));
-  wait_exchange_barrier(bar, parity);
+  wait_exchange_phase(bar, parity);
 }
 
 template <int CLUSTER, class Op, class Epi, class Copy = NoPublish>
@@ -1044,7 +1061,7 @@ __device__ __forceinline__ void exchange_async_published(float* recv, int n, int
   exchange_sum<CLUSTER, Op>(recv, n, rank, epi);
   __syncthreads();  // the owner's results in its own copies
   publish<CLUSTER, STEP>(rank * exchange_chunk<CLUSTER>(n), count, rank, copy);
-  wait_exchange_barrier(pub, parity);  // every other owner's results in this block's copies
+  wait_exchange_phase(pub, parity);  // every other owner's results in this block's copies
 }
 
 // ---------------------------------------------------------------------------
