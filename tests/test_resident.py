@@ -263,6 +263,32 @@ def test_a_narrow_head_reaches_the_ldmatrix_path():
     assert sum("-1" in pair for pair in off) == 3
 
 
+def test_narrow_rows_never_cost_the_other_homes_their_padding():
+    """online at 64 x 128-256-256-16 on 8 blocks fills 230 KB a block: its [256, 2]
+    slices padded to 8 columns do not fit beside every other home's padding, and
+    the placer keeps the others' padding rather than the narrow one's (the same
+    placement as without target.pad_narrow_gemm_rows)."""
+    import dataclasses
+
+    from trainkernel import target
+    from trainkernel.backend import cuda_target
+    from trainkernel.workloads import WORKLOADS
+
+    w = WORKLOADS["online"].with_sizes(64, (128, 256, 256, 16))
+
+    def source(t) -> str:
+        old = (target.TARGETS[target.H200.name], cuda_target.TARGET)
+        target.TARGETS[target.H200.name] = cuda_target.TARGET = t
+        try:
+            return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
+        finally:
+            target.TARGETS[target.H200.name], cuda_target.TARGET = old
+
+    on = source(target.H200)
+    assert "(64, 32, 128, s16, 136, 1," in on  # x's rows padded (128 -> 136)
+    assert on == source(dataclasses.replace(target.H200, pad_narrow_gemm_rows=False))
+
+
 def test_padding_never_costs_residency(monkeypatch):
     """classification's AdamW + cross-entropy twin fits a cluster of 16 only
     without padding every home: the placer pads the homes its gemms read

@@ -454,17 +454,22 @@ def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts,
     (a scalar the step updates early: Adam's powers of the betas).
 
     With `narrow` (target.pad_narrow_gemm_rows), a padded home a gemm reads whose
-    rows are shorter than 16 bytes is padded to 16 (tile.home_pitch)."""
+    rows are shorter than 16 bytes is padded to 16 (tile.home_pitch), first in
+    each padding tier."""
     # The smallest variant first: padding only adds bytes and carrying or
     # keeping a home only lengthens its life, so where the dense homes live
     # in one phase are over the budget, no variant fits (mlp4-adamw-ce prices
     # 17 plans x cluster sizes, each in six variants, and fits none).
     if _over_budget(_homes(kernel, plan, cluster, "none")[0], costs):
         return None
-    for pad in ("all", "gemm", "none"):
+    # Narrow rows padded only within a padding tier that fits without them too
+    # (online 64 x 128-256-256-16 on 8 blocks: its [256, 2] slices padded to 8
+    # columns pushed every other home back to dense rows).
+    tiers = [(pad, wide) for pad in ("all", "gemm") for wide in ((True, False) if narrow else (False,))]
+    for pad, wide in [*tiers, ("none", False)]:
         for carry in (True, False) if carry_casts else (False,):
             for keep in (True, False) if keep_state else (False,):
-                found = _place(kernel, plan, cluster, costs, pad, carry, keep, narrow)
+                found = _place(kernel, plan, cluster, costs, pad, carry, keep, wide)
                 if found is not None:
                     return found
     return None
