@@ -233,60 +233,37 @@ def test_narrow_rows_of_a_gemm_operand_are_padded_to_16_bytes(dtype, cols):
     assert tile.home_pitch(MemRefType(elem, [1, cols]), -1, 1, narrow=True) is None  # one row: nothing to pad
 
 
-def test_a_narrow_head_reaches_the_ldmatrix_path():
+def _resident_source(w) -> str:
+    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
+
+
+def test_a_narrow_head_reaches_the_ldmatrix_path(target_fields):
     """online at 33 x 100-300-7: the 7-wide homes its products read (W2's slice,
     the logits' gradient) get 8-element rows, so every product has ldmatrix modes
     (tk::smem_gemm's clamped path, perf-log steps 115-116); without
     target.pad_narrow_gemm_rows, three of its five products have a -1 mode."""
-    import dataclasses
     import re
 
-    from trainkernel import target
-    from trainkernel.backend import cuda_target
-    from trainkernel.workloads import WORKLOADS
-
     w = WORKLOADS["online"].with_sizes(33, (100, 300, 7))
-
-    def modes(t) -> list[tuple[str, str]]:
-        old = (target.TARGETS[target.H200.name], cuda_target.TARGET)
-        target.TARGETS[target.H200.name] = cuda_target.TARGET = t
-        try:
-            src = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
-        finally:
-            target.TARGETS[target.H200.name], cuda_target.TARGET = old
-        return re.findall(r"tk::smem_gemm<kThreads, \d, __nv_bfloat16, (-?\d+), (-?\d+),", src)
-
-    on = modes(target.H200)
-    off = modes(dataclasses.replace(target.H200, pad_narrow_gemm_rows=False))
+    modes = re.compile(r"tk::smem_gemm<kThreads, \d, __nv_bfloat16, (-?\d+), (-?\d+),")
+    on = modes.findall(_resident_source(w))
+    target_fields(pad_narrow_gemm_rows=False)
+    off = modes.findall(_resident_source(w))
     assert len(on) == len(off) == 5
     assert all(a != "-1" and b != "-1" for a, b in on)
     assert sum("-1" in pair for pair in off) == 3
 
 
-def test_narrow_rows_never_cost_the_other_homes_their_padding():
+def test_narrow_rows_never_cost_the_other_homes_their_padding(target_fields):
     """online at 64 x 128-256-256-16 on 8 blocks fills 230 KB a block: its [256, 2]
     slices padded to 8 columns do not fit beside every other home's padding, and
     the placer keeps the others' padding rather than the narrow one's (the same
     placement as without target.pad_narrow_gemm_rows)."""
-    import dataclasses
-
-    from trainkernel import target
-    from trainkernel.backend import cuda_target
-    from trainkernel.workloads import WORKLOADS
-
     w = WORKLOADS["online"].with_sizes(64, (128, 256, 256, 16))
-
-    def source(t) -> str:
-        old = (target.TARGETS[target.H200.name], cuda_target.TARGET)
-        target.TARGETS[target.H200.name] = cuda_target.TARGET = t
-        try:
-            return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
-        finally:
-            target.TARGETS[target.H200.name], cuda_target.TARGET = old
-
-    on = source(target.H200)
+    on = _resident_source(w)
     assert "(64, 32, 128, s16, 136, 1," in on  # x's rows padded (128 -> 136)
-    assert on == source(dataclasses.replace(target.H200, pad_narrow_gemm_rows=False))
+    target_fields(pad_narrow_gemm_rows=False)
+    assert on == _resident_source(w)
 
 
 def test_padding_never_costs_residency(monkeypatch):

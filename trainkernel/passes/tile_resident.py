@@ -465,11 +465,12 @@ def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts,
     # Narrow rows padded only within a padding tier that fits without them too
     # (online 64 x 128-256-256-16 on 8 blocks: its [256, 2] slices padded to 8
     # columns pushed every other home back to dense rows).
-    tiers = [(pad, wide) for pad in ("all", "gemm") for wide in ((True, False) if narrow else (False,))]
-    for pad, wide in [*tiers, ("none", False)]:
+    narrow_first = (True, False) if narrow else (False,)
+    tiers = [(pad, pad_narrow) for pad in ("all", "gemm") for pad_narrow in narrow_first]
+    for pad, pad_narrow in [*tiers, ("none", False)]:
         for carry in (True, False) if carry_casts else (False,):
             for keep in (True, False) if keep_state else (False,):
-                found = _place(kernel, plan, cluster, costs, pad, carry, keep, wide)
+                found = _place(kernel, plan, cluster, costs, pad, carry, keep, pad_narrow)
                 if found is not None:
                     return found
     return None

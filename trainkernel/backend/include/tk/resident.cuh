@@ -636,7 +636,8 @@ __device__ __forceinline__ void with_slice_extent(int rank, F f) {
 // NREAD: B's columns (its n index, B stored k-major with unit stride along n) are
 // readable up to NREAD (its home's padded rows): a unit whose last columns are
 // past N then reads whole 16-column pairs anyway (ldmatrix, mma) and stores only
-// the columns before N, instead of the scalar path (10 classes: perf-log step 64).
+// the columns before N (10 classes: perf-log step 64); since step 115 that only
+// spares such units the clamps, and lets the printer count N as whole (FULL).
 template <int NT, int NV, typename T, int AMODE = kLdsmAtRunTime, int BMODE = kLdsmAtRunTime, bool FULL = false,
           int WARP0 = 0, int NREAD = 0, class Compute, class Store, class StorePair = NoPairStore>
 __device__ __forceinline__ void smem_gemm(int M, int N, int K, const T* A, int sam, int sak, const T* B, int sbk,
@@ -1008,31 +1009,13 @@ __device__ __forceinline__ void wait_exchange_barrier(uint64_t* bar, bool parity
   }
 }
 
-// The whole block past the phase of `parity` of an exchange's mbarrier, whose
-// bytes other blocks' st.async counted (a release at cluster scope each). Every
-// thread waits with acquire at cluster scope, and each warp's acquire is an L1
-// invalidation (CCTL.IVALL: 104 long-scoreboard samples of classification's
-// exchange under ncu). TK_EXCHANGE_ONE_WAITER (a probe knob): thread 0 alone
-// waits, and a block barrier passes what it acquired on to the other threads
-// (causality order is transitive through the barrier, as in a cooperative grid
-// sync's one thread a block). Refuted (perf-log step 117: online +0.14 µs a
-// step): the warps' invalidations overlap, and the wake-up then the barrier do not.
-__device__ __forceinline__ void wait_exchange_phase(uint64_t* bar, bool parity) {
-#ifdef TK_EXCHANGE_ONE_WAITER
-  if (threadIdx.x == 0) wait_exchange_barrier(bar, parity);
-  __syncthreads();
-#else
-  wait_exchange_barrier(bar, parity);
-#endif
-}
-
 // Every push of the other ranks into this block landed: a block barrier for its
 // pushes to itself, then the wait for the bytes of its chunk from the others.
 template <int CLUSTER>
 __device__ __forceinline__ void await_pushes(int n, int rank, uint64_t* bar, bool parity) {
   __syncthreads();
   if (threadIdx.x == 0) arrive_expect_tx(bar, (uint32_t)((CLUSTER - 1) * owned_count<CLUSTER>(n, rank) * 4));
-  wait_exchange_phase(bar, parity);
+  wait_exchange_barrier(bar, parity);
 }
 
 template <int CLUSTER, class Op, class Epi, class Copy = NoPublish>
@@ -1062,7 +1045,7 @@ __device__ __forceinline__ void exchange_async_published(float* recv, int n, int
   exchange_sum<CLUSTER, Op>(recv, n, rank, epi);
   __syncthreads();  // the owner's results in its own copies
   publish<CLUSTER, STEP>(rank * exchange_chunk<CLUSTER>(n), count, rank, copy);
-  wait_exchange_phase(pub, parity);  // every other owner's results in this block's copies
+  wait_exchange_barrier(pub, parity);  // every other owner's results in this block's copies
 }
 
 // ---------------------------------------------------------------------------
