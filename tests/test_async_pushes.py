@@ -29,8 +29,9 @@ def _w(name: str):
     return ODD.get(name, name)
 
 
-# Step 67's form on its own: the publish and the prefetched batch (steps 68 and 66) off.
-STEP_67 = dict(exchange_async_publish=False, prefetch_step_inputs=False)
+# Step 67's form on its own: the publish, the prefetched batch and the wide stores
+# (steps 68, 66 and 118) off.
+STEP_67 = dict(exchange_async_publish=False, prefetch_step_inputs=False, exchange_wide_stores=False)
 
 
 @pytest.fixture
@@ -125,7 +126,8 @@ def test_with_the_prefetched_batch_on_gpu(target_fields, name):
 
 @pytest.fixture
 def publish_on(target_fields):
-    target_fields(exchange_async_pushes=True, exchange_async_publish=True)
+    """Step 68's form: the wide stores (step 118, tests/test_exchange_wide_stores.py) off."""
+    target_fields(exchange_async_pushes=True, exchange_async_publish=True, exchange_wide_stores=False)
 
 
 def test_publish_on_by_default_and_nothing_without_async_pushes(target_fields):
@@ -144,8 +146,8 @@ def test_online_publishes_pairs_asynchronously(publish_on):
     assert "  __shared__ uint64_t tk_xbar[2];" in src and "tk::init_exchange_barriers(tk_xbar, 2);" in src
     assert ("tk::exchange_async_published<kCluster, 2, tk::SumOp>(part, 1024, rank, tk_xbar + 0, tk_xbar + 1, "
             "tk_odd, (!tk_more ? 4u : 0u) + 2u, [&](int e, float acc) {") in src
-    copy = src[src.index("// tk::store_async_b32: into the other ranks' copies"):].split("    });\n", 1)[0]
-    assert copy.count("if (!tk_more) tk::store_async_b32(&s") == 2 and copy.count("tk::store_async_b32(") == 3
+    copy = src[src.index("// tk::store_async_bytes: into the other ranks' copies"):].split("    });\n", 1)[0]
+    assert copy.count("if (!tk_more) tk::store_async_bytes<4>(&s") == 2 and copy.count("tk::store_async_bytes<4>(") == 3
     assert "((j) + 1)]" in copy
     assert "tk::publish" not in src and "tk::at_rank(" not in src
     assert src.count("tk::cluster_sync();") == 1 and src.index("tk::cluster_sync();") > src.index("for (int tk_s")

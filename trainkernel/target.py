@@ -556,6 +556,15 @@ class TargetOptions:
     # 50 x 100-300-10 -0.41 us a step; 33 x 100-300-7 +0.08 (falls back to
     # step 67's form: the same kernel; the call's noise).
     exchange_async_publish: bool = True
+    # An exchange's remote stores as wide as its layout allows (perf-log step
+    # 118): a split gemm's partials pushed in fragment pairs (8 bytes; the
+    # exchange's elements and each owner's chunk even), and the asynchronous
+    # publish in runs of up to 16 bytes a home (the run's elements in one row
+    # of every published home). Off: a 32-bit store each, the forms of steps
+    # 67 and 68. ncu of online 64 x 128-256-256-16 (run f6e2188-a): its two
+    # exchanges of 16,384 partials were 71% of the step's warp samples, ~1
+    # remote 32-bit store a cycle a block.
+    exchange_wide_stores: bool = True
     # A resident step's homes whose rows cp.async cannot copy (not 16-byte units:
     # odd widths, 200-byte rows) go through registers, one global round trip per
     # iteration of tk::stage_rows's loop (its next load is not hoisted above its

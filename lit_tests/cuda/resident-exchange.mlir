@@ -6,7 +6,7 @@
 // The step loop's barriers as they were before perf-log steps 63 and 65 (one
 // receive buffer, a cluster barrier between steps); double-receive.mlir checks
 // the default's.
-// RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident' -t 'cuda{double_receive=off step_block_barrier=off prefetch_inputs=off async_pushes=off async_publish=off cast_copies=off}' | filecheck %s
+// RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident' -t 'cuda{double_receive=off step_block_barrier=off prefetch_inputs=off async_pushes=off async_publish=off cast_copies=off wide_stores=off}' | filecheck %s
 
 // Every block must be running before another stores into its shared memory:
 // arrive at kernel start (after the prologue copies are issued), wait before

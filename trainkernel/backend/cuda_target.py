@@ -1949,16 +1949,20 @@ class ResidentBodyPrinter(BodyPrinter):
                              bar: str) -> None:
         """Close tk::exchange_async_published's epilogue lambda and print its copy
         lambda: elements var .. var + step - 1 of each published home into rank r's
-        copy as 32-bit st.async stores (a bf16 pair, or one fp32 element a store),
-        counted on r's publish mbarrier `bar`."""
+        copy as st.async stores of 4, 8 or 16 bytes (tk::store_async_bytes; a run
+        of more than 16 bytes of a wider home in several; without
+        target.exchange_wide_stores, 4 bytes a store), counted on r's publish
+        mbarrier `bar`."""
         outer = self.indent[:-2]
-        self.out.write(outer + f"}}, [&](int r, int {var}) {{  // tk::store_async_b32: into the other ranks' copies\n")
+        self.out.write(outer + f"}}, [&](int r, int {var}) {{  // tk::store_async_bytes: into the other ranks' copies\n")
         for text in index_decls:
             self.line(text)
         for place, index, guard in self.published:
-            for d in range(step if esize[place.ptr] == 4 else 1):
+            run = step * esize[place.ptr]
+            each = min(run, tile.SMEM_ALIGNMENT) if TARGET.exchange_wide_stores else 4
+            for d in range(0, step, each // esize[place.ptr]):
                 at = place.address(index if d == 0 else index[:-1] + [f"({index[-1]}) + {d}"])
-                self.line(f"{guard}tk::store_async_b32(&{place.ptr}[{at}], r, tk::bits32(&{place.ptr}[{at}]), {bar});")
+                self.line(f"{guard}tk::store_async_bytes<{each}>(&{place.ptr}[{at}], r, {bar});")
         self.out.write(outer + "});\n")
 
     def close_exchange(self, index_decls: list[str], var: str) -> None:
@@ -2785,12 +2789,23 @@ class ResidentPrinter(CudaPrinter):
         """Static shared memory of the exchanges' mbarriers (8 bytes each)."""
         return 8 * self.barriers
 
-    def _push(self, op: tile.TileWorkOp, args: str) -> str:
-        """A partial's push to its owner: a DSMEM store, or st.async to the owner's
-        mbarrier of this exchange (target.exchange_async_pushes)."""
+    def _push(self, op: tile.TileWorkOp, args: str, pair: bool = False) -> str:
+        """A partial's push to its owner (with `pair`, two adjacent partials'): a
+        DSMEM store, or st.async to the owner's mbarrier of this exchange
+        (target.exchange_async_pushes)."""
+        name = "_pair" if pair else ""
         if self.async_pushes:
-            return f"tk::push_async<kCluster>({args}, tk_xbar + {self.exchanges.index(op)})"
-        return f"tk::push_partial<kCluster>({args})"
+            return f"tk::push_async{name}<kCluster>({args}, tk_xbar + {self.exchanges.index(op)})"
+        return f"tk::push_partial{name}<kCluster>({args})"
+
+    def _pair_pushes(self, n: int, cols: int) -> bool:
+        """Whether a split gemm pushes its fragments' column pairs as one 8-byte
+        store (target.exchange_wide_stores): smem_gemm's pairs start at even
+        columns, so with `cols` (the product's columns) even both elements of a
+        pair are consecutive partials, and with each owner's chunk of the
+        exchange's `n` even they share an owner and an 8-byte aligned slot
+        (receive buffers start SMEM_ALIGNMENT-aligned)."""
+        return TARGET.exchange_wide_stores and cols % 2 == 0 and ceil_div(n, self.cluster) % 2 == 0
 
     @contextmanager
     def _buffered(self, *printers: BodyPrinter) -> Iterator[io.StringIO]:
@@ -2838,12 +2853,17 @@ class ResidentPrinter(CudaPrinter):
             bp.close_exchange(index_decls, var)
 
     def _publish_step(self, bp: "ResidentBodyPrinter", n: int) -> int | None:
-        """Elements a st.async store of the publish carries (target.exchange_async_publish):
-        1 where every published home is fp32, 2 where one is bf16/f16 (a pair: the
-        exchange's elements, each owner's chunk, every home's rows and row pitch
-        even, so that a pair is one aligned 32-bit word of one row), None where the
-        publish keeps tk::publish and the cluster barrier (no published home, a
-        store into another rank's split slice, or a layout that does not pair)."""
+        """Elements a call of the asynchronous publish's copy carries
+        (target.exchange_async_publish), each home's run of them in st.async
+        stores of 4, 8 or 16 bytes: 1 where every published home is fp32, 2 where
+        one is bf16/f16 (a pair: one 32-bit word), and with
+        target.exchange_wide_stores the longest run of at most 16 bytes in the
+        narrowest home that the layout allows (the exchange's elements, each
+        owner's chunk, every home's rows and row pitch multiples of it, so that
+        a run lies in one row, aligned for its bytes: homes start
+        SMEM_ALIGNMENT-aligned). None where the publish keeps tk::publish and
+        the cluster barrier (no published home, a store into another rank's
+        split slice, or a layout that takes no run of 32-bit words)."""
         if not (TARGET.exchange_async_publish and self.async_pushes and bp.published) or bp.remote_split_stores:
             return None
         if any(g and _guard_condition(g) is None for _, _, g in bp.published):
@@ -2851,12 +2871,18 @@ class ResidentPrinter(CudaPrinter):
         sizes = {self.home_esize[pl.ptr] for pl, _, _ in bp.published}
         if not sizes <= {2, 4} or any(pl.local_strides()[-1] != 1 for pl, _, _ in bp.published):
             return None
-        if 2 not in sizes:
-            return 1
-        if n % 2 or ceil_div(n, self.cluster) % 2 or any(
-                pl.shape[-1] % 2 or any(st % 2 for st in pl.local_strides()[:-1]) for pl, _, _ in bp.published):
-            return None
-        return 2
+
+        def runs(step: int) -> bool:
+            return n % step == 0 and ceil_div(n, self.cluster) % step == 0 and all(
+                pl.shape[-1] % step == 0 and all(st % step == 0 for st in pl.local_strides()[:-1])
+                for pl, _, _ in bp.published)
+
+        least = 4 // min(sizes)
+        widest = tile.SMEM_ALIGNMENT // min(sizes) if TARGET.exchange_wide_stores else least
+        step = widest
+        while step > least and not runs(step):
+            step //= 2
+        return step if step == 1 or runs(step) else None
 
     def exchange_start(self, op: tile.TileWorkOp) -> None:
         """Before the first push: every block of the cluster has started."""
@@ -3240,7 +3266,13 @@ class ResidentPrinter(CudaPrinter):
             open_constant()
             self.w(f"    tk::smem_gemm<kThreads, 1, {t}{modes}>({m}, {n}, {kl}, {a_ptr}, {sam}, {sak}, {b_ptr}, {sbk}, {sbn},")
             self.w("      [&](int i, int j, float acc, float* vals) { vals[0] = acc; },")
-            self.w(f"      [&](int i, int j, const float* vals) {{ {self._push(op, f'part, {m * n}, i * {n} + j, vals[0], rank')}; }});")
+            push = self._push(op, f'part, {m * n}, i * {n} + j, vals[0], rank')
+            if self._pair_pushes(m * n, n):
+                pair = self._push(op, f'part, {m * n}, i * {n} + j, va[0], vb[0], rank', pair=True)
+                self.w(f"      [&](int i, int j, const float* vals) {{ {push}; }},")
+                self.w(f"      [&](int i, int j, const float* va, const float* vb) {{ {pair}; }});")
+            else:
+                self.w(f"      [&](int i, int j, const float* vals) {{ {push}; }});")
             if close:
                 self.w(close)
             index = f"const int i = e / {n}, j = e % {n};"
@@ -3652,7 +3684,8 @@ class CudaTarget(Target):
     step's batch staged during the step (target.prefetch_step_inputs);
     `async_pushes`, an exchange's pushes as st.async to the owner's mbarrier
     (target.exchange_async_pushes); `async_publish`, its publish too
-    (target.exchange_async_publish); `cast_copies`, casts of state carried in
+    (target.exchange_async_publish); `wide_stores`, an exchange's pushes in pairs and
+    its publish in runs of up to 16 bytes (target.exchange_wide_stores); `cast_copies`, casts of state carried in
     two copies where their own home cannot carry them (target.carried_cast_copies);
     `producer_calls`, a grid kernel's wgmma producers called out of line
     (target.wgmma_producer_calls); `reduce_tails`, a grid reduction's last
@@ -3699,6 +3732,7 @@ class CudaTarget(Target):
     rounded_bits: str = "target"
     async_pushes: str = "target"
     async_publish: str = "target"
+    wide_stores: str = "target"
     cast_copies: str = "target"
     producer_calls: str = "target"
     reduce_tails: str = "target"
@@ -3724,7 +3758,8 @@ class CudaTarget(Target):
               "prefetch_inputs": "prefetch_step_inputs", "prefetch_small": "prefetch_small_units",
               "preissue": "preissue_ready_operands", "rounded_bits": "store_rounded_bits",
               "async_pushes": "exchange_async_pushes",
-              "async_publish": "exchange_async_publish", "cast_copies": "carried_cast_copies",
+              "async_publish": "exchange_async_publish", "wide_stores": "exchange_wide_stores",
+              "cast_copies": "carried_cast_copies",
               "producer_calls": "wgmma_producer_calls", "reduce_tails": "batched_reduce_tails",
               "grid_casts": "grid_carried_casts", "shared_fixup": "split_k_shared_fixup",
               "prefetch_maps": "prefetch_tensor_maps", "grid_pdl": "grid_programmatic_launch",

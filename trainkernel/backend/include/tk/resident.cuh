@@ -46,6 +46,11 @@
 //   push_async<CLUSTER>(..., bar), exchange_async<CLUSTER, Op>(..., bar, parity, epi[, copy])
 //       the same with the pushes as st.async to the owner's mbarrier, waited
 //       on by the owner instead of a first cluster barrier.
+//   push_partial_pair<CLUSTER>(..., e, a, b, rank), push_async_pair<CLUSTER>(..., bar)
+//       partials e and e + 1 in one 8-byte store (e and the chunk even).
+//   store_async_bytes<BYTES>(local, rank, bar)
+//       4, 8 or 16 bytes of this block's shared memory into the same place in
+//       block `rank`, one st.async counted on rank's copy of the mbarrier `bar`.
 //
 // All functions are called by every thread of the block (they may contain
 // barriers); 1-D blocks of NT threads.
@@ -992,6 +997,56 @@ __device__ __forceinline__ void push_async(float* recv, int n, int e, float v, i
     *slot = v;
   else
     store_async_b32(slot, owner, __float_as_uint(v), bar);
+}
+
+// ---------------------------------------------------------------------------
+// Wide exchange stores (target.exchange_wide_stores, perf-log step 118)
+// ---------------------------------------------------------------------------
+// A 32-bit st.async a lane: online 64 x 128-256-256-16's two exchanges of
+// 16,384 partials took 12 us each (25,000 cycles, ~1 remote store a cycle a
+// block, ncu: short scoreboard on STAS). The same bytes in 8- and 16-byte
+// stores are half or a quarter of the instructions.
+
+// BYTES (4, 8 or 16; `local` aligned to them) at `local` into their counterpart in
+// block `rank`, counted on the counterpart of `bar` there.
+template <int BYTES>
+__device__ __forceinline__ void store_async_bytes(const void* local, int rank, uint64_t* bar) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "st.async moves 4, 8 or 16 bytes");
+  if constexpr (BYTES == 4) {
+    store_async_b32(local, rank, *static_cast<const uint32_t*>(local), bar);
+  } else if constexpr (BYTES == 8) {
+    const uint2 v = *static_cast<const uint2*>(local);
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];\n"
+                 ::"r"(map_rank(cta_u32(local), rank)), "r"(v.x), "r"(v.y), "r"(map_rank(cta_u32(bar), rank))
+                 : "memory");
+  } else {
+    const uint4 v = *static_cast<const uint4*>(local);
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];\n"
+                 ::"r"(map_rank(cta_u32(local), rank)), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w),
+                 "r"(map_rank(cta_u32(bar), rank)) : "memory");
+  }
+}
+
+// Partials e and e + 1 (e even, the chunk even: one owner, an 8-byte aligned slot)
+// in one store: push_partial's and push_async's pair.
+template <int CLUSTER>
+__device__ __forceinline__ void push_partial_pair(float* recv, int n, int e, float a, float b, int rank) {
+  const int chunk = exchange_chunk<CLUSTER>(n), owner = e / chunk;
+  *reinterpret_cast<float2*>(at_rank(recv, owner) + rank * chunk + (e - owner * chunk)) = make_float2(a, b);
+}
+
+template <int CLUSTER>
+__device__ __forceinline__ void push_async_pair(float* recv, int n, int e, float a, float b, int rank,
+                                                uint64_t* bar) {
+  const int chunk = exchange_chunk<CLUSTER>(n), owner = e / chunk;
+  float* slot = recv + rank * chunk + (e - owner * chunk);
+  if (owner == rank) {
+    *reinterpret_cast<float2*>(slot) = make_float2(a, b);
+  } else {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];\n"
+                 ::"r"(map_rank(cta_u32(slot), owner)), "r"(__float_as_uint(a)), "r"(__float_as_uint(b)),
+                 "r"(map_rank(cta_u32(bar), owner)) : "memory");
+  }
 }
 
 // Every thread waits for the phase of `parity` to complete. A phase that never
