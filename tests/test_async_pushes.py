@@ -146,8 +146,8 @@ def test_online_publishes_pairs_asynchronously(publish_on):
     assert "  __shared__ uint64_t tk_xbar[2];" in src and "tk::init_exchange_barriers(tk_xbar, 2);" in src
     assert ("tk::exchange_async_published<kCluster, 2, tk::SumOp>(part, 1024, rank, tk_xbar + 0, tk_xbar + 1, "
             "tk_odd, (!tk_more ? 4u : 0u) + 2u, [&](int e, float acc) {") in src
-    copy = src[src.index("// tk::store_async_bytes: into the other ranks' copies"):].split("    });\n", 1)[0]
-    assert copy.count("if (!tk_more) tk::store_async_bytes<4>(&s") == 2 and copy.count("tk::store_async_bytes<4>(") == 3
+    copy = src[src.index("// tk::store_async_b32: into the other ranks' copies"):].split("    });\n", 1)[0]
+    assert copy.count("if (!tk_more) tk::store_async_b32(&s") == 2 and copy.count("tk::store_async_b32(") == 3
     assert "((j) + 1)]" in copy
     assert "tk::publish" not in src and "tk::at_rank(" not in src
     assert src.count("tk::cluster_sync();") == 1 and src.index("tk::cluster_sync();") > src.index("for (int tk_s")

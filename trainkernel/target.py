@@ -563,8 +563,9 @@ class TargetOptions:
     # of every published home). Off: a 32-bit store each, the forms of steps
     # 67 and 68. ncu of online 64 x 128-256-256-16 (run f6e2188-a): its two
     # exchanges of 16,384 partials were 71% of the step's warp samples, ~1
-    # remote 32-bit store a cycle a block.
-    exchange_wide_stores: bool = True
+    # remote 32-bit store a cycle a block. Off until the GPU has run it (the
+    # thirty-seventh session's device time ran out before).
+    exchange_wide_stores: bool = False
     # A resident step's homes whose rows cp.async cannot copy (not 16-byte units:
     # odd widths, 200-byte rows) go through registers, one global round trip per
     # iteration of tk::stage_rows's loop (its next load is not hoisted above its

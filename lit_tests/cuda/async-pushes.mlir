@@ -34,11 +34,11 @@
 // PUB:      __shared__ uint64_t tk_xbar[2];
 // PUB:      tk::init_exchange_barriers(tk_xbar, 2);
 // PUB:      tk::exchange_async_published<kCluster, 2, tk::SumOp>(part, 1024, rank, tk_xbar + 0, tk_xbar + 1, tk_odd, (!tk_more ? 4u : 0u) + 2u, [&](int e, float acc) {
-// PUB:      }, [&](int r, int e) {  // tk::store_async_bytes: into the other ranks' copies
+// PUB:      }, [&](int r, int e) {  // tk::store_async_b32: into the other ranks' copies
 // PUB-NEXT:   const int i = e / 16, j = e % 16;
-// PUB-NEXT:   if (!tk_more) tk::store_async_bytes<4>(&[[SQ:s[0-9]+]][(i)*20 + (j)], r, tk_xbar + 1);
-// PUB-NEXT:   if (!tk_more) tk::store_async_bytes<4>(&[[SQ]][(i)*20 + ((j) + 1)], r, tk_xbar + 1);
-// PUB-NEXT:   tk::store_async_bytes<4>(&[[DY:s[0-9]+]][(i)*24 + (j)], r, tk_xbar + 1);
+// PUB-NEXT:   if (!tk_more) tk::store_async_b32(&[[SQ:s[0-9]+]][(i)*20 + (j)], r, tk::bits32(&[[SQ]][(i)*20 + (j)]), tk_xbar + 1);
+// PUB-NEXT:   if (!tk_more) tk::store_async_b32(&[[SQ]][(i)*20 + ((j) + 1)], r,
+// PUB-NEXT:   tk::store_async_b32(&[[DY:s[0-9]+]][(i)*24 + (j)], r, tk::bits32(&[[DY]][(i)*24 + (j)]), tk_xbar + 1);
 // PUB-NEXT: });
 // PUB-NOT:  tk::publish
 // PUB:      tk::cluster_sync();  // no block leaves while another's publish may still be in flight

@@ -1949,20 +1949,26 @@ class ResidentBodyPrinter(BodyPrinter):
                              bar: str) -> None:
         """Close tk::exchange_async_published's epilogue lambda and print its copy
         lambda: elements var .. var + step - 1 of each published home into rank r's
-        copy as st.async stores of 4, 8 or 16 bytes (tk::store_async_bytes; a run
-        of more than 16 bytes of a wider home in several; without
-        target.exchange_wide_stores, 4 bytes a store), counted on r's publish
-        mbarrier `bar`."""
-        outer = self.indent[:-2]
-        self.out.write(outer + f"}}, [&](int r, int {var}) {{  // tk::store_async_bytes: into the other ranks' copies\n")
-        for text in index_decls:
-            self.line(text)
+        copy as st.async stores counted on r's publish mbarrier `bar`: 32-bit words
+        (tk::store_async_b32: an fp32 element, a bf16 pair), or with
+        target.exchange_wide_stores runs of 8 or 16 bytes (tk::store_async_bytes; a
+        run of more than 16 bytes of a wider home in several)."""
+        stores = []  # (guard, bytes a store, address)
         for place, index, guard in self.published:
             run = step * esize[place.ptr]
             each = min(run, tile.SMEM_ALIGNMENT) if TARGET.exchange_wide_stores else 4
             for d in range(0, step, each // esize[place.ptr]):
                 at = place.address(index if d == 0 else index[:-1] + [f"({index[-1]}) + {d}"])
-                self.line(f"{guard}tk::store_async_bytes<{each}>(&{place.ptr}[{at}], r, {bar});")
+                stores.append((guard, each, f"{place.ptr}[{at}]"))
+        words = all(each == 4 for _, each, _ in stores)
+        outer = self.indent[:-2]
+        name = "tk::store_async_b32" if words else "tk::store_async_bytes"
+        self.out.write(outer + f"}}, [&](int r, int {var}) {{  // {name}: into the other ranks' copies\n")
+        for text in index_decls:
+            self.line(text)
+        for guard, each, at in stores:
+            self.line(f"{guard}tk::store_async_b32(&{at}, r, tk::bits32(&{at}), {bar});" if words
+                      else f"{guard}tk::store_async_bytes<{each}>(&{at}, r, {bar});")
         self.out.write(outer + "});\n")
 
     def close_exchange(self, index_decls: list[str], var: str) -> None:
