@@ -50,14 +50,14 @@ def suite_source(name: str | Workload, inplace: bool = True, dtype: torch.dtype 
 
 
 def stepped(name: str | Workload, steps: int, seed: int,
-            dtype: torch.dtype = torch.bfloat16) -> tuple[str, list[torch.Tensor]]:
+            dtype: torch.dtype = torch.bfloat16, resident: str = "auto") -> tuple[str, list[torch.Tensor]]:
     """Compile a workload's (or twin's, or a Workload's) step in `dtype` as the target
-    now is and run `steps` launches on the GPU from its initial state over three
-    batches drawn with `seed`: (the kernel's source, the leaves of the last step's
-    outputs, state included)."""
+    now is (resident as `resident` says) and run `steps` launches on the GPU from its
+    initial state over three batches drawn with `seed`: (the kernel's source, the
+    leaves of the last step's outputs, state included)."""
     w = _workload(name)
     batches = w.make_batches(3, seed=seed, device="cuda", dtype=dtype)
-    c = trainkernel.compile_training(w.make_step(dtype), w.example_args(dtype=dtype))
+    c = trainkernel.compile_training(w.make_step(dtype), w.example_args(dtype=dtype), resident=resident)
     state = w.init_state(device="cuda")
     for t in range(steps):
         out = c(state, *batches[t % 3])
@@ -83,13 +83,14 @@ def same_bits_off_and_on(target_fields, field: str | tuple[str, ...], name: str 
 
 
 def looped(name: str | Workload, steps: int, seed: int,
-           dtype: torch.dtype = torch.bfloat16) -> tuple[str, list[torch.Tensor]]:
-    """Compile a workload's step as the target now is and run `steps` steps in ONE
-    launch (the step loop of `capture(steps=...)`) over three batches drawn with
-    `seed`: (the kernel's source, the state and the last step's other outputs)."""
+           dtype: torch.dtype = torch.bfloat16, resident: str = "auto") -> tuple[str, list[torch.Tensor]]:
+    """Compile a workload's step as the target now is (resident as `resident` says)
+    and run `steps` steps in ONE launch (the step loop of `capture(steps=...)`) over
+    three batches drawn with `seed`: (the kernel's source, the state and the last
+    step's other outputs)."""
     w = _workload(name)
     batches = w.make_batches(3, seed=seed, device="cuda", dtype=dtype)
-    c = trainkernel.compile_training(w.make_step(dtype), w.example_args(dtype=dtype))
+    c = trainkernel.compile_training(w.make_step(dtype), w.example_args(dtype=dtype), resident=resident)
     state = w.init_state(device="cuda")
     program = c.capture(state, *batches[0], steps=steps, batches=batches)
     assert program.launches == 1

@@ -24,7 +24,7 @@ PREPARED = dict(carried_cast_copies=True, batched_reduce_tails=True, wgmma_produ
                 grid_programmatic_launch=True, grid_last_launch_outputs=True, gemm_cluster_pairs=True)
 
 CASES = [  # (workload, batch, widths, dtype, resident, what the kernel must show)
-    ("online", 64, (128, 256, 256, 16), torch.bfloat16, "auto", "_next = "),  # three layers: copies
+    ("online", 64, (128, 256, 256, 16), torch.bfloat16, "force", "_next = "),  # three layers: copies
     ("online", 5, (33, 65, 10), torch.float16, "auto", "stage_rows<8>"),  # odd rows: batched copies
     ("mlp4", 130, (256, 264, 128, 72), torch.bfloat16, "off", ", true>(&p.maps"),  # grid, wgmma: producer calls
     ("online-adam", 9, (40, 72, 6), torch.bfloat16, "off", "the tail: its loads"),  # grid, odd: batched tails

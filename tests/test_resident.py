@@ -84,6 +84,43 @@ def test_too_large_stays_a_grid_kernel():
     assert kernel.cluster is None and kernel.arena_bytes.data > 0
 
 
+def _grid_kernel(name, sizes):
+    """The grid kernel tile-resident prices for the bf16 in-place step (its mode off)."""
+    w = WORKLOADS[name].with_sizes(sizes[0], sizes[1:])
+    c = trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False, resident="off")
+    module = parse_module(c.ir("tile"))
+    return next(op for op in module.ops if isinstance(op, tile.KernelOp))
+
+
+def test_an_exchange_is_priced_by_its_remote_stores():
+    """online 64 x 128-256-256-16 as a cluster of 8 (what it was before perf-log step
+    119): each of its two split products' exchanges of 16,384 partials costs a block
+    14,336 pushes and 7 x 1,024 words of its bf16 chunk published, the 21,504 remote
+    stores the phase timer put at ~11.6 us (run f6e2188-a)."""
+    from trainkernel.passes import tile_resident as tr
+    from trainkernel.target import DEFAULT
+
+    kernel = _grid_kernel("online", (64, 128, 256, 256, 16))
+    plan = next(p for p in tr.candidate_plans(tr.analyse(kernel))
+                if any(tr.is_partial(op, p.op_split[op]) for _, op in tr.tile_ops(kernel)))
+    placement = tr.place(kernel, plan, 8, DEFAULT.resident_costs)
+    partial = [op for _, op in tr.tile_ops(kernel) if tr.is_partial(op, plan.op_split[op])]
+    stores = sorted(tr.exchange_stores(op, tr._result_elems(op), 8, placement.homes) for op in partial)
+    assert stores[-2:] == [21504, 21504]
+    assert 9.0 < stores[-1] * DEFAULT.resident_costs.dsmem_store_us < 14.0
+
+
+def test_exchanges_heavier_than_the_grid_kernel_leave_a_grid_kernel():
+    """The same step: its exchanges put the cluster (estimated ~39 us; measured 37.4
+    as a cluster of 8) over the grid kernel's calibrated estimate (~23 us; mlp4, more
+    work, measured 25.2 a launch): a grid kernel. At batch 16 with hidden layers of
+    128 the exchanges are an eighth as large: resident."""
+    _, _, _, kernel, _ = _kernel_and_inputs("online", (64, 128, 256, 256, 16), torch.bfloat16)
+    assert kernel.cluster is None
+    _, _, _, kernel, _ = _kernel_and_inputs("online", (16, 64, 128, 128, 8), torch.bfloat16)
+    assert kernel.cluster is not None
+
+
 def test_resident_off_and_forced_grid_give_grid_kernels():
     w = WORKLOADS["tiny"]
     for kw in ({"resident": "off"}, {"grid": 4}):
@@ -234,7 +271,8 @@ def test_narrow_rows_of_a_gemm_operand_are_padded_to_16_bytes(dtype, cols):
 
 
 def _resident_source(w) -> str:
-    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False).cuda_source
+    return trainkernel.compile_training(w.make_step(torch.bfloat16), w.example_args(), build=False,
+                                        resident="force").cuda_source
 
 
 def test_a_narrow_head_reaches_the_ldmatrix_path(target_fields):
@@ -258,11 +296,14 @@ def test_narrow_rows_never_cost_the_other_homes_their_padding(target_fields):
     """online at 64 x 128-256-256-16 on 8 blocks fills 230 KB a block: its [256, 2]
     slices padded to 8 columns do not fit beside every other home's padding, and
     the placer keeps the others' padding rather than the narrow one's (the same
-    placement as without target.pad_narrow_gemm_rows)."""
+    placement as without target.pad_narrow_gemm_rows). (A grid kernel by the cost
+    model since perf-log step 119: resident here by force, on at most 8 blocks.)"""
     w = WORKLOADS["online"].with_sizes(64, (128, 256, 256, 16))
+    target_fields(max_cluster=8, clusters=(1, 2, 4, 8))
     on = _resident_source(w)
+    assert "constexpr int kCluster = 8;" in on
     assert "(64, 32, 128, s16, 136, 1," in on  # x's rows padded (128 -> 136)
-    target_fields(pad_narrow_gemm_rows=False)
+    target_fields(max_cluster=8, clusters=(1, 2, 4, 8), pad_narrow_gemm_rows=False)
     assert on == _resident_source(w)
 
 

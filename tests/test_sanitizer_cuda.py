@@ -158,11 +158,11 @@ def test_compute_sanitizer_on_the_step_loop_of_odd_shapes(tool: str, workload: s
 @pytest.mark.cuda
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
 def test_compute_sanitizer_on_the_step_loop_of_wide_exchanges(tool: str, tmp_path):
-    """Two hidden layers of 256 at batch 64 (a cluster of 8): two exchanges of 16,384
-    partials pushed in 8-byte pairs and published in 16-byte runs (target.exchange_wide_stores,
-    perf-log step 118):
-    the remote stores' extents, their byte counts on the mbarriers, the two parities."""
-    _step_loop_reports_nothing(tool, "online:64,128,256,256,16", tmp_path, TK_TARGET_FIELDS="exchange_wide_stores=1")
+    """Two hidden layers of 128 at batch 16 (resident): exchanges of 2,048 partials
+    pushed in 8-byte pairs and published in 16-byte runs (target.exchange_wide_stores,
+    perf-log step 118): the remote stores' extents, their byte counts on the
+    mbarriers, the two parities."""
+    _step_loop_reports_nothing(tool, "online:16,64,128,128,8", tmp_path, TK_TARGET_FIELDS="exchange_wide_stores=1")
 
 
 # Every grid-kernel switch prepared in the twenty-first session (perf-log steps

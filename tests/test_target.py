@@ -40,7 +40,7 @@ def test_h200_defaults_are_the_figures_of_gpu_md():
     assert h.gemm_tile("mma.bf16") == (64, 64, 32) and h.gemm_tile("simt.f32") == (64, 64, 16)
     assert (h.smem_per_block, h.smem_alignment, h.max_cluster, h.max_portable_cluster) == (227 * 1024, 16, 16, 8)
     assert h.grid_costs.sync_us("grid") == 1.1 and h.grid_costs.sync_us("block") == 0.05
-    assert h.resident_costs.smem_budget == 226 * 1024 and h.resident_costs.grid_calibration == 4.0
+    assert h.resident_costs.smem_budget == 226 * 1024 and h.resident_costs.grid_calibration == 2.0
     with pytest.raises(dataclasses.FrozenInstanceError):
         h.threads = 256  # type: ignore[misc]
     with pytest.raises(ValueError, match="unknown target 'b200'; targets are h200"):

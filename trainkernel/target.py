@@ -179,14 +179,22 @@ class GridCosts:
 class ResidentCosts:
     """Microseconds and bytes per microsecond on an H200 (../shared/GPU.md,
     docs/perf-log.md). `grid_calibration` scales sched-to-tile's grid estimate
-    by what the harness measured against it (2.4x-6.4x, median ~4)."""
+    by what the harness measured against it: 4 fitted to the mma.sync kernels
+    of 2026-12-01 (2.4x-6.4x, median ~4); 2 since the wgmma kernels (harness at
+    f6e2188, a launch a step over the raw estimate: small 1.75, mlp4 1.51,
+    medium 2.34, large 2.75, geometric mean 2.0; perf-log step 119)."""
 
     launch_us: float = 1.3  # a launch that loads and stores a few KB
     cluster_launch_us: float = 0.2  # extra for a cluster launch
     sm_bytes_per_us: float = 90e3  # one SM's load/store bandwidth
     block_sync_us: float = 0.02
     cluster_sync_us: float = 0.3
-    dsmem_bytes_per_us: float = 200e3
+    # A remote 32-bit store of an exchange (push or publish), a block's: online
+    # 64 x 128-256-256-16's exchanges of 16,384 partials, 21,504 of them a block in
+    # ~11.6 us (phase timer and ncu, run f6e2188-a: ~1 a cycle, short scoreboard on
+    # st.async; perf-log step 119). Was 200 GB/s of pushes over the cluster, no
+    # term for the publish: a third of the measured time.
+    dsmem_store_us: float = 0.54e-3
     op_overhead_us: float = 0.15  # loop set-up and the latency of one op's first loads
     mma_flop_per_us: float = 1.0e6  # mma.sync from shared memory, one SM
     simt_flop_per_us: float = 0.1e6
@@ -212,7 +220,7 @@ class ResidentCosts:
     # the kernel's static arrays (reduction scratch: 256 bytes). At 220 KiB
     # classification-adamw-ce could not pad its gemm operands (perf-log step 32).
     smem_budget: int = 226 * 1024
-    grid_calibration: float = 4.0
+    grid_calibration: float = 2.0
 
 
 @dataclass(frozen=True)

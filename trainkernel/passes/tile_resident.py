@@ -590,6 +590,21 @@ def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts
     return Placement(cluster, homes, scratch, smem, est, pitch)
 
 
+def exchange_stores(op: tile.TileWorkOp, n: int, cluster: int, homes) -> int:
+    """The remote 32-bit stores a block of `cluster` issues in the exchange of a
+    split op's `n` partials: its pushes of the partials other ranks own, and the
+    publish of its own chunk of each replicated home the epilogue stores (`homes`:
+    root buffer -> (offset, split)) into the other ranks' copies."""
+    chunk = ceil_div(n, cluster)
+    stores = n - chunk
+    for v in op.outs:
+        r = sched.root_buffer(v)
+        if r in homes and homes[r][1] == -1:
+            shape = _shape(r)
+            stores += (cluster - 1) * ceil_div(chunk * sched.nbytes(r.type) // max(numel(shape), 1), 4)
+    return stores
+
+
 def estimate(kernel, plan: Plan, cluster: int, homes, costs: ResidentCosts, last_phase: int) -> float:
     n_in = kernel.num_inputs.data
     t = costs.launch_us + (costs.cluster_launch_us if cluster > 1 else 0.0)
@@ -617,7 +632,8 @@ def estimate(kernel, plan: Plan, cluster: int, homes, costs: ResidentCosts, last
             t += work / costs.elem_ops_per_us
         if cluster > 1 and is_partial(op, split):
             n = _result_elems(op)
-            t += 2 * costs.cluster_sync_us + cluster * 4 * n / costs.dsmem_bytes_per_us + n / costs.elem_ops_per_us
+            t += 2 * costs.cluster_sync_us + exchange_stores(op, n, cluster, homes) * costs.dsmem_store_us \
+                + n / costs.elem_ops_per_us
         for v in op.outs:
             r = sched.root_buffer(v)
             if isinstance(r, BlockArgument):
