@@ -165,6 +165,16 @@ def test_compute_sanitizer_on_the_step_loop_of_wide_exchanges(tool: str, tmp_pat
     _step_loop_reports_nothing(tool, "online:16,64,128,128,8", tmp_path, TK_TARGET_FIELDS="exchange_wide_stores=1")
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
+@pytest.mark.parametrize("workload", ["online", "classification"])
+def test_compute_sanitizer_on_the_step_loop_with_late_prefetch(tool: str, workload: str, tmp_path):
+    """The next step's batch copied after the step's first product phase
+    (target.prefetch_copies_after_work, perf-log step 120), three steps in one launch:
+    the copies into the other parity's homes while the step's phases run."""
+    _step_loop_reports_nothing(tool, workload, tmp_path, TK_TARGET_FIELDS="prefetch_copies_after_work=1")
+
+
 # Every grid-kernel switch prepared in the twenty-first session (perf-log steps
 # 76-83) with those before it (74, 75, 70): casts carried through a chain of
 # launches (parity copies, their tensor maps), the loss from column partials on a

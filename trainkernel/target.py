@@ -503,6 +503,14 @@ class TargetOptions:
     # Measured (run ab0ea49-h100-a, with the copies as they were): classification
     # -0.19, online-adam -0.11, tiny -0.04 us a step, the rest within noise.
     prefetch_pointers_first: bool = True
+    # With prefetch_step_inputs (not prefetch_step_pointers nor bulk rows): the
+    # next step's input pointers loaded at the step's start as now, their copies
+    # issued after the step's first phase with a product instead of right away,
+    # so that the pointers' global round trip overlaps that phase instead of
+    # every thread waiting for it before the step's work (ncu of classification,
+    # run f6e2188-a: 4.8% of the step's warp samples, long scoreboard on the
+    # copies' address arithmetic; perf-log step 120). Off until measured.
+    prefetch_copies_after_work: bool = False
     # A resident kernel's staging loops with its block size a compile-time constant
     # (TK_BLOCK_THREADS; tk::for_each_row_unit unrolls a thread's copies at constant
     # offsets where a row's units divide the block, else strides by a constant).

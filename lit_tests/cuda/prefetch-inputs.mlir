@@ -12,12 +12,17 @@
 // (target.prefetch_bulk_rows, off by default): the next step's rows of 16-byte units
 // by tk::stage_rows_bulk on the mbarrier tk_inbar, one arrival after the last
 // home, and a later step's staging wait waits on the phase of the step before.
+// late_prefetch (target.prefetch_copies_after_work, off by default): the pointers are
+// loaded where the copies were, and the copies wait until the barrier that closes the
+// step's first phase with a product (phase 1 here), so that the pointers' round trip
+// overlaps that phase; nothing of the step's own staging moves.
 // Off: the batch is staged at every step's start into its one home.
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off cast_copies=off}' | filecheck %s --check-prefix=ON
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=off cast_copies=off}' | filecheck %s --check-prefix=OFF
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointers_first=off constant_threads=off cast_copies=off}' | filecheck %s --check-prefix=LATE
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off constant_threads=on cast_copies=off}' | filecheck %s --check-prefix=CONST
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off bulk_rows=on cast_copies=off}' | filecheck %s --check-prefix=BULK
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off late_prefetch=on cast_copies=off}' | filecheck %s --check-prefix=AFTER
 
 // ON:       #define TK_BLOCK_THREADS
 // ON-NOT:   tk_inbar
@@ -70,3 +75,21 @@
 // BULK-NEXT:    tk::stage_bulk_arrive(&tk_inbar);
 // BULK-NEXT:  }
 // BULK-NOT:   tk::stage_wait();
+
+// AFTER:      tk::stage_wait();
+// AFTER-NEXT: void* tk_from[2];  // the next step's pointers, copied from after a phase's work
+// AFTER-NEXT: if (tk_more) {
+// AFTER-NEXT:   tk_from[0] = tk_next[0];
+// AFTER-NEXT:   tk_from[1] = tk_next[1];
+// AFTER-NEXT: }
+// AFTER-NEXT: // ---- phase 0
+// AFTER-NOT:  tk::stage_rows(
+// AFTER:      // ---- phase 1
+// AFTER:      tk::smem_gemm<
+// AFTER-NOT:  // ---- phase
+// AFTER:      __syncthreads();
+// AFTER-NEXT: if (tk_more) {  // the next step's batch, in flight through the rest of this step (plan_prefetched_inputs)
+// AFTER-NEXT:   tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? 64704 : 67776)), ((__nv_bfloat16*)tk_from[1]), 64, 16, 16LL, 24);
+// AFTER-NEXT:   tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? 0 : 70848)), ((__nv_bfloat16*)tk_from[0]), 64, 128, 128LL, 136);
+// AFTER-NEXT: }
+// AFTER-NEXT: // ---- phase 2

@@ -2196,8 +2196,18 @@ class ResidentPrinter(CudaPrinter):
     def prefetch_next_inputs(self, column: dict) -> None:
         """The copies of plan_prefetched_inputs: the next step's batch (its row of
         tk_next) into the copy of the other parity, after this step's staging wait
-        (a later wait, the next step's, is the one that waits for them)."""
+        (a later wait, the next step's, is the one that waits for them). With
+        `late_copies` (target.prefetch_copies_after_work) only the row's pointers
+        are loaded here, and copy_next_inputs prints the copies after a phase."""
         if not self.prefetched:
+            return
+        if self.late_copies:
+            cols = sorted({column[h.source] for h in self.prefetched})
+            self.w(f"  void* tk_from[{max(cols) + 1}];  // the next step's pointers, copied from after a phase's work")
+            self.w("  if (tk_more) {")
+            for c in cols:
+                self.w(f"    tk_from[{c}] = tk_next[{c}];")
+            self.w("  }")
             return
         self.w("  if (tk_more) {  // the next step's batch, in flight through this step (plan_prefetched_inputs)")
         row = "tk_next"
@@ -2211,6 +2221,17 @@ class ResidentPrinter(CudaPrinter):
             for c in cols:
                 self.w(f"    tk_from[{c}] = tk_next[{c}];")
             row = "tk_from"
+        self._next_input_copies(column, row)
+        self.w("  }")
+
+    def copy_next_inputs(self, column: dict) -> None:
+        """With `late_copies`: the next step's copies from the pointers that
+        prefetch_next_inputs loaded (their round trip overlapped a phase's work)."""
+        self.w("  if (tk_more) {  // the next step's batch, in flight through the rest of this step (plan_prefetched_inputs)")
+        self._next_input_copies(column, "tk_from")
+        self.w("  }")
+
+    def _next_input_copies(self, column: dict, row: str) -> None:
         for home, (even, odd) in self.prefetched.items():
             ct = c_type(home.result.type)
             nxt, rows, row_elems, src_stride, dst_stride, _, _ = self.stage_args(
@@ -2224,7 +2245,25 @@ class ResidentPrinter(CudaPrinter):
                    f"{row_elems}, {src_stride}, {dst_stride}{bar});")
         if self.bulk_rows:
             self.w("    tk::stage_bulk_arrive(&tk_inbar);")
-        self.w("  }")
+
+    def _late_copies_phase(self) -> int | None:
+        """The phase after whose closing barrier the next step's copies go
+        (target.prefetch_copies_after_work): the first with a product that a
+        barrier closes; None (the copies right after the staging wait) where
+        the switch is off, nothing is prefetched, the pointers come a step ahead
+        or by bulk copies, or no such phase exists."""
+        if not (TARGET.prefetch_copies_after_work and self.prefetched) or self.pointer_rows or self.bulk_rows:
+            return None
+        phase = 0
+        gemm = False
+        for op in self.kernel.block.ops:
+            if isinstance(op, tile.SyncOp):
+                if gemm:
+                    return phase
+                phase += 1
+            elif isinstance(op, tile.GemmOp):
+                gemm = True
+        return None
 
     def print(self) -> str:
         k = self.kernel
@@ -2365,6 +2404,8 @@ class ResidentPrinter(CudaPrinter):
             self.w("  if (tk_first && !tk_more) tk::cluster_wait();  // one step: rank 0 stores what the others stage")
         elif prologue_sync == "single":
             self.w("  if (tk_first && !tk_more) tk::cluster_sync();  // one step: rank 0 stores what the others stage")
+        late = self._late_copies_phase()
+        self.late_copies = late is not None
         self.prefetch_next_inputs(column)
         if timer:
             self.w("  tk_t[1] = clock64();")
@@ -2376,6 +2417,8 @@ class ResidentPrinter(CudaPrinter):
         for op in k.block.ops:
             if isinstance(op, tile.SyncOp):
                 self.w(f"  {idle.get(phase, '')}__syncthreads();")
+                if phase == late:
+                    self.copy_next_inputs(column)
                 phase += 1
                 self.w(f"  // ---- phase {phase}")
             elif isinstance(op, tile.TileWorkOp):
@@ -3718,7 +3761,9 @@ class CudaTarget(Target):
     pointers all read before its copies (target.prefetch_pointers_first);
     `constant_threads`, the block size a constant of the staging loops
     (target.stage_constant_threads); `bulk_rows`, the next step's batch rows
-    by bulk copies (target.prefetch_bulk_rows).
+    by bulk copies (target.prefetch_bulk_rows); `late_prefetch`, the next step's
+    copies after the step's first phase with a product
+    (target.prefetch_copies_after_work).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -3754,6 +3799,7 @@ class CudaTarget(Target):
     pointers_first: str = "target"
     constant_threads: str = "target"
     bulk_rows: str = "target"
+    late_prefetch: str = "target"
     stage_loads: int = 0
 
     # option -> the target field it sets
@@ -3772,7 +3818,8 @@ class CudaTarget(Target):
               "last_outputs": "grid_last_launch_outputs", "keep_own": "split_k_keep_own_partial",
               "tagged": "split_k_tagged_partials", "prefetch_pointers": "prefetch_step_pointers",
               "column_lanes": "resident_column_lanes", "pointers_first": "prefetch_pointers_first",
-              "constant_threads": "stage_constant_threads", "bulk_rows": "prefetch_bulk_rows"}
+              "constant_threads": "stage_constant_threads", "bulk_rows": "prefetch_bulk_rows",
+              "late_prefetch": "prefetch_copies_after_work"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}
 
