@@ -45,6 +45,9 @@ ODD = [
     # every product (200 rows, widths 520, 1000, 56): whole tiles take the row walk
     # without bounds tests and edge tiles the guarded one, tile by tile (perf-log step 22).
     ("small", (200, 520, 1000, 56)),
+    # Two hidden layers of 256 at batch 64: a grid kernel since perf-log step 119's
+    # cost model (its exchanges made the cluster of 8 slower, 37.4 us measured).
+    ("online", (64, 128, 256, 256, 16)),
 ]
 
 
