@@ -892,7 +892,8 @@ __device__ __forceinline__ void push_partial(float* recv, int n, int e, float v,
 // `count` threads (the chunk: 64 of online's 256); storing into every rank
 // there made each of them issue CLUSTER remote stores a home, one after another.
 // STEP: elements copy(r, e) stores at once (e, e + 1, ...: exchange_async_published's
-// 32-bit words), `count` a multiple of it.
+// 32-bit words, or runs of up to 16 bytes with target.exchange_wide_stores), `count`
+// a multiple of it.
 template <int CLUSTER, int STEP = 1, class Copy>
 __device__ __forceinline__ void publish(int lo, int count, int rank, Copy copy) {
   const int units = count / STEP;
