@@ -65,9 +65,11 @@ def test_online_pushes_asynchronously_and_waits_on_its_mbarrier(async_on, target
 
 
 def test_each_exchange_has_its_own_mbarrier(async_on):
+    """(How many exchanges the step has is the cost model's choice: 3 on 4 blocks
+    before perf-log step 119, 6 on 8 since.)"""
     src = _source(_w("adamw-9"))
     n = src.count("tk::exchange_async<")
-    assert n == 3 and f"  __shared__ uint64_t tk_xbar[{n}];" in src
+    assert n >= 2 and f"  __shared__ uint64_t tk_xbar[{n}];" in src
     for i in range(n):
         assert f"tk_xbar + {i}, tk_odd" in src
 
