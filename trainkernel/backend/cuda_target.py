@@ -2202,12 +2202,7 @@ class ResidentPrinter(CudaPrinter):
         if not self.prefetched:
             return
         if self.late_copies:
-            cols = sorted({column[h.source] for h in self.prefetched})
-            self.w(f"  void* tk_from[{max(cols) + 1}];  // the next step's pointers, copied from after a phase's work")
-            self.w("  if (tk_more) {")
-            for c in cols:
-                self.w(f"    tk_from[{c}] = tk_next[{c}];")
-            self.w("  }")
+            self._load_next_pointers(column, at_step_scope=True)
             return
         self.w("  if (tk_more) {  // the next step's batch, in flight through this step (plan_prefetched_inputs)")
         row = "tk_next"
@@ -2216,13 +2211,26 @@ class ResidentPrinter(CudaPrinter):
             row = "tk_row"
         elif TARGET.prefetch_pointers_first and len({h.source for h in self.prefetched}) > 1:
             # Every pointer before any copy (target.prefetch_pointers_first): one round trip.
-            cols = sorted({column[h.source] for h in self.prefetched})
-            self.w(f"    void* tk_from[{max(cols) + 1}];")
-            for c in cols:
-                self.w(f"    tk_from[{c}] = tk_next[{c}];")
+            self._load_next_pointers(column)
             row = "tk_from"
         self._next_input_copies(column, row)
         self.w("  }")
+
+    def _load_next_pointers(self, column: dict, at_step_scope: bool = False) -> None:
+        """tk_from: the next step's pointers of the prefetched homes, all loaded
+        from tk_next before any copy uses one; inside prefetch_next_inputs' tk_more
+        block, or (late_copies) declared at the step's scope with the loads under a
+        tk_more test of their own."""
+        cols = sorted({column[h.source] for h in self.prefetched})
+        if at_step_scope:
+            self.w(f"  void* tk_from[{max(cols) + 1}];  // the next step's pointers, copied from after a phase's work")
+            self.w("  if (tk_more) {")
+        else:
+            self.w(f"    void* tk_from[{max(cols) + 1}];")
+        for c in cols:
+            self.w(f"    tk_from[{c}] = tk_next[{c}];")
+        if at_step_scope:
+            self.w("  }")
 
     def copy_next_inputs(self, column: dict) -> None:
         """With `late_copies`: the next step's copies from the pointers that

@@ -48,6 +48,7 @@ from xdsl.ir import BlockArgument, SSAValue
 from xdsl.passes import ModulePass
 
 from trainkernel.dialects import sched, tile, tk
+from trainkernel.elements import byte_size
 from trainkernel.target import DEFAULT, ResidentCosts, TargetOptions, pass_switched_on, pass_target
 from trainkernel.util import align_up, ceil_div, numel
 
@@ -600,8 +601,7 @@ def exchange_stores(op: tile.TileWorkOp, n: int, cluster: int, homes) -> int:
     for v in op.outs:
         r = sched.root_buffer(v)
         if r in homes and homes[r][1] == -1:
-            shape = _shape(r)
-            stores += (cluster - 1) * ceil_div(chunk * sched.nbytes(r.type) // max(numel(shape), 1), 4)
+            stores += (cluster - 1) * ceil_div(chunk * byte_size(r.type), 4)
     return stores
 
 

@@ -1008,6 +1008,13 @@ __device__ __forceinline__ void push_async(float* recv, int n, int e, float v, i
 // block, ncu: short scoreboard on STAS). The same bytes in 8- and 16-byte
 // stores are half or a quarter of the instructions.
 
+// Two 32-bit words into `local`'s counterpart in block `rank` (8-byte aligned),
+// counted (8 bytes) on the counterpart of `bar` there: store_async_b32's pair.
+__device__ __forceinline__ void store_async_v2(const void* local, int rank, uint32_t x, uint32_t y, uint64_t* bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];\n"
+               ::"r"(map_rank(cta_u32(local), rank)), "r"(x), "r"(y), "r"(map_rank(cta_u32(bar), rank)) : "memory");
+}
+
 // BYTES (4, 8 or 16; `local` aligned to them) at `local` into their counterpart in
 // block `rank`, counted on the counterpart of `bar` there.
 template <int BYTES>
@@ -1017,9 +1024,7 @@ __device__ __forceinline__ void store_async_bytes(const void* local, int rank, u
     store_async_b32(local, rank, *static_cast<const uint32_t*>(local), bar);
   } else if constexpr (BYTES == 8) {
     const uint2 v = *static_cast<const uint2*>(local);
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];\n"
-                 ::"r"(map_rank(cta_u32(local), rank)), "r"(v.x), "r"(v.y), "r"(map_rank(cta_u32(bar), rank))
-                 : "memory");
+    store_async_v2(local, rank, v.x, v.y, bar);
   } else {
     const uint4 v = *static_cast<const uint4*>(local);
     asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];\n"
@@ -1041,13 +1046,10 @@ __device__ __forceinline__ void push_async_pair(float* recv, int n, int e, float
                                                 uint64_t* bar) {
   const int chunk = exchange_chunk<CLUSTER>(n), owner = e / chunk;
   float* slot = recv + rank * chunk + (e - owner * chunk);
-  if (owner == rank) {
+  if (owner == rank)
     *reinterpret_cast<float2*>(slot) = make_float2(a, b);
-  } else {
-    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];\n"
-                 ::"r"(map_rank(cta_u32(slot), owner)), "r"(__float_as_uint(a)), "r"(__float_as_uint(b)),
-                 "r"(map_rank(cta_u32(bar), owner)) : "memory");
-  }
+  else
+    store_async_v2(slot, owner, __float_as_uint(a), __float_as_uint(b), bar);
 }
 
 // Every thread waits for the phase of `parity` to complete. A phase that never
