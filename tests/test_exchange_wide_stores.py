@@ -4,8 +4,8 @@ as wide as the layout allows. A split gemm pushes each fragment's column pair as
 where the product's columns and each owner's chunk of the exchange are even, and the
 asynchronous publish copies runs of elements of up to 16 bytes (of the narrowest
 published home) in one row of every home (tk::store_async_bytes). Off: a 32-bit store
-each, the forms of steps 67 and 68 (tests/test_async_pushes.py). Off by default until
-the GPU has run it (prepared in the thirty-seventh session, whose device time ran out)."""
+each, the forms of steps 67 and 68 (tests/test_async_pushes.py). On by default since
+run 144fa00-h100-a measured it (perf-log step 121)."""
 
 from __future__ import annotations
 
@@ -64,12 +64,13 @@ def wide(target_fields):
     target_fields(exchange_wide_stores=True)
 
 
-def test_off_until_measured(target_fields):
-    """Off by default, and the default kernels are those with it off."""
-    assert T.DEFAULT.exchange_wide_stores is False
+def test_on_by_default(target_fields):
+    """On by default since the GPU measured it (perf-log step 121): the default
+    kernels are those with it on, and they use the wide forms."""
+    assert T.DEFAULT.exchange_wide_stores is True
     src = _source("online")
-    assert "push_async_pair" not in src and "store_async_bytes" not in src
-    target_fields(exchange_wide_stores=False)
+    assert "push_async_pair" in src and "store_async_bytes<16>" in src
+    target_fields(exchange_wide_stores=True)
     assert _source("online") == src
 
 

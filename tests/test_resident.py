@@ -92,33 +92,82 @@ def _grid_kernel(name, sizes):
     return next(op for op in module.ops if isinstance(op, tile.KernelOp))
 
 
+def _split_plan_on(kernel, cluster: int, wide: bool):
+    """The first candidate plan with a split product, placed on `cluster` blocks, and
+    the remote stores of its exchanges (largest last)."""
+    from trainkernel.passes import tile_resident as tr
+    from trainkernel.target import DEFAULT
+
+    plan = next(p for p in tr.candidate_plans(tr.analyse(kernel))
+                if any(tr.is_partial(op, p.op_split[op]) for _, op in tr.tile_ops(kernel)))
+    placement = tr.place(kernel, plan, cluster, DEFAULT.resident_costs, wide=wide)
+    partial = [op for _, op in tr.tile_ops(kernel) if tr.is_partial(op, plan.op_split[op])]
+    return sorted(tr.exchange_stores(op, tr._result_elems(op), cluster, placement.homes, placement.pitch, wide)
+                  for op in partial)
+
+
 def test_an_exchange_is_priced_by_its_remote_stores():
     """online 64 x 128-256-256-16 as a cluster of 8 (what it was before perf-log step
     119): each of its two split products' exchanges of 16,384 partials costs a block
     14,336 pushes and 7 x 1,024 words of its bf16 chunk published, the 21,504 remote
     stores the phase timer put at ~11.6 us (run f6e2188-a)."""
-    from trainkernel.passes import tile_resident as tr
     from trainkernel.target import DEFAULT
 
-    kernel = _grid_kernel("online", (64, 128, 256, 256, 16))
-    plan = next(p for p in tr.candidate_plans(tr.analyse(kernel))
-                if any(tr.is_partial(op, p.op_split[op]) for _, op in tr.tile_ops(kernel)))
-    placement = tr.place(kernel, plan, 8, DEFAULT.resident_costs)
-    partial = [op for _, op in tr.tile_ops(kernel) if tr.is_partial(op, plan.op_split[op])]
-    stores = sorted(tr.exchange_stores(op, tr._result_elems(op), 8, placement.homes) for op in partial)
+    stores = _split_plan_on(_grid_kernel("online", (64, 128, 256, 256, 16)), 8, wide=False)
     assert stores[-2:] == [21504, 21504]
     assert 9.0 < stores[-1] * DEFAULT.resident_costs.dsmem_store_us < 14.0
 
 
+def test_wide_stores_are_counted_as_the_printer_widens_them():
+    """The same exchanges with target.exchange_wide_stores: 7,168 pair pushes and 7 x
+    256 runs of 8 bf16 elements (16 bytes) published, 8,960 stores; measured (run
+    144fa00-h100-a) 37.0 -> 23.6 us for the step's two, ~0.53 ns a store saved: a
+    store's cost does not grow with its width (perf-log step 121)."""
+    stores = _split_plan_on(_grid_kernel("online", (64, 128, 256, 256, 16)), 8, wide=True)
+    assert stores[-2:] == [8960, 8960]
+
+
+def test_odd_chunks_are_counted_narrow_even_when_wide():
+    """online 33 x 100-300-7: 231 partials, an odd chunk on any cluster: no pair, no
+    run (the printer keeps tk::publish), so the count is the same either way."""
+    kernel = _grid_kernel("online", (33, 100, 300, 7))
+    assert _split_plan_on(kernel, 8, wide=True) == _split_plan_on(kernel, 8, wide=False)
+
+
 def test_exchanges_heavier_than_the_grid_kernel_leave_a_grid_kernel():
-    """The same step: its exchanges put the cluster (estimated ~39 us; measured 37.4
-    as a cluster of 8) over the grid kernel's calibrated estimate (~23 us; mlp4, more
-    work, measured 25.2 a launch): a grid kernel. At batch 16 with hidden layers of
-    128 the exchanges are an eighth as large: resident."""
+    """The same step: even with wide stores its exchanges put the cluster
+    (estimated ~25 us; measured 24.4 on 16 blocks, run 144fa00-h100-a) over the
+    grid kernel's calibrated estimate (~23 us; measured 17.4): a grid kernel. At
+    batch 16 with hidden layers of 128 the exchanges are an eighth as large:
+    resident."""
     _, _, _, kernel, _ = _kernel_and_inputs("online", (64, 128, 256, 256, 16), torch.bfloat16)
     assert kernel.cluster is None
     _, _, _, kernel, _ = _kernel_and_inputs("online", (16, 64, 128, 128, 8), torch.bfloat16)
     assert kernel.cluster is not None
+
+
+def test_a_grid_kernel_on_mma_sync_is_priced_by_the_engine_choice_weight():
+    """64 x 256-256-256-10: its 10-class head keeps every product of the grid kernel
+    on mma.sync (wgmma_fits), which measured 57.2 us a step (run 144fa00-h100-a)
+    against a raw estimate of ~13; with mma.sync's gemm items weighed by
+    GridCosts.mma_engine_calibration the estimate is ~55 and the cluster of 16
+    (estimated ~26, measured 24.5) wins. The same step with 16 outputs is a wgmma
+    grid kernel, its estimate unweighed."""
+    from trainkernel.passes import tile_resident as tr
+    from trainkernel.target import DEFAULT
+
+    head10 = _grid_kernel("classification", (64, 256, 256, 256, 10))
+    assert {op.engine for op in head10.block.ops if isinstance(op, tile.GemmOp)} == {"mma"}
+    assert 45.0 < tr.grid_estimate_us(head10, DEFAULT) < 65.0
+    _, _, _, kernel, _ = _kernel_and_inputs("classification", (64, 256, 256, 256, 10), torch.bfloat16)
+    assert kernel.cluster == 16
+    head16 = _grid_kernel("online", (64, 128, 256, 256, 16))
+    assert {op.engine for op in head16.block.ops if isinstance(op, tile.GemmOp)} == {"wgmma"}
+    from trainkernel.passes.sched_to_tile import estimate_us
+
+    phases = [p for p in head16.phases() if p]
+    raw = estimate_us(phases, head16.grid, DEFAULT) + DEFAULT.grid_costs.launch_us
+    assert tr.grid_estimate_us(head16, DEFAULT) == pytest.approx(DEFAULT.resident_costs.grid_calibration * raw)
 
 
 def test_resident_off_and_forced_grid_give_grid_kernels():

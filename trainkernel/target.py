@@ -509,7 +509,10 @@ class TargetOptions:
     # so that the pointers' global round trip overlaps that phase instead of
     # every thread waiting for it before the step's work (ncu of classification,
     # run f6e2188-a: 4.8% of the step's warp samples, long scoreboard on the
-    # copies' address arithmetic; perf-log step 120). Off until measured.
+    # copies' address arithmetic; perf-log step 120). Refuted (run
+    # 144fa00-h100-a, two rounds interleaved, an H100): classification -0.14 and
+    # +0.02 us a step, online +0.02/+0.04, tiny +0.03, 50 x 100-300-10
+    # +0.25/+0.05: within noise or worse. Off.
     prefetch_copies_after_work: bool = False
     # A resident kernel's staging loops with its block size a compile-time constant
     # (TK_BLOCK_THREADS; tk::for_each_row_unit unrolls a thread's copies at constant
@@ -579,9 +582,11 @@ class TargetOptions:
     # of every published home). Off: a 32-bit store each, the forms of steps
     # 67 and 68. ncu of online 64 x 128-256-256-16 (run f6e2188-a): its two
     # exchanges of 16,384 partials were 71% of the step's warp samples, ~1
-    # remote 32-bit store a cycle a block. Off until the GPU has run it (the
-    # thirty-seventh session's device time ran out before).
-    exchange_wide_stores: bool = False
+    # remote 32-bit store a cycle a block. Measured (run 144fa00-h100-a, an
+    # H100, perf-log step 121): online -0.36 us a step, classification -0.24,
+    # online-adam -0.32, 16 x 64-128-128-8 -0.9; that 64 x 256 step's exchanges
+    # 37.0 -> 23.6 us on 8 blocks: an st.async costs the same up to 16 bytes.
+    exchange_wide_stores: bool = True
     # A resident step's homes whose rows cp.async cannot copy (not 16-byte units:
     # odd widths, 200-byte rows) go through registers, one global round trip per
     # iteration of tk::stage_rows's loop (its next load is not hoisted above its

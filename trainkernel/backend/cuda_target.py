@@ -1955,8 +1955,7 @@ class ResidentBodyPrinter(BodyPrinter):
         run of more than 16 bytes of a wider home in several)."""
         stores = []  # (guard, bytes a store, address)
         for place, index, guard in self.published:
-            run = step * esize[place.ptr]
-            each = min(run, tile.SMEM_ALIGNMENT) if TARGET.exchange_wide_stores else 4
+            each = tile.publish_store_bytes(step, esize[place.ptr], TARGET.exchange_wide_stores)
             for d in range(0, step, each // esize[place.ptr]):
                 at = place.address(index if d == 0 else index[:-1] + [f"({index[-1]}) + {d}"])
                 stores.append((guard, each, f"{place.ptr}[{at}]"))
@@ -2857,12 +2856,8 @@ class ResidentPrinter(CudaPrinter):
 
     def _pair_pushes(self, n: int, cols: int) -> bool:
         """Whether a split gemm pushes its fragments' column pairs as one 8-byte
-        store (target.exchange_wide_stores): smem_gemm's pairs start at even
-        columns, so with `cols` (the product's columns) even both elements of a
-        pair are consecutive partials, and with each owner's chunk of the
-        exchange's `n` even they share an owner and an 8-byte aligned slot
-        (receive buffers start SMEM_ALIGNMENT-aligned)."""
-        return TARGET.exchange_wide_stores and cols % 2 == 0 and ceil_div(n, self.cluster) % 2 == 0
+        store (tile.pair_pushes)."""
+        return tile.pair_pushes(n, cols, self.cluster, TARGET.exchange_wide_stores)
 
     @contextmanager
     def _buffered(self, *printers: BodyPrinter) -> Iterator[io.StringIO]:
@@ -2911,35 +2906,19 @@ class ResidentPrinter(CudaPrinter):
 
     def _publish_step(self, bp: "ResidentBodyPrinter", n: int) -> int | None:
         """Elements a call of the asynchronous publish's copy carries
-        (target.exchange_async_publish), each home's run of them in st.async
-        stores of 4, 8 or 16 bytes: 1 where every published home is fp32, 2 where
-        one is bf16/f16 (a pair: one 32-bit word), and with
-        target.exchange_wide_stores the longest run of at most 16 bytes in the
-        narrowest home that the layout allows (the exchange's elements, each
-        owner's chunk, every home's rows and row pitch multiples of it, so that
-        a run lies in one row, aligned for its bytes: homes start
-        SMEM_ALIGNMENT-aligned). None where the publish keeps tk::publish and
-        the cluster barrier (no published home, a store into another rank's
-        split slice, or a layout that takes no run of 32-bit words)."""
+        (target.exchange_async_publish; tile.publish_run: a run of each home's
+        elements in st.async stores of 4, 8 or 16 bytes). None where the publish
+        keeps tk::publish and the cluster barrier (no published home, a store
+        into another rank's split slice, or a layout that takes no run of 32-bit
+        words)."""
         if not (TARGET.exchange_async_publish and self.async_pushes and bp.published) or bp.remote_split_stores:
             return None
         if any(g and _guard_condition(g) is None for _, _, g in bp.published):
             return None  # a guard the byte count cannot follow
-        sizes = {self.home_esize[pl.ptr] for pl, _, _ in bp.published}
-        if not sizes <= {2, 4} or any(pl.local_strides()[-1] != 1 for pl, _, _ in bp.published):
+        if any(pl.local_strides()[-1] != 1 for pl, _, _ in bp.published):
             return None
-
-        def runs(step: int) -> bool:
-            return n % step == 0 and ceil_div(n, self.cluster) % step == 0 and all(
-                pl.shape[-1] % step == 0 and all(st % step == 0 for st in pl.local_strides()[:-1])
-                for pl, _, _ in bp.published)
-
-        least = 4 // min(sizes)
-        widest = tile.SMEM_ALIGNMENT // min(sizes) if TARGET.exchange_wide_stores else least
-        step = widest
-        while step > least and not runs(step):
-            step //= 2
-        return step if step == 1 or runs(step) else None
+        homes = [(self.home_esize[pl.ptr], pl.shape[-1], pl.local_strides()[:-1]) for pl, _, _ in bp.published]
+        return tile.publish_run(n, self.cluster, homes, TARGET.exchange_wide_stores)
 
     def exchange_start(self, op: tile.TileWorkOp) -> None:
         """Before the first push: every block of the cluster has started."""

@@ -638,6 +638,54 @@ def home_pitch(t: MemRefType, split: int, cluster: int, narrow: bool = False) ->
     return None if pitch == local[1] else pitch
 
 
+# ---------------------------------------------------------------- an exchange's remote stores
+# How wide the remote stores of a resident exchange (tk::exchange_async and its
+# publish) are: the printer emits them by these rules and tile-resident's cost
+# model counts them by the same (an st.async costs about the same whatever its
+# width up to 16 bytes, perf-log step 121).
+
+
+def pair_pushes(n: int, cols: int, cluster: int, wide: bool) -> bool:
+    """Whether a split gemm pushes its fragments' column pairs as one 8-byte store
+    (target.exchange_wide_stores): smem_gemm's pairs start at even columns, so
+    with `cols` (the product's columns) even both elements of a pair are
+    consecutive partials, and with each owner's chunk of the exchange's `n`
+    even they share an owner and an 8-byte aligned slot (receive buffers start
+    SMEM_ALIGNMENT-aligned)."""
+    return wide and cols % 2 == 0 and ceil_div(n, cluster) % 2 == 0
+
+
+def publish_run(n: int, cluster: int, homes: list[tuple[int, int, tuple[int, ...]]], wide: bool) -> int | None:
+    """Elements a call of the asynchronous publish's copy carries, from the
+    published homes' (element bytes, row length, row strides): 1 where every
+    home is fp32, 2 where one is bf16/f16 (a pair: one 32-bit word), and with
+    `wide` (target.exchange_wide_stores) the longest run of at most
+    SMEM_ALIGNMENT bytes of the narrowest home that the layout allows (the
+    exchange's elements, each owner's chunk, every home's rows and row strides
+    multiples of it, so that a run lies in one row, aligned for its bytes:
+    homes start SMEM_ALIGNMENT-aligned). None: no run of 32-bit words fits."""
+    sizes = {size for size, _, _ in homes}
+    if not homes or not sizes <= {2, 4}:
+        return None
+
+    def runs(step: int) -> bool:
+        return n % step == 0 and ceil_div(n, cluster) % step == 0 and all(
+            row % step == 0 and all(st % step == 0 for st in strides) for _, row, strides in homes)
+
+    least = 4 // min(sizes)
+    step = SMEM_ALIGNMENT // min(sizes) if wide else least
+    while step > least and not runs(step):
+        step //= 2
+    return step if step == 1 or runs(step) else None
+
+
+def publish_store_bytes(step: int, esize: int, wide: bool) -> int:
+    """Bytes of each remote store that publishes a run of `step` elements of
+    `esize` bytes: 32-bit words, or with `wide` the run in stores of up to
+    SMEM_ALIGNMENT bytes."""
+    return min(step * esize, SMEM_ALIGNMENT) if wide else 4
+
+
 @irdl_op_definition
 class SyncOp(ScopedSyncOp):
     """The end of a phase: `tile.sync grid` (a grid-wide barrier), `tile.sync

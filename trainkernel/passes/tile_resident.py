@@ -434,7 +434,8 @@ def state_casts(kernel: tile.KernelOp) -> list[tile.MapOp]:
 
 
 def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts,
-          carry_casts: bool = False, keep_state: bool = False, narrow: bool = False) -> Placement | None:
+          carry_casts: bool = False, keep_state: bool = False, narrow: bool = False,
+          wide: bool = False) -> Placement | None:
     """Give every read argument and every temporary a shared-memory home, by
     liveness over phases (first-fit, largest first), and price the result.
     Every 2-D home padded first; where that does not fit the budget, only the
@@ -456,7 +457,8 @@ def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts,
 
     With `narrow` (target.pad_narrow_gemm_rows), a padded home a gemm reads whose
     rows are shorter than 16 bytes is padded to 16 (tile.home_pitch), first in
-    each padding tier."""
+    each padding tier. `wide` (target.exchange_wide_stores): the exchanges'
+    remote stores priced as the printer widens them."""
     # The smallest variant first: padding only adds bytes and carrying or
     # keeping a home only lengthens its life, so where the dense homes live
     # in one phase are over the budget, no variant fits (mlp4-adamw-ce prices
@@ -471,7 +473,7 @@ def place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts,
     for pad, pad_narrow in [*tiers, ("none", False)]:
         for carry in (True, False) if carry_casts else (False,):
             for keep in (True, False) if keep_state else (False,):
-                found = _place(kernel, plan, cluster, costs, pad, carry, keep, pad_narrow)
+                found = _place(kernel, plan, cluster, costs, pad, carry, keep, pad_narrow, wide)
                 if found is not None:
                     return found
     return None
@@ -559,7 +561,7 @@ def _homes(kernel: tile.KernelOp, plan: Plan, cluster: int, pad: str, carry: boo
 
 
 def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts, pad: str,
-           carry: bool = False, keep: bool = False, narrow: bool = False) -> Placement | None:
+           carry: bool = False, keep: bool = False, narrow: bool = False, wide: bool = False) -> Placement | None:
     """First-fit of `_homes(kernel, plan, cluster, pad, carry, keep, narrow)` (largest first), priced."""
     items, pitch = _homes(kernel, plan, cluster, pad, carry, keep, narrow)
     if _over_budget(items, costs):
@@ -587,25 +589,40 @@ def _place(kernel: tile.KernelOp, plan: Plan, cluster: int, costs: ResidentCosts
     homes = {k: (offsets[k], plan.buffer_split.get(k, -1)) for _, _, _, k in items if not isinstance(k, tile.TileWorkOp)}
     scratch = {k: v for k, v in offsets.items() if isinstance(k, tile.TileWorkOp)}
     ops = tile_ops(kernel)
-    est = estimate(kernel, plan, cluster, homes, costs, ops[-1][0] if ops else 0)
+    est = estimate(kernel, plan, cluster, homes, costs, ops[-1][0] if ops else 0, pitch, wide)
     return Placement(cluster, homes, scratch, smem, est, pitch)
 
 
-def exchange_stores(op: tile.TileWorkOp, n: int, cluster: int, homes) -> int:
-    """The remote 32-bit stores a block of `cluster` issues in the exchange of a
-    split op's `n` partials: its pushes of the partials other ranks own, and the
-    publish of its own chunk of each replicated home the epilogue stores (`homes`:
-    root buffer -> (offset, split)) into the other ranks' copies."""
+def exchange_stores(op: tile.TileWorkOp, n: int, cluster: int, homes, pitch: dict[SSAValue, int],
+                    wide: bool) -> int:
+    """The remote stores a block of `cluster` issues in the exchange of a split
+    op's `n` partials, by the printer's rules (tile.pair_pushes, tile.publish_run;
+    `wide`: target.exchange_wide_stores): its pushes of the partials other ranks
+    own (fragment pairs in one store where a gemm's layout allows), and the
+    publish of its own chunk of each replicated home the epilogue stores
+    (`homes`: root buffer -> (offset, split); `pitch`: the padded homes' row
+    strides) into the other ranks' copies, in runs where the homes' rows allow."""
     chunk = ceil_div(n, cluster)
-    stores = n - chunk
-    for v in op.outs:
-        r = sched.root_buffer(v)
-        if r in homes and homes[r][1] == -1:
-            stores += (cluster - 1) * ceil_div(chunk * byte_size(r.type), 4)
+    pairs = isinstance(op, tile.GemmOp) and tile.pair_pushes(n, iteration_space(op)[1], cluster, wide)
+    stores = (n - chunk) // 2 if pairs else n - chunk
+    published = [r for r in {sched.root_buffer(v) for v in op.outs} if r in homes and homes[r][1] == -1]
+    layouts = []
+    for r in published:
+        shape = _shape(r)
+        strides = (pitch[r],) if r in pitch else tuple(numel(shape[k + 1:]) for k in range(len(shape) - 1))
+        layouts.append((byte_size(r.type), shape[-1] if shape else 1, strides))
+    step = tile.publish_run(n, cluster, layouts, wide)
+    for esize, _, _ in layouts:
+        if step is None:  # tk::publish: a 32-bit word a store
+            stores += (cluster - 1) * ceil_div(chunk * esize, 4)
+        else:
+            per_run = step * esize // tile.publish_store_bytes(step, esize, wide)
+            stores += (cluster - 1) * ceil_div(chunk, step) * per_run
     return stores
 
 
-def estimate(kernel, plan: Plan, cluster: int, homes, costs: ResidentCosts, last_phase: int) -> float:
+def estimate(kernel, plan: Plan, cluster: int, homes, costs: ResidentCosts, last_phase: int,
+             pitch: dict[SSAValue, int] | None = None, wide: bool = False) -> float:
     n_in = kernel.num_inputs.data
     t = costs.launch_us + (costs.cluster_launch_us if cluster > 1 else 0.0)
     loaded = sum(
@@ -632,7 +649,7 @@ def estimate(kernel, plan: Plan, cluster: int, homes, costs: ResidentCosts, last
             t += work / costs.elem_ops_per_us
         if cluster > 1 and is_partial(op, split):
             n = _result_elems(op)
-            t += 2 * costs.cluster_sync_us + exchange_stores(op, n, cluster, homes) * costs.dsmem_store_us \
+            t += 2 * costs.cluster_sync_us + exchange_stores(op, n, cluster, homes, pitch or {}, wide) * costs.dsmem_store_us \
                 + n / costs.elem_ops_per_us
         for v in op.outs:
             r = sched.root_buffer(v)
@@ -644,12 +661,18 @@ def estimate(kernel, plan: Plan, cluster: int, homes, costs: ResidentCosts, last
 
 
 def grid_estimate_us(kernel: tile.KernelOp, target: TargetOptions) -> float:
-    """sched-to-tile's estimate of the grid kernel, calibrated by measurement."""
+    """sched-to-tile's estimate of the grid kernel, calibrated by measurement:
+    its mma.sync gemm items weighed as the engine choice weighs them
+    (GridCosts.mma_engine_calibration), since grid_calibration is fitted to the
+    wgmma kernels (a step whose 10-class head keeps every product on mma.sync,
+    64 x 256-256-256-10, measured 57 us against a raw estimate of 12.9; perf-log
+    step 121)."""
     from trainkernel.passes.sched_to_tile import estimate_us
 
     phases = [p for p in kernel.phases() if p]
     launch = target.grid_costs.launch_us
-    return target.resident_costs.grid_calibration * (estimate_us(phases, kernel.grid, target) + launch) if phases else 0.0
+    raw = estimate_us(phases, kernel.grid, target, target.grid_costs.mma_engine_calibration)
+    return target.resident_costs.grid_calibration * (raw + launch) if phases else 0.0
 
 
 def choose(kernel: tile.KernelOp, target: TargetOptions, max_cluster: int = 0,
@@ -662,7 +685,8 @@ def choose(kernel: tile.KernelOp, target: TargetOptions, max_cluster: int = 0,
             # One block: splitting changes nothing, so only the plan that splits nothing.
             if cluster > max_cluster or (cluster > 1) != bool(plan.split):
                 continue
-            p = place(kernel, plan, cluster, costs, carry_casts, keep_state, target.pad_narrow_gemm_rows)
+            p = place(kernel, plan, cluster, costs, carry_casts, keep_state, target.pad_narrow_gemm_rows,
+                      target.exchange_wide_stores)
             if p is not None:
                 found.append((plan, p))
     if not found:
