@@ -649,8 +649,8 @@ def estimate(kernel, plan: Plan, cluster: int, homes, costs: ResidentCosts, last
             t += work / costs.elem_ops_per_us
         if cluster > 1 and is_partial(op, split):
             n = _result_elems(op)
-            t += 2 * costs.cluster_sync_us + exchange_stores(op, n, cluster, homes, pitch or {}, wide) * costs.dsmem_store_us \
-                + n / costs.elem_ops_per_us
+            stores = exchange_stores(op, n, cluster, homes, pitch or {}, wide)
+            t += 2 * costs.cluster_sync_us + stores * costs.dsmem_store_us + n / costs.elem_ops_per_us
         for v in op.outs:
             r = sched.root_buffer(v)
             if isinstance(r, BlockArgument):
