@@ -122,6 +122,50 @@ def test_fp32_runs_of_four(wide):
     assert "tk::exchange_async_published<kCluster, 4, " in src and "tk::store_async_bytes<16>" in src
 
 
+@pytest.mark.parametrize("n, cols, cluster, wide, paired", [
+    (16384, 256, 8, True, True),     # 64 x 256: a chunk of 2,048
+    (16384, 256, 8, False, False),   # off: an element a store
+    (231, 7, 8, True, False),        # 33 x 7: odd columns
+    (324, 36, 8, True, False),       # 9 x 36 on 8 blocks: a chunk of 41
+    (324, 36, 4, True, False),       # ... on 4: 81
+    (2304, 256, 8, True, True),      # 9 x 256: 288
+])
+def test_pair_pushes_rule(n, cols, cluster, wide, paired):
+    """tile.pair_pushes, the one rule the printer and tile-resident's model share."""
+    from trainkernel.dialects import tile
+
+    assert tile.pair_pushes(n, cols, cluster, wide) is paired
+
+
+@pytest.mark.parametrize("n, cluster, homes, wide, step", [
+    (16384, 8, [(2, 256, (264,))], True, 8),           # a padded bf16 home: runs of 8 (16 bytes)
+    (16384, 8, [(2, 256, (264,))], False, 2),          # off: a bf16 pair, one 32-bit word
+    (1024, 16, [(4, 16, (20,)), (2, 16, (16,))], True, 4),  # online: the 20-float pitch takes 4
+    (1024, 16, [(4, 16, (16,))], False, 1),            # fp32 alone, off: an element a store
+    (1024, 16, [(4, 16, (16,))], True, 4),             # fp32 alone: runs of 4 (16 bytes)
+    (231, 8, [(2, 7, (7,))], True, None),              # odd: no run of 32-bit words
+    (640, 16, [(2, 10, (10,))], True, 2),              # 10 columns: pairs only
+    (64, 4, [(8, 16, (16,))], True, None),             # 8-byte elements: not published by runs
+    (64, 4, [], True, None),                           # nothing published
+])
+def test_publish_run_rule(n, cluster, homes, wide, step):
+    """tile.publish_run: the longest run (at most 16 bytes of the narrowest home)
+    that the exchange's elements, each owner's chunk and every home's rows and
+    strides allow."""
+    from trainkernel.dialects import tile
+
+    assert tile.publish_run(n, cluster, homes, wide) == step
+
+
+def test_publish_store_bytes_rule():
+    """A run of 8 fp32 elements (32 bytes) takes two 16-byte stores; off, 32-bit words."""
+    from trainkernel.dialects import tile
+
+    assert [tile.publish_store_bytes(s, e, True) for s, e in ((8, 4), (8, 2), (4, 2), (2, 2), (1, 4))] == \
+        [16, 16, 8, 4, 4]
+    assert tile.publish_store_bytes(8, 2, False) == 4
+
+
 def test_odd_elements_keep_the_narrow_forms(wide):
     """online 33 x 100-300-7: 231 partials (odd): no pair, and the publish keeps
     tk::publish under the cluster barrier, as without."""

@@ -213,3 +213,14 @@ def test_compute_sanitizer_on_a_chain_with_tagged_partials(tool: str, tmp_path):
     the arena (memcheck), and the next launch tags them again."""
     _step_loop_reports_nothing(tool, "small", tmp_path, launches="in 3 launches (a chain)",
                                TK_TARGET_FIELDS="split_k_tagged_partials=1")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
+def test_compute_sanitizer_on_a_chain_with_mixed_gemm_engines(tool: str, tmp_path):
+    """A grid kernel whose 10-class head's products take mma.sync tiles beside the wgmma
+    pipeline (target.mixed_gemm_engines, perf-log step 122): their shared memory after
+    the pipeline's stages and mbarriers, on 128 of the block's threads; three steps
+    captured as one chain of launches."""
+    _step_loop_reports_nothing(tool, "classification:128,512,1024,10", tmp_path, launches="in 3 launches (a chain)",
+                               TK_TARGET_FIELDS="mixed_gemm_engines=1")

@@ -780,6 +780,15 @@ class TargetOptions:
     # The kernel parameters hold two 128-byte tensor maps a gemm; CUDA allows
     # 32764 bytes of parameters (12.1+), the buffers' pointers included.
     wgmma_max_gemms: int = 120
+    # A grid kernel's gemms each on the engine it fits: where some products'
+    # operand rows are not whole 16 bytes (a 10-class head), those take
+    # mma.sync tiles (their shared memory after the wgmma pipeline's, the
+    # worker count 128) and the rest the wgmma pipeline, instead of every
+    # product on mma.sync (sched_to_tile.wgmma_mixes). A 64 x 256-256-256-10
+    # step's all-mma.sync grid kernel measured 57 us a step against 17.4 for
+    # the same step with 16 outputs on wgmma (run 144fa00-h100-a; perf-log
+    # step 122). Off until the GPU has run it (prepared without device time).
+    mixed_gemm_engines: bool = False
     # A map item's elements per thread under the wgmma engine: one block of
     # 384 threads per SM, so each thread needs more loads in flight than on
     # the mma.sync grid (4 blocks of 128): 8 reached 1.1-2.0 TB/s on medium's

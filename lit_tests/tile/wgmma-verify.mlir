@@ -81,6 +81,27 @@ tile.kernel @k(%a: memref<256x1024xbf16>, %b: memref<1024x256xbf16>, %c: memref<
 // -----
 // CHECK: {{^//}} {{-----$}}
 
+// A mixed kernel (target.mixed_gemm_engines): a gemm off the pipeline takes an
+// mma.sync tile in the shared memory after the pipeline's; 142,464 bytes for the
+// 64 x 64 pipeline alone are short of it.
+// CHECK: tile.kernel: smem 142464 is short of the wgmma pipeline's 142464 bytes and, after it, its mma.sync tiles' 30720
+tile.kernel @k(%a: memref<256x256xbf16>, %b: memref<256x512xbf16>, %c: memref<256x512xbf16>, %d: memref<512x10xbf16>, %e: memref<256x10xbf16>) inputs 3 results [2, 4] arena 0 config {grid = 4 : i64, threads = 256 : i64, smem = 142464 : i64} {
+  tile.gemm ins(%a, %b : memref<256x256xbf16>, memref<256x512xbf16>) outs(%c : memref<256x512xbf16>) config {tile = array<i64: 64, 64, 64>, mma = "mma.bf16", items = 32 : i64, offset = 0 : i64, engine = "wgmma"} {
+  ^bb0(%p: tensor<256x256xbf16>, %q: tensor<256x512xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x256xbf16>, tensor<256x512xbf16>) -> tensor<256x512xbf16>
+    tk.yield %m : tensor<256x512xbf16>
+  }
+  tile.sync grid
+  tile.gemm ins(%c, %d : memref<256x512xbf16>, memref<512x10xbf16>) outs(%e : memref<256x10xbf16>) config {tile = array<i64: 64, 64, 32>, mma = "mma.bf16", items = 4 : i64, offset = 0 : i64} {
+  ^bb0(%p: tensor<256x512xbf16>, %q: tensor<512x10xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x512xbf16>, tensor<512x10xbf16>) -> tensor<256x10xbf16>
+    tk.yield %m : tensor<256x10xbf16>
+  }
+}
+
+// -----
+// CHECK: {{^//}} {{-----$}}
+
 // 64-row tiles (one consumer warpgroup) are at most 128 wide: the 256-wide
 // tile's register hand-back is sized for two consumers.
 // CHECK: tile.gemm: a wgmma tile is 128 x {32, 64, 128, 256} x 64 or 64 x {32, 64, 128} x 64, got 64x256x64

@@ -915,12 +915,12 @@ class CudaPrinter:
             nmaps = 2 * len(self.wgmma) + 2 * len(self.alt_maps)
             self.w(f"struct TkParams {{ CUtensorMap maps[{nmaps}]; void* buf[{max(nbuf, 1)}]; char* arena;{flags} }};")
             self.w(f"using TkShape = tk::hopper::TileById<{WGMMA_TILES[self.wgmma_bn][0]}>::type;")
-            self.w("static constexpr int kSmem = TkShape::SMEM_BYTES;")
+            # A mixed kernel's mma.sync tiles after the pipeline (tk_mma_smem).
+            terms = self._mma_smem_terms()
+            self.w("static constexpr int kSmem = TkShape::SMEM_BYTES" + (f" + {self._cmax(terms)};" if terms else ";"))
         else:
             self.w(f"struct TkParams {{ void* buf[{max(nbuf, 1)}]; char* arena;{flags} }};")
-            gemm_cfgs = sorted({self._gemm_cfg(op) for op in k.block.ops if isinstance(op, tile.GemmOp)})
-            smem_terms = [f"tk::gemm_smem_bytes<{t}, {bm}, {bn}, {bk}>()" for t, bm, bn, bk in gemm_cfgs]
-            self.w(f"static constexpr int kSmem = {self._cmax(smem_terms)};")
+            self.w(f"static constexpr int kSmem = {self._cmax(self._mma_smem_terms())};")
         self.w(f"static constexpr int kThreads = {k.threads};")
         if OP_TIMER:
             n_ops = sum(1 for op in k.block.ops if isinstance(op, tile.GemmOp | tile.ReduceOp | tile.MapOp))
@@ -935,6 +935,8 @@ class CudaPrinter:
             # One pipeline for all the kernel's gemms: barriers set up once, each
             # thread's position in it kept from gemm to gemm.
             self.w("  const uint32_t tk_hbase = tk::hopper::stage_base(smem);")
+            if any(isinstance(op, tile.GemmOp) and op.engine != "wgmma" for op in k.block.ops):
+                self.w("  char* const tk_mma_smem = smem + TkShape::SMEM_BYTES;  // the mma.sync tiles' (mixed kernel)")
             if k.gemm_cluster:
                 # Clusters of two whose gemms walk as pairs (tk::hopper::pair_step): the
                 # peer arrives on this block's barriers, so they are published to the cluster.
@@ -1076,6 +1078,12 @@ class CudaPrinter:
             return f"&p.maps[{2 * g + operand}]"
         return f"&p.maps[tk_parity ? {alt + operand} : {2 * g + operand}]"
 
+    def _mma_smem_terms(self) -> list[str]:
+        """The shared memory of each mma.sync gemm tile shape of the kernel."""
+        cfgs = sorted({self._gemm_cfg(op) for op in self.kernel.block.ops
+                       if isinstance(op, tile.GemmOp) and op.engine != "wgmma"})
+        return [f"tk::gemm_smem_bytes<{t}, {bm}, {bn}, {bk}>()" for t, bm, bn, bk in cfgs]
+
     @staticmethod
     def _cmax(terms: list[str]) -> str:
         expr = "0"
@@ -1209,7 +1217,12 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         b_ptr = self.names[op.ins[mm.rhs.index]]
         tiles_n = ceil_div(n, bn)
         ks = op.ksplit
-        tmpl = f"tk::gemm_tile_nt<kThreads, {t}, {bm}, {bn}, {bk}, {str(ta).lower()}, {str(tb).lower()}>"
+        # In a mixed kernel (a wgmma pipeline beside): 128 workers of the 384
+        # threads (the rest only join its barriers), its tile after the
+        # pipeline's shared memory, which keeps its stages and mbarriers.
+        workers = 128 if self.wgmma else "kThreads"
+        smem = "tk_mma_smem" if self.wgmma else "smem"
+        tmpl = f"tk::gemm_tile_nt<{workers}, {t}, {bm}, {bn}, {bk}, {str(ta).lower()}, {str(tb).lower()}>"
         head = f"  {{ // tile.gemm {m}x{n}x{kdim} {op.mma} {'T' if ta else 'N'}{'T' if tb else 'N'}"
         if ks == 1:
             self.w(head)
@@ -1217,7 +1230,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
             self.w(
                 f"      {tmpl}({a_ptr}, {lda}, {b_ptr}, {ldb}, {m}, {n}, {kdim}, "
                 + (f"(int)(item / {tiles_n}), (int)(item % {tiles_n})" if self.wide else f"item / {tiles_n}, item % {tiles_n}")
-                + ", smem,"
+                + f", {smem},"
             )
             self._epilogue_functor(op, mm, "        ")
             self.w("        );")
@@ -1239,7 +1252,7 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         self.w(f"      const int tk_tm = tk_tile / {tiles_n}, tk_tn = tk_tile % {tiles_n};")
         self.w(f"      float* tk_part = tk_ws + (long long)tk_slice * {m * n};")
         self.w(f"      {tmpl}({a_ptr} + {a_off}, {lda}, {b_ptr} + {b_off}, {ldb}, {m}, {n}, "
-               f"min({ksl}, {kdim} - tk_k0), tk_tm, tk_tn, smem,")
+               f"min({ksl}, {kdim} - tk_k0), tk_tm, tk_tn, {smem},")
         self.w(f"        [&](int i, int j, float acc) {{ tk_part[(long long)i * {n} + j] = acc; }});")
         self.w(f"      if (tk::split_k_last(&tk_arrived[tk_tile], {ks}u)) {{")
         self.w(f"        for (int e = threadIdx.x; e < {bm * bn}; e += blockDim.x) {{")

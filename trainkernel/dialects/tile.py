@@ -994,10 +994,11 @@ def wgmma_pipeline_tile(gemms: "list[GemmOp]") -> tuple[int, int, int]:
 
 def verify_wgmma_kernel(kernel: "KernelOp") -> None:
     """The wgmma engine's gemms share one pipeline per block (tk::hopper::
-    gemm_units, its state kept from gemm to gemm): a grid kernel whose gemms
-    are all wgmma with one tile shape, a producer warpgroup and two consumers
-    (384 threads), the stages and barriers inside its shared memory, and arena
-    operands where TMA can address them (16-byte aligned)."""
+    gemm_units, its state kept from gemm to gemm): a grid kernel whose wgmma
+    gemms have one tile shape, a producer warpgroup and two consumers (384
+    threads), the stages and barriers inside its shared memory (and after them
+    the mma.sync tiles of the gemms off the pipeline, in a mixed kernel), and
+    arena operands where TMA can address them (16-byte aligned)."""
     from trainkernel.dialects import sched
     from trainkernel.target import TargetOptions, wgmma_hands_registers_back, wgmma_threads
 
@@ -1007,8 +1008,9 @@ def verify_wgmma_kernel(kernel: "KernelOp") -> None:
         return
     if kernel.cluster is not None:
         raise VerifyException("tile.gemm: the wgmma engine is for grid kernels; a resident kernel uses mma.sync")
-    if len(wgmma) != len(gemms):
-        raise VerifyException("tile.kernel: a kernel's gemms are all wgmma or none (they share one pipeline)")
+    # Gemms off the pipeline (a mixed kernel, target.mixed_gemm_engines) take
+    # mma.sync tiles in the shared memory after it.
+    off_pipeline = [op for op in gemms if op.engine != "wgmma"]
     # One pipeline: one height (the kernel's consumer warpgroups), and widths that
     # may differ only where none hands the producer's registers to the consumers
     # (the narrower gemms take the widest's stages: target.wgmma_gemm_widths).
@@ -1023,8 +1025,10 @@ def verify_wgmma_kernel(kernel: "KernelOp") -> None:
             f"tile.kernel: a kernel of {wgmma[0].tile_shape[0]}-row wgmma tiles runs {threads} threads (a producer "
             f"warpgroup and a consumer for each 64 rows), not {kernel.threads}")
     need = TargetOptions.wgmma_smem_bytes(widest[1], widest[0])
-    if kernel.smem < need:
-        raise VerifyException(f"tile.kernel: smem {kernel.smem} is short of the wgmma pipeline's {need} bytes")
+    beside = max((TARGET.gemm_smem_bytes(op.mma) for op in off_pipeline), default=0)
+    if kernel.smem < need + beside:
+        after = f" and, after it, its mma.sync tiles' {beside}" if beside else ""
+        raise VerifyException(f"tile.kernel: smem {kernel.smem} is short of the wgmma pipeline's {need} bytes{after}")
     for op in wgmma:
         mm = op.matmul
         for arg in (mm.lhs, mm.rhs):

@@ -214,30 +214,67 @@ def choose_grid(phases: list[list[tile.TileWorkOp]], max_grid: int, target: Targ
     return min(sorted(candidates), key=lambda g: estimate_us(phases, g, target))
 
 
+def wgmma_gemm_fits(compute: sched.ComputeOp, mm: tk.MatmulOp) -> bool:
+    """Whether the wgmma engine can run this gemm: it multiplies bf16/f16, and
+    both operands' rows are whole 16 bytes (TMA) in arena buffers at 16-byte
+    offsets."""
+    if mma_kind(tk.element_type_of(mm.result)) not in ("mma.bf16", "mma.f16"):
+        return False
+    for arg in (mm.lhs, mm.rhs):
+        if tk.shape_of(arg)[-1] % 8:
+            return False
+        buf = sched.root_buffer(compute.ins[arg.index]).owner if isinstance(arg, BlockArgument) else None
+        if isinstance(buf, sched.BufferOp) and (buf.offset_value or 0) % 16:
+            return False
+    return True
+
+
+def _gemm_matmul(compute: sched.ComputeOp) -> tk.MatmulOp | None:
+    return next((op for op in compute.body.block.ops if isinstance(op, tk.MatmulOp)), None)
+
+
+def _wgmma_gemms(program: sched.ProgramOp) -> tuple[int, int]:
+    """(gemms, those the wgmma engine can run) of `program`."""
+    found = fitting = 0
+    for compute in program.walk():
+        if isinstance(compute, sched.ComputeOp):
+            for mm in (op for op in compute.body.block.ops if isinstance(op, tk.MatmulOp)):
+                found += 1
+                fitting += wgmma_gemm_fits(compute, mm)
+    return found, fitting
+
+
 def wgmma_fits(program: sched.ProgramOp, target: TargetOptions) -> bool:
     """Whether the wgmma engine can run every gemm of `program`: the target
-    has it, there is a gemm, every gemm multiplies bf16/f16, and every operand's
-    rows are whole 16 bytes (TMA) in arena buffers at 16-byte offsets, and
+    has it, there is a gemm, every gemm fits it (`wgmma_gemm_fits`), and
     their tensor maps fit the kernel parameters (`wgmma_max_gemms`)."""
-    if not target.wgmma:
-        return False
-    found = 0
-    for compute in program.walk():
-        if not isinstance(compute, sched.ComputeOp):
-            continue
-        for mm in compute.body.block.ops:
-            if not isinstance(mm, tk.MatmulOp):
-                continue
-            found += 1
-            if mma_kind(tk.element_type_of(mm.result)) not in ("mma.bf16", "mma.f16"):
-                return False
-            for arg in (mm.lhs, mm.rhs):
-                if tk.shape_of(arg)[-1] % 8:
-                    return False
-                buf = sched.root_buffer(compute.ins[arg.index]).owner if isinstance(arg, BlockArgument) else None
-                if isinstance(buf, sched.BufferOp) and (buf.offset_value or 0) % 16:
-                    return False
-    return 0 < found <= target.wgmma_max_gemms  # their tensor maps must fit the kernel parameters
+    found, fitting = _wgmma_gemms(program)
+    return target.wgmma and 0 < found == fitting <= target.wgmma_max_gemms
+
+
+def wgmma_mixes(program: sched.ProgramOp, target: TargetOptions) -> bool:
+    """Whether a kernel of both engines is on offer (target.mixed_gemm_engines):
+    some gemms fit the wgmma engine and some do not (a 10-class head's rows are
+    20 bytes), and the fitting ones' tensor maps fit the kernel parameters."""
+    found, fitting = _wgmma_gemms(program)
+    return target.wgmma and target.mixed_gemm_engines and 0 < fitting < found and fitting <= target.wgmma_max_gemms
+
+
+def _mma_only_kinds(program: sched.ProgramOp) -> set[str]:
+    """The mma kinds of the gemms the wgmma engine cannot run."""
+    return {mma_kind(tk.element_type_of(mm.result))
+            for compute in program.walk() if isinstance(compute, sched.ComputeOp)
+            for mm in compute.body.block.ops if isinstance(mm, tk.MatmulOp) and not wgmma_gemm_fits(compute, mm)}
+
+
+def mixed_smem_fits(target: TargetOptions, bn: int, bm: int, mma_kinds: set[str]) -> bool:
+    """Whether the wgmma pipeline of a bm x bn tile and, after it, the largest
+    mma.sync tile of `mma_kinds` fit a block's shared memory (a mixed kernel:
+    the pipeline keeps its stages and mbarriers from gemm to gemm, and the
+    next phase's loads may be in flight into them, so the mma.sync tiles may
+    not share them)."""
+    extra = max((target.gemm_smem_bytes(k) for k in mma_kinds), default=0)
+    return target.wgmma_smem_bytes(bn, bm) + extra <= target.smem_per_block
 
 
 def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOptions,
@@ -252,17 +289,25 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
     if program.arena_bytes.data < 0:
         raise DiagnosticException("sched-to-tile: run sched-allocate first (the arena has no size)")
     fits = wgmma_fits(program, target)
-    if engine == "wgmma" and not fits:
+    mixed = not fits and wgmma_mixes(program, target)
+    if engine == "wgmma" and not (fits or mixed):
         raise DiagnosticException(
             "sched-to-tile: engine=wgmma needs bf16/f16 gemms whose operand rows are whole 16 bytes, "
             f"at most {target.wgmma_max_gemms} of them (their tensor maps travel in the kernel parameters), "
-            "and a target with wgmma")
+            "and a target with wgmma (or target.mixed_gemm_engines, where some gemms fit)")
     # The mma.sync tiles (unless engine=wgmma) and, where it fits, the wgmma
-    # engine at each tile width and height: the cheapest by the cost model.
+    # engine at each tile width and height: the cheapest by the cost model. A
+    # mixed kernel (the gemms wgmma cannot run on mma.sync) only where both
+    # engines' shared memory fits.
     choices = [("mma", 0, 0)] if engine != "wgmma" else []
-    if engine != "mma" and fits:
+    if engine != "mma" and (fits or mixed):
+        kinds = _mma_only_kinds(program) if mixed else set()
         choices += [("wgmma", bn, c) for c in target.wgmma_consumers for bn in target.wgmma_tiles_n
-                    if wgmma_tile_supported(64 * c, bn)]
+                    if wgmma_tile_supported(64 * c, bn) and (not mixed or mixed_smem_fits(target, bn, 64 * c, kinds))]
+    if not choices:
+        raise DiagnosticException(
+            "sched-to-tile: engine=wgmma with gemms on both engines: no wgmma tile leaves room in shared memory "
+            "for the mma.sync tiles")
     if len(choices) == 1:
         return _lower(program, max_grid, grid, target, *choices[0], pairs=pairs)[0]
     # The model prices both engines on one relative scale, which measurement
@@ -288,7 +333,8 @@ def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOpt
         max_grid = min(max_grid, target.max_grid)
     body = program.detach_region(program.body)
     block = body.block
-    smem = target.wgmma_smem_bytes(target.wgmma_tile[1], target.wgmma_tile[0]) if engine == "wgmma" else 0
+    pipeline_smem = target.wgmma_smem_bytes(target.wgmma_tile[1], target.wgmma_tile[0]) if engine == "wgmma" else 0
+    mma_smem = 0  # the largest mma.sync tile's (after the pipeline's in a mixed kernel)
     phases: list[list[tile.TileWorkOp]] = []
     syncs: list[tile.SyncOp] = []
     for op in list(block.ops):
@@ -307,16 +353,21 @@ def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOpt
                     new = copy_op(inner, offset, target)
                 else:
                     assert isinstance(inner, sched.ComputeOp)
-                    new = tile_op_for(inner, offset, target, engine)
-                    if isinstance(new, tile.GemmOp) and engine == "mma":
-                        smem = max(smem, target.gemm_smem_bytes(new.mma))
+                    mm = _gemm_matmul(inner)
+                    # A mixed kernel: the gemms the wgmma engine cannot run take mma.sync tiles.
+                    own = "mma" if engine == "wgmma" and mm is not None and not wgmma_gemm_fits(inner, mm) else engine
+                    new = tile_op_for(inner, offset, target, own)
+                    if isinstance(new, tile.GemmOp) and own == "mma":
+                        mma_smem = max(mma_smem, target.gemm_smem_bytes(new.mma))
                 offset += new.items
                 block.insert_op_before(new, op)
                 phases[-1].append(new)
             op.detach()
             op.erase()
     phases = [p for p in phases if p]
-    pairs = pairs and engine == "wgmma"
+    smem = pipeline_smem + mma_smem
+    # Gemms walk as pairs only where every gemm is on the pipeline.
+    pairs = pairs and engine == "wgmma" and not mma_smem
     if grid <= 0:
         grid = choose_grid(phases, max_grid, target) if phases else 1
         if pairs and grid > 2:
@@ -446,6 +497,9 @@ class SchedToTilePass(ModulePass):
     # the wgmma tiles' width: 0, the cost model's choice among the target's
     # wgmma_tiles_n; a width of the tile table (WGMMA_TILES) forces it
     cols: int = 0
+    # gemms on both engines in one kernel where only some fit wgmma: on, off, or
+    # as the target says (mixed_gemm_engines)
+    mixed: str = "target"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         target = pass_target(self.name, self.target)
@@ -463,6 +517,10 @@ class SchedToTilePass(ModulePass):
         if self.gemm_cluster not in ("target", "on", "off"):
             raise DiagnosticException(f"sched-to-tile: gemm_cluster must be target, on or off, got {self.gemm_cluster!r}")
         pairs = None if self.gemm_cluster == "target" else self.gemm_cluster == "on"
+        if self.mixed not in ("target", "on", "off"):
+            raise DiagnosticException(f"sched-to-tile: mixed must be target, on or off, got {self.mixed!r}")
+        if self.mixed != "target":
+            target = dataclasses.replace(target, mixed_gemm_engines=self.mixed == "on")
         max_grid = self.max_grid or target.max_grid
         for program in list(op.ops):
             if isinstance(program, sched.ProgramOp):
