@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import MemRefType
 from trainkernel.dialects import sched, tile, tk
 from trainkernel.elements import byte_size
 from trainkernel.passes.tile_resident import state_casts
-from trainkernel.util import ceil_div, numel
+from trainkernel.util import ceil_div, numel, strides
 
 GROUP_M = 16  # tk::hopper::kGroupM: tile-rows per raster group of the wgmma engine
 PARTIAL_ROWS = 16  # rows a tk.column_partials row sums (target.column_partial_rows)
@@ -307,7 +307,7 @@ class _Space:
         self.shape = _shape(value)
         self.exact = (root, self.shape)
         self.esize = byte_size(value.type.get_element_type())
-        self.strides = [st * self.esize for st in _strides(self.shape)]
+        self.strides = [st * self.esize for st in strides(self.shape)]
         if isinstance(root.owner, sched.BufferOp):
             self.root, self.start = "arena", root.owner.offset_value or 0
         else:
@@ -322,14 +322,6 @@ class _Space:
         first = sum(l * st for l, st in zip(lo, self.strides))
         last = sum((h - 1) * st for h, st in zip(hi, self.strides))
         return self.start + first, self.start + last + self.esize
-
-
-def _strides(shape: Sequence[int]) -> list[int]:
-    out, acc = [], 1
-    for d in reversed(shape):
-        out.append(acc)
-        acc *= d
-    return out[::-1]
 
 
 class _Rows:

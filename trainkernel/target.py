@@ -784,7 +784,7 @@ class TargetOptions:
     # operand rows are not whole 16 bytes (a 10-class head), those take
     # mma.sync tiles (their shared memory after the wgmma pipeline's, the
     # worker count 128) and the rest the wgmma pipeline, instead of every
-    # product on mma.sync (sched_to_tile.wgmma_mixes). A 64 x 256-256-256-10
+    # product on mma.sync (sched_to_tile.mma_beside_wgmma). A 64 x 256-256-256-10
     # step's all-mma.sync grid kernel measured 57 us a step against 17.4 for
     # the same step with 16 outputs on wgmma (run 144fa00-h100-a; perf-log
     # step 122). Off until the GPU has run it (prepared without device time).

@@ -14,6 +14,15 @@ def numel(shape: Iterable[int]) -> int:
     return math.prod(int(d) for d in shape)
 
 
+def strides(shape: Iterable[int]) -> list[int]:
+    """Element strides of a dense row-major tensor of this shape."""
+    out, acc = [], 1
+    for d in reversed(list(shape)):
+        out.append(acc)
+        acc *= int(d)
+    return out[::-1]
+
+
 def ceil_div(a: int, b: int) -> int:
     """a / b rounded up, for a >= 0 and b > 0 (how many b-sized pieces cover a)."""
     if b <= 0:

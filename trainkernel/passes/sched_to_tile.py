@@ -233,38 +233,31 @@ def _gemm_matmul(compute: sched.ComputeOp) -> tk.MatmulOp | None:
     return next((op for op in compute.body.block.ops if isinstance(op, tk.MatmulOp)), None)
 
 
-def _wgmma_gemms(program: sched.ProgramOp) -> tuple[int, int]:
-    """(gemms, those the wgmma engine can run) of `program`."""
-    found = fitting = 0
-    for compute in program.walk():
-        if isinstance(compute, sched.ComputeOp):
-            for mm in (op for op in compute.body.block.ops if isinstance(op, tk.MatmulOp)):
-                found += 1
-                fitting += wgmma_gemm_fits(compute, mm)
-    return found, fitting
+def _gemms(program: sched.ProgramOp) -> list[tuple[sched.ComputeOp, tk.MatmulOp]]:
+    """Every gemm of `program`: its compute and its matmul."""
+    return [(compute, mm) for compute in program.walk() if isinstance(compute, sched.ComputeOp)
+            for mm in compute.body.block.ops if isinstance(mm, tk.MatmulOp)]
 
 
 def wgmma_fits(program: sched.ProgramOp, target: TargetOptions) -> bool:
     """Whether the wgmma engine can run every gemm of `program`: the target
     has it, there is a gemm, every gemm fits it (`wgmma_gemm_fits`), and
     their tensor maps fit the kernel parameters (`wgmma_max_gemms`)."""
-    found, fitting = _wgmma_gemms(program)
-    return target.wgmma and 0 < found == fitting <= target.wgmma_max_gemms
+    gemms = _gemms(program)
+    return target.wgmma and 0 < len(gemms) <= target.wgmma_max_gemms and all(wgmma_gemm_fits(*g) for g in gemms)
 
 
-def wgmma_mixes(program: sched.ProgramOp, target: TargetOptions) -> bool:
-    """Whether a kernel of both engines is on offer (target.mixed_gemm_engines):
-    some gemms fit the wgmma engine and some do not (a 10-class head's rows are
-    20 bytes), and the fitting ones' tensor maps fit the kernel parameters."""
-    found, fitting = _wgmma_gemms(program)
-    return target.wgmma and target.mixed_gemm_engines and 0 < fitting < found and fitting <= target.wgmma_max_gemms
-
-
-def _mma_only_kinds(program: sched.ProgramOp) -> set[str]:
-    """The mma kinds of the gemms the wgmma engine cannot run."""
-    return {mma_kind(tk.element_type_of(mm.result))
-            for compute in program.walk() if isinstance(compute, sched.ComputeOp)
-            for mm in compute.body.block.ops if isinstance(mm, tk.MatmulOp) and not wgmma_gemm_fits(compute, mm)}
+def mma_beside_wgmma(program: sched.ProgramOp, target: TargetOptions) -> set[str]:
+    """The mma kinds of the gemms a mixed kernel (target.mixed_gemm_engines)
+    runs on mma.sync beside the wgmma pipeline: those whose rows do not fit it
+    (a 10-class head's are 20 bytes), where some others fit and their tensor
+    maps fit the kernel parameters. Empty: no mixed kernel on offer."""
+    gemms = _gemms(program)
+    fitting = sum(wgmma_gemm_fits(*g) for g in gemms)
+    if not (target.wgmma and target.mixed_gemm_engines and 0 < fitting < len(gemms)
+            and fitting <= target.wgmma_max_gemms):
+        return set()
+    return {mma_kind(tk.element_type_of(mm.result)) for compute, mm in gemms if not wgmma_gemm_fits(compute, mm)}
 
 
 def mixed_smem_fits(target: TargetOptions, bn: int, bm: int, mma_kinds: set[str]) -> bool:
@@ -289,7 +282,8 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
     if program.arena_bytes.data < 0:
         raise DiagnosticException("sched-to-tile: run sched-allocate first (the arena has no size)")
     fits = wgmma_fits(program, target)
-    mixed = not fits and wgmma_mixes(program, target)
+    beside = set() if fits else mma_beside_wgmma(program, target)  # a mixed kernel's mma.sync kinds
+    mixed = bool(beside)
     if engine == "wgmma" and not (fits or mixed):
         raise DiagnosticException(
             "sched-to-tile: engine=wgmma needs bf16/f16 gemms whose operand rows are whole 16 bytes, "
@@ -301,9 +295,8 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
     # engines' shared memory fits.
     choices = [("mma", 0, 0)] if engine != "wgmma" else []
     if engine != "mma" and (fits or mixed):
-        kinds = _mma_only_kinds(program) if mixed else set()
         choices += [("wgmma", bn, c) for c in target.wgmma_consumers for bn in target.wgmma_tiles_n
-                    if wgmma_tile_supported(64 * c, bn) and (not mixed or mixed_smem_fits(target, bn, 64 * c, kinds))]
+                    if wgmma_tile_supported(64 * c, bn) and mixed_smem_fits(target, bn, 64 * c, beside)]
     if not choices:
         raise DiagnosticException(
             "sched-to-tile: engine=wgmma with gemms on both engines: no wgmma tile leaves room in shared memory "

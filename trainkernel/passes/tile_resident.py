@@ -50,7 +50,7 @@ from xdsl.passes import ModulePass
 from trainkernel.dialects import sched, tile, tk
 from trainkernel.elements import byte_size
 from trainkernel.target import DEFAULT, ResidentCosts, TargetOptions, pass_switched_on, pass_target
-from trainkernel.util import align_up, ceil_div, numel
+from trainkernel.util import align_up, ceil_div, numel, strides
 
 Axis = tuple[object, int]
 """A union-find node: (buffer root value or tile op, axis or iteration dimension)."""
@@ -609,8 +609,8 @@ def exchange_stores(op: tile.TileWorkOp, n: int, cluster: int, homes, pitch: dic
     layouts = []
     for r in published:
         shape = _shape(r)
-        strides = (pitch[r],) if r in pitch else tuple(numel(shape[k + 1:]) for k in range(len(shape) - 1))
-        layouts.append((byte_size(r.type), shape[-1] if shape else 1, strides))
+        rows = (pitch[r],) if r in pitch else tuple(strides(shape)[:-1])
+        layouts.append((byte_size(r.type), shape[-1] if shape else 1, rows))
     step = tile.publish_run(n, cluster, layouts, wide)
     for esize, _, _ in layouts:
         if step is None:  # tk::publish: a 32-bit word a store
@@ -622,7 +622,7 @@ def exchange_stores(op: tile.TileWorkOp, n: int, cluster: int, homes, pitch: dic
 
 
 def estimate(kernel, plan: Plan, cluster: int, homes, costs: ResidentCosts, last_phase: int,
-             pitch: dict[SSAValue, int] | None = None, wide: bool = False) -> float:
+             pitch: dict[SSAValue, int], wide: bool) -> float:
     n_in = kernel.num_inputs.data
     t = costs.launch_us + (costs.cluster_launch_us if cluster > 1 else 0.0)
     loaded = sum(
@@ -649,7 +649,7 @@ def estimate(kernel, plan: Plan, cluster: int, homes, costs: ResidentCosts, last
             t += work / costs.elem_ops_per_us
         if cluster > 1 and is_partial(op, split):
             n = _result_elems(op)
-            stores = exchange_stores(op, n, cluster, homes, pitch or {}, wide)
+            stores = exchange_stores(op, n, cluster, homes, pitch, wide)
             t += 2 * costs.cluster_sync_us + stores * costs.dsmem_store_us + n / costs.elem_ops_per_us
         for v in op.outs:
             r = sched.root_buffer(v)
