@@ -37,7 +37,8 @@
 #   probe-full-loads resident_probe --full-loads on $ENGINE_SPECS (full reductions 1 against 16 loads in flight)
 #   probe-final   resident_probe --final on $ENGINE_SPECS (final grid barrier by rule / never / a fence / always)
 #   probe-launch  resident_probe --launch on $LAUNCH_SPECS (in-place graph vs direct launches vs staged graph)
-#   tests         the GPU suite without the Hopper GEMM and runtime tests, pytest-xdist -n $JOBS ($TESTS: files)
+#   tests         the GPU suite without the Hopper GEMM and runtime tests, pytest-xdist -n $JOBS ($TESTS: files;
+#                 $TESTS_FILE: a file of node ids, one a line, e.g. a cut run's gpu_tests_rest.txt)
 #   tests-runtime tests/test_runtime_cuda.py without xdist: its session fixture builds every case
 #                 at once (build_many, all cores); under xdist each worker would build them all again
 #   bench         the harness on $WORKLOADS (default all; $BENCH_FLAGS as for bench-twins)
@@ -138,8 +139,10 @@ for item in "$@"; do
              ${TIMER_SPECS:-} > "$W/op_timer.log" 2>&1 ;;  # default: the probe's own spec list
     timer) timeout "$t" python3 -m benchmarks.resident_probe --timer \
              ${TIMER_SPECS:-tiny online classification small mlp4 medium large} > "$W/timer.log" 2>&1 ;;
-    tests) timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 -n "${JOBS:-12}" \
-             ${TESTS:-tests/ --ignore=tests/test_hopper_gemm.py --ignore=tests/test_runtime_cuda.py} > "$W/gpu_tests.log" 2>&1 ;;
+    tests) if [ -n "${TESTS_FILE:-}" ]; then readarray -t sel < "$TESTS_FILE"  # node ids hold spaces
+           else sel=(${TESTS:-tests/ --ignore=tests/test_hopper_gemm.py --ignore=tests/test_runtime_cuda.py}); fi
+           timeout "$t" python3 -m pytest -m cuda -v -p no:cacheprovider --durations=25 -n "${JOBS:-12}" \
+             "${sel[@]}" > "$W/gpu_tests.log" 2>&1 ;;
     ncu-loop) mkdir -p "$W/ncu"; for s in ${NCU_SPECS:-online classification}; do
              PYTHONPATH=$PWD:${PYTHONPATH:-} NVCC_APPEND_FLAGS=-lineinfo timeout "$t" ncu --clock-control none -k 'regex:tk_.*_kernel' -c 1 \
                --section SourceCounters --section WarpStateStats --import-source yes -f -o "$W/ncu/$s" \
