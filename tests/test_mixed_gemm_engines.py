@@ -4,8 +4,8 @@ engine it fits. Where some products' operand rows are not whole 16 bytes (a head
 pipeline, instead of every product of the step on mma.sync (wgmma_fits is all or
 nothing). The mma.sync tiles' shared memory lies after the pipeline's, which keeps
 its stages and mbarriers from gemm to gemm (and may have the next phase's loads in
-flight into them); they run on 128 of the block's threads. Off by default until the
-GPU has run it."""
+flight into them); they run on 128 of the block's threads. On by default since the
+GPU measured it (run 9f45cee-h100-a: 128 x 512-1024-10 70.9 -> 45.6 us a step)."""
 
 from __future__ import annotations
 
@@ -55,8 +55,11 @@ def _kernel(w, engine: str, mixed: bool, grid: int = 8) -> tuple[tile.KernelOp, 
     return kernel, pytree.tree_leaves(args)
 
 
-def test_off_by_default_every_product_on_mma_sync():
-    assert T.DEFAULT.mixed_gemm_engines is False
+def test_on_by_default_and_off_puts_every_product_on_mma_sync(target_fields):
+    assert T.DEFAULT.mixed_gemm_engines is True
+    src = suite_source(HEAD10, resident="off")
+    assert "tk::hopper" in src and "tk_mma_smem" in src
+    target_fields(mixed_gemm_engines=False)
     src = suite_source(HEAD10, resident="off")
     assert "tk::hopper" not in src and "tk_mma_smem" not in src
     assert "tk::gemm_tile_nt<kThreads," in src

@@ -786,9 +786,11 @@ class TargetOptions:
     # worker count 128) and the rest the wgmma pipeline, instead of every
     # product on mma.sync (sched_to_tile.mma_beside_wgmma). A 64 x 256-256-256-10
     # step's all-mma.sync grid kernel measured 57 us a step against 17.4 for
-    # the same step with 16 outputs on wgmma (run 144fa00-h100-a; perf-log
-    # step 122). Off until the GPU has run it (prepared without device time).
-    mixed_gemm_engines: bool = False
+    # the same step with 16 outputs on wgmma (run 144fa00-h100-a). Mixed, the
+    # grid kernels of 128 x 512-1024-10 and 256 x 1024-2048-10 measured 70.9 ->
+    # 45.6 and 108.3 -> 66.8 us a step, the same errors (run 9f45cee-h100-a;
+    # perf-log step 122).
+    mixed_gemm_engines: bool = True
     # A map item's elements per thread under the wgmma engine: one block of
     # 384 threads per SM, so each thread needs more loads in flight than on
     # the mma.sync grid (4 blocks of 128): 8 reached 1.1-2.0 TB/s on medium's
