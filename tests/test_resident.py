@@ -146,19 +146,29 @@ def test_exchanges_heavier_than_the_grid_kernel_leave_a_grid_kernel():
     assert kernel.cluster is not None
 
 
-def test_a_grid_kernel_on_mma_sync_is_priced_by_the_engine_choice_weight():
+def test_a_grid_kernel_on_mma_sync_is_priced_by_the_engine_choice_weight(target_fields):
     """64 x 256-256-256-10: its 10-class head keeps every product of the grid kernel
-    on mma.sync (wgmma_fits), which measured 57.2 us a step (run 144fa00-h100-a)
-    against a raw estimate of ~13; with mma.sync's gemm items weighed by
-    GridCosts.mma_engine_calibration the estimate is ~55 and the cluster of 16
-    (estimated ~26, measured 24.5) wins. The same step with 16 outputs is a wgmma
-    grid kernel, its estimate unweighed."""
+    on mma.sync without target.mixed_gemm_engines, which measured 57.2 us a step (run
+    144fa00-h100-a) against a raw estimate of ~13; with mma.sync's gemm items weighed
+    by GridCosts.mma_engine_calibration the estimate is ~55 and the cluster of 16
+    (estimated ~26, measured 24.5) wins. Mixed (the default since perf-log step 122)
+    the head's products alone stay on mma.sync, weighed the same, and the rest go on
+    the wgmma pipeline: ~33, still over the cluster's estimate. The same step with 16
+    outputs is a wgmma grid kernel, its estimate unweighed."""
     from trainkernel.passes import tile_resident as tr
     from trainkernel.target import DEFAULT
 
+    mixed = _grid_kernel("classification", (64, 256, 256, 256, 10))
+    assert {op.engine for op in mixed.block.ops if isinstance(op, tile.GemmOp)} == {"mma", "wgmma"}
+    assert 28.0 < tr.grid_estimate_us(mixed, DEFAULT) < 40.0
+    _, _, _, kernel, _ = _kernel_and_inputs("classification", (64, 256, 256, 256, 10), torch.bfloat16)
+    assert kernel.cluster == 16
+    target_fields(mixed_gemm_engines=False)
+    from trainkernel.target import DEFAULT as UNMIXED
+
     head10 = _grid_kernel("classification", (64, 256, 256, 256, 10))
     assert {op.engine for op in head10.block.ops if isinstance(op, tile.GemmOp)} == {"mma"}
-    assert 45.0 < tr.grid_estimate_us(head10, DEFAULT) < 65.0
+    assert 45.0 < tr.grid_estimate_us(head10, UNMIXED) < 65.0
     _, _, _, kernel, _ = _kernel_and_inputs("classification", (64, 256, 256, 256, 10), torch.bfloat16)
     assert kernel.cluster == 16
     head16 = _grid_kernel("online", (64, 128, 256, 256, 16))
