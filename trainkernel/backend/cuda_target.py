@@ -651,7 +651,8 @@ class CudaPrinter:
         # suite: the same code as before), in long long where it may not.
         self.wide = index_bound(kernel) > INT32_MAX
         self.index_type = "long long" if self.wide else "int"
-        # The gemms on the wgmma pipeline (all of a kernel's or none), in order:
+        # The gemms on the wgmma pipeline (all of a kernel's, none, or in a mixed
+        # kernel those that fit it), in order:
         # gemm g's operands have tensor maps 2g and 2g + 1.
         self.wgmma = [op for op in kernel.block.ops if isinstance(op, tile.GemmOp) and op.engine == "wgmma"]
         # The gemms on mma.sync tiles: all of a kernel's, or in a mixed kernel

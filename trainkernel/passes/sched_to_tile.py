@@ -253,11 +253,11 @@ def mma_beside_wgmma(program: sched.ProgramOp, target: TargetOptions) -> set[str
     (a 10-class head's are 20 bytes), where some others fit and their tensor
     maps fit the kernel parameters. Empty: no mixed kernel on offer."""
     gemms = _gemms(program)
-    fitting = sum(wgmma_gemm_fits(*g) for g in gemms)
-    if not (target.wgmma and target.mixed_gemm_engines and 0 < fitting < len(gemms)
-            and fitting <= target.wgmma_max_gemms):
+    unfit = [mm for compute, mm in gemms if not wgmma_gemm_fits(compute, mm)]
+    fitting = len(gemms) - len(unfit)
+    if not (target.wgmma and target.mixed_gemm_engines and unfit and 0 < fitting <= target.wgmma_max_gemms):
         return set()
-    return {mma_kind(tk.element_type_of(mm.result)) for compute, mm in gemms if not wgmma_gemm_fits(compute, mm)}
+    return {mma_kind(tk.element_type_of(mm.result)) for mm in unfit}
 
 
 def mixed_smem_fits(target: TargetOptions, bn: int, bm: int, mma_kinds: set[str]) -> bool:
@@ -282,7 +282,7 @@ def lower_program(program: sched.ProgramOp, max_grid: int, grid: int, target: Ta
     if program.arena_bytes.data < 0:
         raise DiagnosticException("sched-to-tile: run sched-allocate first (the arena has no size)")
     fits = wgmma_fits(program, target)
-    beside = set() if fits else mma_beside_wgmma(program, target)  # a mixed kernel's mma.sync kinds
+    beside = mma_beside_wgmma(program, target)  # a mixed kernel's mma.sync kinds (none where all fit)
     mixed = bool(beside)
     if engine == "wgmma" and not (fits or mixed):
         raise DiagnosticException(
