@@ -224,3 +224,13 @@ def test_compute_sanitizer_on_a_chain_with_mixed_gemm_engines(tool: str, tmp_pat
     captured as one chain of launches."""
     _step_loop_reports_nothing(tool, "classification:128,512,1024,10", tmp_path, launches="in 3 launches (a chain)",
                                TK_TARGET_FIELDS="mixed_gemm_engines=1")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
+def test_compute_sanitizer_on_a_chain_with_cluster_fixups(tool: str, tmp_path):
+    """small's grid kernel in clusters of 4, its narrow products' split-K slices meeting
+    in the owners' shared memory by st.async (target.split_k_cluster_fixup, perf-log
+    step 124); three steps captured as one chain of launches."""
+    _step_loop_reports_nothing(tool, "small", tmp_path, launches="in 3 launches (a chain)",
+                               TK_TARGET_FIELDS="split_k_cluster_fixup=1")

@@ -142,7 +142,7 @@ class _Machine:
         arena = _alloc_arena(kernel)
         # _alloc_arena stops at the last buffer; split-K workspaces lie past it.
         end = max((op.workspace + op.workspace_bytes() for op in kernel.block.ops
-                   if isinstance(op, tile.GemmOp) and op.ksplit > 1), default=0)
+                   if isinstance(op, tile.GemmOp) and op.workspace is not None), default=0)
         if end > arena.numel():
             arena = torch.cat([arena, torch.full((end - arena.numel(),), 0xFF, dtype=torch.uint8)])
         self.arena = arena
@@ -185,7 +185,10 @@ class _Machine:
         then stores the row-walk passes it owns (pass c0 / kRowCols to slice
         c0 / kRowCols % splits): all of the tile's slices finish at its last
         arrival, when the tile is stored whole (the passes' owners are not
-        modelled: they all finish at that one moment)."""
+        modelled: they all finish at that one moment). A cluster fix-up
+        (op.fixup == "cluster", splitk_cluster_fixup) keeps the partials in
+        the owners' shared memory, not the arena, and also finishes every
+        slice at the tile's last arrival."""
         mm = op.matmul
         u = gemm_unit(op, item)
         a_now, b_now = values[mm.lhs.index], values[mm.rhs.index]
@@ -199,8 +202,9 @@ class _Machine:
         eff(rec.a, ta)[rows, depth] = eff(a_now, ta)[rows, depth]
         eff(rec.b, tb)[depth, cols] = eff(b_now, tb)[depth, cols]
         rec.done.add(u.split)
-        shared = op.engine == "wgmma" and op.ksplit > 1 and _shared_fixup()
-        if op.ksplit > 1:
+        clustered = op.fixup == "cluster"
+        shared = op.engine == "wgmma" and op.ksplit > 1 and (_shared_fixup() or clustered)
+        if op.ksplit > 1 and not clustered:
             part = eff(a_now, ta)[rows, depth].float() @ eff(b_now, tb)[depth, cols].float()
             self._workspace(op, u)[...] = 0.0
             self._workspace(op, u)[: u.m1 - u.m0, : u.n1 - u.n0] = part

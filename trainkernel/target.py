@@ -761,6 +761,25 @@ class TargetOptions:
     # but nothing guarantees it (another kernel on the SMs would hang the grid
     # barrier). The probe tries both (perf-log step 87).
     gemm_cluster_cooperative: bool = True
+    # Split-K within a thread block cluster (grid kernels on the wgmma engine):
+    # in each phase, the gemm with the most K steps a unit and too few tiles
+    # for the grid's idle blocks splits K into slices that sit on consecutive
+    # blocks of one cluster (up to its tile's consumer warps, each slice at
+    # least cluster_ksplit_min_k of K, while the phase's items fit the grid),
+    # and each slice's consumer warp pushes its fragment into the shared memory
+    # of the slice that owns the warp's rows (tk::hopper::splitk_cluster_fixup:
+    # st.async, one mbarrier wait; the same additions in the same order as the
+    # shared fix-up, so the same bits). The kernel runs in clusters of the
+    # largest such split (tile.kernel's fixup_cluster; the gemm's fixup =
+    # "cluster"). The L2 fix-ups' one or two round trips (small's p2: 1.6-2.5k
+    # cycles) are what kept split-K at ksplit_min_k = 512 (perf-log step 124).
+    # Off until measured.
+    split_k_cluster_fixup: bool = False
+    cluster_ksplit_min_k: int = 128
+    # With split_k_cluster_fixup: the same slices meet through the workspace
+    # (the shared or tagged fix-up), not the cluster: the probe's split without
+    # the mechanism, and the tests' twin of the same additions (the same bits).
+    cluster_fixup_through_l2: bool = False
     # A grid kernel's phases ordered by per-item flags instead of grid barriers
     # (tile-item-flags, issue 10.5): each work item waits for the flags of the
     # earlier items it reads after, writes after or overwrites

@@ -912,7 +912,13 @@ class CudaPrinter:
             self.w(f"using TkShape = tk::hopper::TileById<{WGMMA_TILES[self.wgmma_bn][0]}>::type;")
             # A mixed kernel's mma.sync tiles after the pipeline (tk_mma_smem).
             terms = self._mma_smem_terms()
-            self.w("static constexpr int kSmem = TkShape::SMEM_BYTES" + (f" + {self._cmax(terms)};" if terms else ";"))
+            before_fix = "TkShape::SMEM_BYTES" + (f" + {self._cmax(terms)}" if terms else "")
+            fix = [tile.cluster_fixup_bytes(op) for op in self.wgmma if op.fixup == "cluster"]
+            if fix:  # the cluster fix-up's barriers and slots after the rest (16-byte aligned: st.async.v4)
+                self.w(f"static constexpr int kFixSmem = ({before_fix} + 15) / 16 * 16;")
+                self.w(f"static constexpr int kSmem = kFixSmem + {max(fix)};")
+            else:
+                self.w(f"static constexpr int kSmem = {before_fix};")
         else:
             self.w(f"struct TkParams {{ void* buf[{max(nbuf, 1)}]; char* arena;{flags} }};")
             self.w(f"static constexpr int kSmem = {self._cmax(self._mma_smem_terms())};")
@@ -936,6 +942,16 @@ class CudaPrinter:
                 # Clusters of two whose gemms walk as pairs (tk::hopper::pair_step): the
                 # peer arrives on this block's barriers, so they are published to the cluster.
                 self.w("  if (threadIdx.x == 0) tk::hopper::pipeline_init<TkShape, true>(tk_hbase);")
+                self.w("  tk::cluster_sync();")
+            elif k.fixup_cluster:
+                # The other slices' pushes land on this block's fix-up barriers:
+                # initialised and published to the cluster before any unit.
+                self.w("  const uint32_t tk_fix = (uint32_t)__cvta_generic_to_shared(smem + kFixSmem);"
+                       "  // the cluster fix-up's (splitk_cluster_fixup)")
+                self.w("  if (threadIdx.x == 0) {")
+                self.w("    tk::hopper::pipeline_init<TkShape>(tk_hbase);")
+                self.w("    tk::hopper::cluster_fixup_init(tk_fix);")
+                self.w("  }")
                 self.w("  tk::cluster_sync();")
             else:
                 self.w("  if (threadIdx.x == 0) tk::hopper::pipeline_init<TkShape>(tk_hbase);")
@@ -1319,13 +1335,17 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
         _, _, m, n, kdim, _, _ = self._gemm_geometry(op.matmul)
         bm, bn, bk = op.tile_shape
         ks = op.ksplit
-        if ks > 1:
+        fix = ""
+        if op.fixup == "cluster":  # the slices meet in the owners' shared memory (tk_fix)
+            ws = counters = "nullptr"
+            fix = ", tk_fix"
+        elif ks > 1:
             ws = f"(float*)(p.arena + {op.workspace})"
             counters = f"(int*)(p.arena + {op.workspace} + {tile.gemm_partials_bytes(op)})"
         else:
             ws = counters = "nullptr"
         return (f"{{{m}, {n}, {kdim}, {ceil_div(m, bm)}, {ceil_div(n, bn)}, {ks}, {ceil_div(kdim, bk)}, "
-                f"{tile.gemm_k_slice(kdim, ks, bk) // bk}, {ws}, {counters}}}")
+                f"{tile.gemm_k_slice(kdim, ks, bk) // bk}, {ws}, {counters}{fix}}}")
 
     @staticmethod
     def _unit_start(op: tile.GemmOp) -> str:
@@ -1451,8 +1471,9 @@ static cudaError_t tk_load() {{ return cudaSuccess; }}
 
     @staticmethod
     def _shared_fixup(op: tile.GemmOp) -> bool:
-        """Whether a wgmma gemm's slices share its split-K fix-up (tk::hopper::splitk_shared_fixup)."""
-        return TARGET.split_k_shared_fixup and op.ksplit > 1
+        """Whether a wgmma gemm's slices share its split-K fix-up through the
+        workspace (tk::hopper::splitk_shared_fixup; not a cluster's fix-up)."""
+        return TARGET.split_k_shared_fixup and op.ksplit > 1 and op.fixup != "cluster"
 
     def _epilogue_functor(self, op: tile.GemmOp, mm: tk.MatmulOp, indent: str) -> None:
         """The gemm's epilogue as the functor a tile calls with (i, j, acc):
@@ -1773,11 +1794,11 @@ extern "C" int tk_max_active_blocks_per_sm() {{
   cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, tk_kernel, kThreads, kSmem);
   return e == cudaSuccess ? blocks : -(int)e;
 }}""")
-        if k.gemm_cluster:
+        if k.launch_cluster:
             # The grid must be whole clusters that are all co-resident: the runtime
             # asks for clusters, not blocks an SM (a GPC's SMs need not pair up).
             self.w(f"""
-extern "C" int tk_gemm_cluster() {{ return {k.gemm_cluster}; }}
+extern "C" int tk_gemm_cluster() {{ return {k.launch_cluster}; }}
 
 extern "C" int tk_max_active_clusters() {{
   int err = tk_configure();
@@ -1792,7 +1813,7 @@ extern "C" int tk_max_active_clusters() {{
         self.w(f"""
 extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
   int err = tk_configure();
-  if (err) return err;
+  if (err) return err;{self._grid_guard()}
 {self._launch_params(nbuf)}
   void* args[] = {{&p}};
   {self._cooperative_launch()}
@@ -1804,7 +1825,7 @@ extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
 extern "C" int tk_launch_chain(void** buffers, void* arena, int grid, void* stream, int index, int count) {{
   if (index < 0 || index >= count) return (int)cudaErrorInvalidValue;
   int err = tk_configure();
-  if (err) return err;
+  if (err) return err;{self._grid_guard()}
 {self._launch_params(nbuf)}
   p.first = index == 0;
   p.more = index + 1 < count;
@@ -1817,20 +1838,31 @@ extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
   return tk_launch_chain(buffers, arena, grid, stream, 0, 1);
 }}""")
 
+    def _grid_guard(self) -> str:
+        """A launcher line refusing a grid on which a cluster fix-up's slices would
+        not each take a block of their own in one round (tile.kernel's
+        fixup_cluster rule; the runtime's co-resident grid may be smaller than
+        the compiled one): "" where the kernel has none."""
+        need = max((op.items for op in self.wgmma if op.fixup == "cluster"), default=0)
+        if not need:
+            return ""
+        return (f"\n  if (grid < {need} || grid % {self.kernel.fixup_cluster}) return (int)cudaErrorInvalidConfiguration;"
+                "  // a cluster fix-up's slices: a block each, one cluster a tile")
+
     def _launch_attributes(self) -> list[tuple[str, list[str]]]:
         """The grid kernel's launch attributes besides the grid: (id, the value's
         member assignments) each; the cooperative one (every block co-resident:
         tk::grid_sync spins) unless a clustered kernel is launched as clusters
         alone (target.gemm_cluster_cooperative)."""
         attrs = []
-        if not (self.kernel.gemm_cluster and not TARGET.gemm_cluster_cooperative):
+        if not (self.kernel.launch_cluster and not TARGET.gemm_cluster_cooperative):
             attrs.append(("cudaLaunchAttributeCooperative", ["val.cooperative = 1;"]))
         if TARGET.grid_programmatic_launch:  # may start before the previous kernel ends
             attrs.append(("cudaLaunchAttributeProgrammaticStreamSerialization",
                           ["val.programmaticStreamSerializationAllowed = 1;"]))
-        if self.kernel.gemm_cluster:  # clusters of two whose gemms walk as pairs
+        if self.kernel.launch_cluster:  # pairs, or the slices of cluster fix-ups
             attrs.append(("cudaLaunchAttributeClusterDimension",
-                          [f"val.clusterDim.x = {self.kernel.gemm_cluster};", "val.clusterDim.y = 1;",
+                          [f"val.clusterDim.x = {self.kernel.launch_cluster};", "val.clusterDim.y = 1;",
                            "val.clusterDim.z = 1;"]))
         return attrs
 

@@ -184,6 +184,16 @@ class GemmOp(TileWorkOp):
     ksplit_ = opt_prop_def(IntegerAttr, prop_name="ksplit")
     workspace_ = opt_prop_def(IntegerAttr, prop_name="workspace")
     engine_ = opt_prop_def(StringAttr, prop_name="engine")
+    fixup_ = opt_prop_def(StringAttr, prop_name="fixup")
+
+    @property
+    def fixup(self) -> str:
+        """Where a split gemm's slices meet: `cluster` (its slices on consecutive
+        blocks of one cluster, each warp's rows summed by one slice from the
+        others' pushes into its shared memory: tk::hopper::splitk_cluster_fixup;
+        no workspace), or absent: through the workspace in global memory."""
+        attr = self.properties.get("fixup")
+        return attr.data if isinstance(attr, StringAttr) else "workspace"
 
     @property
     def engine(self) -> str:
@@ -243,7 +253,9 @@ class GemmOp(TileWorkOp):
         if "engine" in self.properties:
             self._verify_wgmma(mm[0])
         ks = self.ksplit
-        if ks < 1 or (ks > 1) != (self.workspace is not None):
+        if "fixup" in self.properties:
+            self._verify_cluster_fixup()
+        elif ks < 1 or (ks > 1) != (self.workspace is not None):
             raise VerifyException(
                 f"tile.gemm: ksplit {ks} must be >= 1, and a workspace is given exactly when ksplit > 1")
         if ks > 1 and (ks - 1) * ceil_div(ceil_div(k, ks), bk) * bk >= k:
@@ -283,6 +295,18 @@ class GemmOp(TileWorkOp):
             raise VerifyException("tile.gemm: a tk.column_partials result must only be yielded")
         if not isinstance(partials.input, OpResult) or partials.input.owner.parent_block() is not self.body.block:
             raise VerifyException("tile.gemm: tk.column_partials must sum a value its body computes")
+
+    def _verify_cluster_fixup(self) -> None:
+        # Each consumer warp's rows go to one slice (warp % ksplit): every slice
+        # owns as many warps (the kernel verifier checks the cluster and offsets).
+        ks, warps = self.ksplit, wgmma_tile_warps(self)
+        if self.fixup != "cluster":
+            raise VerifyException(f"tile.gemm: fixup {self.fixup!r} is not `cluster` (absent: the workspace's)")
+        if self.engine != "wgmma" or ks < 2 or warps % ks or self.workspace is not None:
+            raise VerifyException(
+                f"tile.gemm: a cluster fix-up splits a wgmma gemm's K into 2 or more slices that divide its "
+                f"{warps} consumer warps, without a workspace (engine {self.engine}, ksplit {ks}"
+                + (", a workspace)" if self.workspace is not None else ")"))
 
     def _verify_wgmma(self, mm) -> None:
         from trainkernel.target import WGMMA_TILES, wgmma_tile_supported
@@ -711,6 +735,7 @@ class KernelOp(ProgramLikeOp):
     smem_ = prop_def(IntegerAttr, prop_name="smem")
     cluster_ = opt_prop_def(IntegerAttr, prop_name="cluster")
     gemm_cluster_ = opt_prop_def(IntegerAttr, prop_name="gemm_cluster")
+    fixup_cluster_ = opt_prop_def(IntegerAttr, prop_name="fixup_cluster")
 
     def verify_(self) -> None:
         super().verify_()
@@ -759,14 +784,43 @@ class KernelOp(ProgramLikeOp):
             if not gemms or any(op.engine != "wgmma" for op in gemms):
                 raise VerifyException("tile.kernel: gemm_cluster pairs the wgmma engine's gemms; this kernel has "
                                       + ("none" if not gemms else "gemms on another engine"))
+        self._verify_fixup_cluster()
         if any(isinstance(op, SyncOp) and op.scope.data == "items" for op in self.block.ops) and (
-                cluster is not None or self.gemm_cluster is not None):
+                cluster is not None or self.gemm_cluster is not None or self.fixup_cluster is not None):
             raise VerifyException("tile.kernel: `tile.sync items` orders a grid kernel's phases; a resident kernel "
                                   "or one of cluster pairs (gemm_cluster) orders them by barriers")
         for op in self.block.ops:
             if not isinstance(op, BufferOp | ViewOp | Home | TileWorkOp | SyncOp):
                 raise VerifyException(f"tile.kernel may hold buffers, views, tile ops and syncs, not {op.name}")
         verify_kernel_contract(self)
+
+    def _verify_fixup_cluster(self) -> None:
+        # A cluster fix-up's slices of a tile sit on one cluster in one round:
+        # whole clusters, the gemm's first unit on a multiple of its split, a
+        # unit a block at most; and its slots are reused only across a grid
+        # barrier: one such gemm a phase (tk::hopper::splitk_cluster_fixup).
+        c = self.fixup_cluster
+        split = [op for op in self.block.ops if isinstance(op, GemmOp) and "fixup" in op.properties]
+        if c is None:
+            if split:
+                raise VerifyException("tile.gemm: a cluster fix-up needs its kernel's fixup_cluster")
+            return
+        if self.cluster is not None or self.gemm_cluster is not None or c not in (2, 4, 8) or self.grid % c:
+            raise VerifyException(
+                f"tile.kernel: fixup_cluster is 2, 4 or 8 blocks, for a grid kernel of whole clusters and no "
+                f"gemm_cluster (fixup_cluster {c}, grid {self.grid})")
+        if not split:
+            raise VerifyException("tile.kernel: fixup_cluster without a gemm whose fix-up is the cluster's")
+        for ops in self.phases():
+            mine = [op for op in ops if op in split]
+            if len(mine) > 1:
+                raise VerifyException("tile.kernel: two gemms of a phase with a cluster fix-up (one a phase)")
+            for op in mine:
+                if c % op.ksplit or op.offset % op.ksplit or op.items > self.grid:
+                    raise VerifyException(
+                        f"tile.gemm: a cluster fix-up's {op.ksplit} slices must divide the cluster ({c}), start on "
+                        f"a multiple of them (offset {op.offset}) and take a block each ({op.items} items, grid "
+                        f"{self.grid})")
 
     def phases(self) -> list[list["TileWorkOp"]]:
         """The tile work ops of each phase, in order (a tile.sync ends a phase;
@@ -790,6 +844,19 @@ class KernelOp(ProgramLikeOp):
         """2: a grid kernel launched in clusters of two whose gemms walk as pairs; None otherwise."""
         attr = self.properties.get("gemm_cluster")
         return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+    @property
+    def fixup_cluster(self) -> int | None:
+        """Blocks a cluster of a grid kernel whose split gemms' fix-ups are the
+        cluster's (tile.gemm's fixup); None otherwise."""
+        attr = self.properties.get("fixup_cluster")
+        return attr.value.data if isinstance(attr, IntegerAttr) else None
+
+    @property
+    def launch_cluster(self) -> int | None:
+        """Blocks a cluster of a grid kernel launched in clusters (gemm_cluster's
+        pairs or fixup_cluster's); None for one launched without."""
+        return self.gemm_cluster or self.fixup_cluster
 
     @property
     def grid(self) -> int:
@@ -947,7 +1014,7 @@ def verify_kernel_bounds(kernel: "KernelOp") -> None:
                         f"inside the kernel's {kernel.smem} bytes of shared memory"
                     )
     for op in kernel.block.ops:
-        if isinstance(op, GemmOp) and op.ksplit > 1:
+        if isinstance(op, GemmOp) and op.ksplit > 1 and op.workspace is not None:  # (a cluster fix-up has none)
             lo, size = op.workspace, op.workspace_bytes()
             if kernel.cluster is not None:
                 raise VerifyException("tile.gemm: split-K (ksplit) is for grid kernels; a resident kernel splits k over its cluster")
@@ -966,7 +1033,7 @@ def verify_kernel_bounds(kernel: "KernelOp") -> None:
                     if b_lo < lo + size and lo < b_hi:
                         raise VerifyException(
                             f"tile.gemm: workspace bytes {lo}..{lo + size} overlap arena buffer bytes {b_lo}..{b_hi}")
-                elif isinstance(other, GemmOp) and other is not op and other.ksplit > 1:
+                elif isinstance(other, GemmOp) and other is not op and other.workspace is not None:
                     o_lo = other.workspace
                     if o_lo < lo + size and lo < o_lo + other.workspace_bytes():
                         raise VerifyException(f"tile.gemm: two split gemms share workspace bytes (at {lo} and {o_lo})")
@@ -1213,6 +1280,13 @@ def wgmma_tile_warps(op: "GemmOp") -> int:
     consumer warp: each warp votes on its own (the split-K fix-up and row
     epilogue go by warp)."""
     return op.tile_shape[0] // 16
+
+
+def cluster_fixup_bytes(op: "GemmOp") -> int:
+    """Shared memory of a cluster fix-up (tk::hopper::cluster_fixup_bytes): the
+    consumer warps' mbarriers, then the tile's fp32 partial's worth of slots."""
+    bm, bn, _ = op.tile_shape
+    return 8 * wgmma_tile_warps(op) + 4 * bm * bn
 
 
 def gemm_workspace_bytes(op: "GemmOp") -> int:

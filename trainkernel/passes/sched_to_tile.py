@@ -368,6 +368,10 @@ def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOpt
     pairs = pairs and grid > 1 and grid % 2 == 0  # a forced odd grid runs unpaired
     if engine == "wgmma" and target.wgmma_gemm_widths and not pairs:
         narrow_wgmma_gemms(phases, grid, target)
+    fixup_cluster = cluster_split_k(phases, grid, target, smem) if engine == "wgmma" and not pairs else 0
+    if fixup_cluster:  # the fix-ups' barriers and slots after the rest (16-byte aligned)
+        smem = align_up(smem, 16) + max(tile.cluster_fixup_bytes(op) for ops in phases for op in ops
+                                        if isinstance(op, tile.GemmOp) and op.fixup == "cluster")
     arena = split_k(phases, grid, program.arena_bytes.data, target)
     if pairs:
         for ops in phases:
@@ -383,6 +387,8 @@ def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOpt
     cfg = tile.config(grid=grid, threads=target.threads, smem=smem)
     if pairs:
         cfg.update(tile.config(gemm_cluster=2))
+    if fixup_cluster:
+        cfg.update(tile.config(fixup_cluster=fixup_cluster))
     kernel = tile.KernelOp(program.sym_name.data, program.num_inputs.data, program.result_args, body, arena, cfg)
     return kernel, estimate
 
@@ -439,6 +445,12 @@ def split_k(phases: list[list[tile.TileWorkOp]], grid: int, arena: int, target: 
         for op in ops:
             if not isinstance(op, tile.GemmOp) or grid < 2:
                 continue
+            if op.ksplit > 1:  # cluster_split_k's: its fix-up the cluster's, or (the probe's) the workspace's
+                if op.fixup != "cluster":
+                    arena = align_up(arena, 16)
+                    op.properties.update(tile.config(workspace=arena))
+                    arena += op.workspace_bytes()
+                continue
             k = tile.iteration_space(op)[2]
             bk = op.tile_shape[2]
             tiles = op.items
@@ -456,7 +468,52 @@ def split_k(phases: list[list[tile.TileWorkOp]], grid: int, arena: int, target: 
     return arena
 
 
-def renumber_offsets(ops: list[tile.TileWorkOp], pairs: bool = False) -> None:
+def cluster_split_k(phases: list[list[tile.TileWorkOp]], grid: int, target: TargetOptions, smem: int) -> int:
+    """target.split_k_cluster_fixup: in each phase, the wgmma gemm with the most
+    K steps a unit splits K into S slices whose fix-up is the cluster's
+    (tile.gemm's fixup = "cluster"): S the largest power of two that divides
+    its tile's consumer warps (each slice owns warps), the grid (whole
+    clusters), and at most target.max_cluster blocks, with slices of at least
+    target.cluster_ksplit_min_k of K, none empty, and the phase's items (with
+    the gemm's first unit moved to a multiple of S) within the grid: one round,
+    a block a unit; and its slots (tile.cluster_fixup_bytes) after the kernel's
+    `smem` within a block's. Before split_k, whose busy count then includes them.
+    With target.cluster_fixup_through_l2 (a probe's baseline, and the tests'
+    same-bits twin) the same slices meet through split_k's workspace instead.
+    Returns the kernel's cluster (the largest S; 0: none, or through L2)."""
+    if not target.split_k_cluster_fixup or grid < 2:
+        return 0
+    cluster = 0
+    for ops in phases:
+        gemms = [op for op in ops if isinstance(op, tile.GemmOp) and op.engine == "wgmma" and op.ksplit == 1
+                 and align_up(smem, 16) + tile.cluster_fixup_bytes(op) <= target.smem_per_block]
+        if not gemms:
+            continue
+        op = max(gemms, key=lambda g: (tile.iteration_space(g)[2], g.items))
+        k = tile.iteration_space(op)[2]
+        bk = op.tile_shape[2]
+        busy = sum(o.items for o in ops)
+        tiles = op.items
+        splits = 1
+        s = 2
+        while s <= min(tile.wgmma_tile_warps(op), target.max_cluster, 8):
+            fits = busy + tiles * (s - 1) + (s - 1) <= grid  # s - 1: the first unit's alignment at most
+            if (tile.wgmma_tile_warps(op) % s or grid % s or not fits or k // s < target.cluster_ksplit_min_k
+                    or (s - 1) * tile.gemm_k_slice(k, s, bk) >= k):
+                break
+            splits = s
+            s *= 2
+        if splits < 2:
+            continue
+        op.properties.update(tile.config(ksplit=splits, items=tiles * splits))
+        if not target.cluster_fixup_through_l2:
+            op.properties.update(tile.config(fixup="cluster"))
+            cluster = max(cluster, splits)
+        renumber_offsets(ops, align_splits=True)
+    return cluster
+
+
+def renumber_offsets(ops: list[tile.TileWorkOp], pairs: bool = False, align_splits: bool = False) -> None:
     """The offsets of a phase's ops after their items or order changed: each
     op's first item on the block after the previous op's last (split-K,
     tile-reductions-first). `pairs` (a kernel's gemm_cluster, target.gemm_cluster_pairs):
@@ -467,6 +524,8 @@ def renumber_offsets(ops: list[tile.TileWorkOp], pairs: bool = False) -> None:
     for op in ops:
         if pairs and isinstance(op, tile.GemmOp):
             offset += offset % 2
+        if isinstance(op, tile.GemmOp) and (op.fixup == "cluster" or (align_splits and op.ksplit > 1)):
+            offset += -offset % op.ksplit  # a tile's slices in one cluster
         op.properties["offset"] = tile.config(offset=offset)["offset"]
         offset += op.items
 
@@ -493,6 +552,9 @@ class SchedToTilePass(ModulePass):
     # gemms on both engines in one kernel where only some fit wgmma: on, off, or
     # as the target says (mixed_gemm_engines)
     mixed: str = "target"
+    # split-K whose slices meet in a thread block cluster (cluster_split_k): on,
+    # off, or as the target says (split_k_cluster_fixup)
+    cluster_fixup: str = "target"
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         target = pass_target(self.name, self.target)
@@ -514,6 +576,11 @@ class SchedToTilePass(ModulePass):
             raise DiagnosticException(f"sched-to-tile: mixed must be target, on or off, got {self.mixed!r}")
         if self.mixed != "target":
             target = dataclasses.replace(target, mixed_gemm_engines=self.mixed == "on")
+        if self.cluster_fixup not in ("target", "on", "off"):
+            raise DiagnosticException(
+                f"sched-to-tile: cluster_fixup must be target, on or off, got {self.cluster_fixup!r}")
+        if self.cluster_fixup != "target":
+            target = dataclasses.replace(target, split_k_cluster_fixup=self.cluster_fixup == "on")
         max_grid = self.max_grid or target.max_grid
         for program in list(op.ops):
             if isinstance(program, sched.ProgramOp):

@@ -760,7 +760,9 @@ def make_resident(kernel: tile.KernelOp, plan: Plan, placement: Placement, targe
             # Split-K is the grid kernel's (its workspace is in the arena); a
             # resident kernel splits k over its cluster instead, by the plan.
             op.properties["items"] = IntegerAttr(op.items // op.ksplit, 64)
-            del op.properties["ksplit"], op.properties["workspace"]
+            del op.properties["ksplit"]
+            op.properties.pop("workspace", None)
+            op.properties.pop("fixup", None)  # (a cluster fix-up has no workspace)
         if isinstance(op, tile.GemmOp) and op.engine == "wgmma":
             # So is the wgmma engine (TMA from global memory); a resident kernel
             # multiplies from shared memory with mma.sync tiles.
@@ -782,6 +784,7 @@ def make_resident(kernel: tile.KernelOp, plan: Plan, placement: Placement, targe
             op.properties["scope"] = StringAttr("block")
     kernel.properties["cluster"] = IntegerAttr(placement.cluster, 64)
     kernel.properties.pop("gemm_cluster", None)  # the grid kernel's pairs (its gemms are the cluster's now)
+    kernel.properties.pop("fixup_cluster", None)  # and its split-K's clusters
     kernel.properties["grid"] = IntegerAttr(placement.cluster, 64)
     kernel.properties["smem"] = IntegerAttr(placement.smem, 64)
     kernel.properties["arena_bytes"] = builtin.IntAttr(0)

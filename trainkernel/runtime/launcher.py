@@ -184,8 +184,9 @@ class KernelLibrary:
         return self._exported_count("tk_cluster")
 
     def gemm_cluster(self) -> int:
-        """Blocks a cluster of a grid kernel whose gemms walk as pairs (`tk_gemm_cluster()`,
-        target.gemm_cluster_pairs); 0 for any other kernel."""
+        """Blocks a cluster of a grid kernel launched in clusters (`tk_gemm_cluster()`:
+        gemms that walk as pairs, target.gemm_cluster_pairs, or split gemms whose
+        fix-up is the cluster's, target.split_k_cluster_fixup); 0 for any other kernel."""
         return self._exported_count("tk_gemm_cluster")
 
     def _co_resident_cluster_grid(self, requested: int, cluster: int) -> int:
@@ -201,7 +202,7 @@ class KernelLibrary:
             raise RuntimeError(
                 f"{self.path.name}: not one cluster of {cluster} blocks of the kernel can be resident on this "
                 "device (shared memory per block, or no GPC with that many free SMs); compile the step without "
-                "target.gemm_cluster_pairs")
+                "target.gemm_cluster_pairs and target.split_k_cluster_fixup")
         return grid
 
     def co_resident_grid(self, requested: int, device_index: int) -> int:
@@ -281,8 +282,9 @@ class KernelLibrary:
         """A failed launch's words on its clusters: a clustered grid kernel also asks
         the driver for the cooperative and cluster attributes together."""
         c = self.gemm_cluster()
-        return (f", in clusters of {c} (target.gemm_cluster_pairs; with the cooperative attribute unless "
-                "target.gemm_cluster_cooperative is off)" if c else "")
+        return (f", in clusters of {c} (target.gemm_cluster_pairs or split_k_cluster_fixup; with the cooperative "
+                "attribute unless target.gemm_cluster_cooperative is off; a cluster fix-up also refuses a grid "
+                "under its split gemm's units: cudaErrorInvalidConfiguration)" if c else "")
 
 
 _LOADED: dict[str, KernelLibrary] = {}

@@ -662,6 +662,7 @@ struct GemmParams {
   int kb_per_split;  // K steps per slice; every slice has at least one
   float* workspace;  // splits > 1: tiles * splits * BM * BN floats (kSplitKTagged: 8-byte words)
   int* counters;     // splits > 1: tiles ints, zero between launches
+  uint32_t fix;      // the cluster fix-up's shared memory (splitk_cluster_fixup); 0: none
 };
 
 struct WorkUnit {
@@ -1419,6 +1420,77 @@ __device__ __forceinline__ void splitk_shared_fixup(const GemmParams& p, const W
   if ((ctid & 31) == 0 && atomicAdd(counter, 1) == 2 * p.splits - 1) *counter = 0;
 }
 
+// Split-K's fix-up within a thread block cluster (target.split_k_cluster_fixup,
+// perf-log step 124). The shared fix-ups above pass partials through L2: a
+// publisher's stores, then the owner's polls, one or two round trips of ~1k
+// cycles each (small's p2: 1.6-2.5k cycles of a 7.8k phase), which is what
+// kept split-K shallow (ksplit_min_k). Here the kernel runs in clusters and a
+// tile's slices sit on consecutive blocks of one cluster in the same round
+// (the megakernel puts a cluster-split gemm's first unit on a multiple of its
+// splits, the grid is whole clusters and units <= grid), and consumer warp w's
+// rows of the tile are summed, and walked by the epilogue, by slice
+// w % splits. Every other slice's warp w pushes its fragment (BN / 2 floats a
+// lane) into the owner's shared memory by st.async, counted on the owner
+// warp's mbarrier; the owner sums in slice order, its own from registers: the
+// same operands in the same order as every other fix-up, so the same bits.
+// The slots and barriers (`fix`, after the kernel's other shared memory) are
+// reused only across a grid barrier, by which every owner has read them: one
+// such gemm a phase (the kernel verifier's rule), so a sender never waits.
+// Layout: the consumer warps' mbarriers (count 1: the owner warp's
+// arrive.expect_tx), then a slot a (owned warp, sender slice): warp w's slot
+// for slice s at ((w / splits) * splits + s) * 64 * BN bytes, lane l's float4 q
+// of it at q * 512 + l * 16 (a warp's reads are 512 contiguous bytes).
+__device__ __forceinline__ uint32_t cluster_fixup_bar(uint32_t fix, int warp) { return fix + 8u * (uint32_t)warp; }
+template <int BN>
+__device__ __forceinline__ uint32_t cluster_fixup_slot(uint32_t fix, int warp, int splits, int split) {
+  return fix + 8u * kTileWarps + (uint32_t)(((warp / splits) * splits + split) * 64 * BN);
+}
+// Bytes of a kernel's fix-up region for tiles up to BM x BN: the printer's
+// cluster_fixup_bytes, which sizes the region, mirrors it.
+constexpr int cluster_fixup_bytes(int bm, int bn) { return 8 * kTileWarps + 4 * bm * bn; }
+
+// One thread, before the cluster barrier that publishes the inits.
+__device__ __forceinline__ void cluster_fixup_init(uint32_t fix) {
+  for (int w = 0; w < kTileWarps; ++w) ptx::mbar_init(cluster_fixup_bar(fix, w), 1);
+  ptx::mbar_fence_init();
+}
+
+// Whether warp `warp` of this slice owns its rows of the tile (sums and walks them).
+__device__ __forceinline__ bool cluster_fixup_owns(const GemmParams& p, const WorkUnit& w, int warp) {
+  return warp % p.splits == w.split;
+}
+
+// The fix-up of a unit's warp: false where another slice owns the warp's rows
+// (its fragment pushed there), true with acc the tile's sum where this one does.
+template <int BM, int BN>
+__device__ __forceinline__ bool splitk_cluster_fixup(const GemmParams& p, const WorkUnit& w, float (&acc)[BN / 2],
+                                                     int ctid, uint32_t& parity) {
+  const int warp = ctid >> 5, lane = ctid & 31;
+  const uint32_t bar = cluster_fixup_bar(p.fix, warp);
+  if (!cluster_fixup_owns(p, w, warp)) {
+    const int owner = cluster_rank() - w.split + warp % p.splits;  // the tile's slice 0 on a multiple of splits
+    const uint32_t slot = map_rank(cluster_fixup_slot<BN>(p.fix, warp, p.splits, w.split) + 16u * lane, owner);
+    const uint32_t rbar = map_rank(bar, owner);
+#pragma unroll
+    for (int q = 0; q < BN / 8; ++q)
+      asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n"
+                   ::"r"(slot + 512u * q), "f"(acc[4 * q]), "f"(acc[4 * q + 1]), "f"(acc[4 * q + 2]),
+                   "f"(acc[4 * q + 3]), "r"(rbar) : "memory");
+    return false;
+  }
+  if (lane == 0) ptx::mbar_arrive_expect_tx(bar, (uint32_t)((p.splits - 1) * 64 * BN));
+  ptx::mbar_wait<true>(bar, parity);  // acquire at cluster scope: the other slices' st.async
+  parity ^= 1u;
+  sum_partials_in_slice_order<BN, BN / 8>(acc, 0, p.splits, w.split, [](int) {}, [&](int s, int q) {
+    float4 v;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(cluster_fixup_slot<BN>(p.fix, warp, p.splits, s) + 512u * q + 16u * lane) : "memory");
+    return v;
+  });
+  return true;
+}
+
 // Whether a unit's thread runs the row walk's pass at column c0 of its tile:
 // every pass, but under a shared split-K fix-up the passes its slice owns.
 __device__ __forceinline__ bool shared_fixup_owns(bool shared, const GemmParams& p, const WorkUnit& w, int c0) {
@@ -1446,6 +1518,7 @@ struct PipeState {
   uint32_t phase = 0;
   int preissued = 0;
   uint32_t preissued_ops = 0;
+  uint32_t fix_parity = 0;  // the parity of this thread's warp's next cluster fix-up (splitk_cluster_fixup)
   __device__ __forceinline__ void advance(int stages) {
     if (++stage == stages) {
       stage = 0;
@@ -1796,10 +1869,13 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
                               has_column_partials<Epi>;
     const bool shared = kSharedFixup && kRowWalk && p.splits > 1 &&
                         (kPair ? p.splits < stride && pair_aligned : p.splits <= stride);
-    if (shared)
+    if (p.fix && p.splits > 1) {  // within the cluster: a warp whose rows another slice owns is done
+      if (!splitk_cluster_fixup<BM, BN>(p, w, acc, ctid, pipe.fix_parity)) continue;
+    } else if (shared) {
       splitk_shared_fixup<BM, BN>(p, w, acc, ctid);
-    else if (p.splits > 1 && !splitk_fixup<BM, BN>(p, w, acc, ctid))
+    } else if (p.splits > 1 && !splitk_fixup<BM, BN>(p, w, acc, ctid)) {
       continue;
+    }
 #if defined(TK_UNIT_TIMER)
     const long long tk_u3 = clock64();
 #endif
