@@ -46,20 +46,34 @@ def test_off_by_default(target_fields):
     assert not _cluster_gemms(_kernel("small")) and _kernel("small").fixup_cluster is None
 
 
-def test_small_splits_its_narrow_products_in_clusters(target_fields):
-    """small's logits (256 x 64 x 1024: 8 tiles of 64 x 32) split 4 ways, its dW2
-    (1024 x 64 x 256: 16 tiles of 64 x 64) 2 ways beside the phase's other 67
-    items; the kernel runs in clusters of 4; each split gemm's first unit on a
-    multiple of its split; no workspace."""
+def test_small_splits_its_logits_in_clusters(target_fields):
+    """small's logits (256 x 64 x 1024: 8 tiles of 64 x 32, 16 K steps a unit) split
+    4 ways, as many as the tile's consumer warps; its dW2 (1024 x 64 x 256, beside
+    the phase's dh units and reductions) stays whole: the phase's busiest block
+    is not its unit. The kernel runs in clusters of 4; the split gemm's first
+    unit on a multiple of its split; no workspace."""
     target_fields(split_k_cluster_fixup=True)
     kernel = _kernel("small")
     split = _cluster_gemms(kernel)
-    assert [(tile.iteration_space(op), op.ksplit) for op in split] == [((256, 64, 1024), 4), ((1024, 64, 256), 2)]
+    assert [(tile.iteration_space(op), op.ksplit) for op in split] == [((256, 64, 1024), 4)]
     assert kernel.fixup_cluster == 4 and kernel.grid % 4 == 0 and kernel.gemm_cluster is None
     for op in split:
         assert op.workspace is None and op.offset % op.ksplit == 0 and op.items <= kernel.grid
     for ops in kernel.phases():
         assert sum(op in split for op in ops) <= 1
+
+
+def test_the_split_is_priced(target_fields):
+    """A fix-up dearer than any K steps it saves splits nothing: the kernel as it is
+    without the switch (no clusters, the workspace's split)."""
+    import dataclasses
+
+    from trainkernel.target import DEFAULT
+
+    off = _source("small")
+    target_fields(split_k_cluster_fixup=True,
+                  grid_costs=dataclasses.replace(DEFAULT.grid_costs, cluster_fixup_cycles=1e6))
+    assert _source("small") == off
 
 
 def test_at_most_the_tile_warps_and_one_gemm_a_phase(target_fields):
@@ -99,15 +113,15 @@ def test_the_printed_kernel(target_fields):
     units."""
     target_fields(split_k_cluster_fixup=True)
     src = _source("small", resident="off")
-    assert "static constexpr int kSmem = kFixSmem + 16416;" in src  # 4 warps' barriers, a 64 x 64 fp32 tile
+    assert "static constexpr int kSmem = kFixSmem + 8224;" in src  # 4 warps' barriers, a 64 x 32 fp32 tile
     assert "tk::hopper::cluster_fixup_init(tk_fix);" in src and "  tk::cluster_sync();\n" in src
     calls = SPLIT.findall(src)
-    assert [(m, n, k, s) for m, n, k, s, _, _ in calls] == [("256", "64", "1024", "4"), ("1024", "64", "256", "2")]
+    assert [(m, n, k, s) for m, n, k, s, _, _ in calls] == [("256", "64", "1024", "4")]
     assert all(params.endswith("nullptr, nullptr, tk_fix") for *_, params in calls)
     assert 'extern "C" int tk_gemm_cluster() { return 4; }' in src
     assert "val.clusterDim.x = 4;" in src and "val.cooperative = 1;" in src
     assert "if (grid < 32 || grid % 4) return (int)cudaErrorInvalidConfiguration;" in src
-    assert "TK_SPLITK_TAGGED" not in src  # no gemm left with a fix-up through L2
+    assert "TK_SPLITK_TAGGED" not in src  # no gemm left with a fix-up through L2 (p2's was the one)
 
 
 def test_a_resident_kernel_has_none(target_fields):

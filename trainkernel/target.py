@@ -131,6 +131,11 @@ class GridCosts:
     two_warpgroup_pass: float = 1.45  # on a 128-row tile (1.59k against 1.03k for two passes)
     pass_per_epilogue_byte: float = 0.05  # each byte an element moves past a 2-byte store (SGD: ~1.4x)
     wide_unit_cycles: float = 3500.0  # a tile that hands the producer's registers back (wgmma_wide_unit_us's part)
+    # A unit's split-K fix-up within a cluster (target.split_k_cluster_fixup,
+    # splitk_cluster_fixup): its warps' pushes to the owners (a 64 x 32 fp32
+    # fragment's 3/4 at DSMEM's ~18.6 B a cycle, perf-log step 94) and the
+    # owner's mbarrier wait. A prediction (perf-log step 124) until measured.
+    cluster_fixup_cycles: float = 600.0
     reduce_item_cycles: float = 900.0  # op timer: 1.2k at 1k elements
     reduce_element_cycles: float = 0.25  # 2.9k at 8k elements
 

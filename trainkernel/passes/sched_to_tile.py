@@ -139,7 +139,8 @@ def item_cost_us(op: tile.TileWorkOp, target: TargetOptions, mma_weight: float =
             k = tile.gemm_k_slice(k, op.ksplit, bk)
         if op.engine == "wgmma":
             if costs.unit_parts:
-                return costs.wgmma_unit_parts_us(bm, bn, bk, ceil_div(k, bk), epilogue_bytes(op))
+                fixup = costs.cluster_fixup_cycles * costs.cycle_us if op.fixup == "cluster" else 0.0
+                return costs.wgmma_unit_parts_us(bm, bn, bk, ceil_div(k, bk), epilogue_bytes(op)) + fixup
             return costs.wgmma_unit_fixed_us(bn) + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma, "wgmma", bn, bm)
         return mma_weight * (costs.item_overhead_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma))
     if isinstance(op, tile.ReduceOp):
@@ -471,13 +472,16 @@ def split_k(phases: list[list[tile.TileWorkOp]], grid: int, arena: int, target: 
 def cluster_split_k(phases: list[list[tile.TileWorkOp]], grid: int, target: TargetOptions, smem: int) -> int:
     """target.split_k_cluster_fixup: in each phase, the wgmma gemm with the most
     K steps a unit splits K into S slices whose fix-up is the cluster's
-    (tile.gemm's fixup = "cluster"): S the largest power of two that divides
-    its tile's consumer warps (each slice owns warps), the grid (whole
-    clusters), and at most target.max_cluster blocks, with slices of at least
-    target.cluster_ksplit_min_k of K, none empty, and the phase's items (with
-    the gemm's first unit moved to a multiple of S) within the grid: one round,
-    a block a unit; and its slots (tile.cluster_fixup_bytes) after the kernel's
-    `smem` within a block's. Before split_k, whose busy count then includes them.
+    (tile.gemm's fixup = "cluster"): of the S allowed, the one with the
+    smallest estimate of the phase (`phase_us`, each unit paying
+    GridCosts.cluster_fixup_cycles), 1 (no split) on a tie. Allowed: a power of
+    two that divides its tile's consumer warps (each slice owns warps), the
+    grid (whole clusters), and at most target.max_cluster blocks, with slices
+    of at least target.cluster_ksplit_min_k of K, none empty, and the phase's
+    items (with the gemm's first unit moved to a multiple of S) within the
+    grid: one round, a block a unit; and its slots (tile.cluster_fixup_bytes)
+    after the kernel's `smem` within a block's. Before split_k, whose busy
+    count then includes them.
     With target.cluster_fixup_through_l2 (a probe's baseline, and the tests'
     same-bits twin) the same slices meet through split_k's workspace instead.
     Returns the kernel's cluster (the largest S; 0: none, or through L2)."""
@@ -494,22 +498,32 @@ def cluster_split_k(phases: list[list[tile.TileWorkOp]], grid: int, target: Targ
         bk = op.tile_shape[2]
         busy = sum(o.items for o in ops)
         tiles = op.items
-        splits = 1
+        allowed = [1]
         s = 2
         while s <= min(tile.wgmma_tile_warps(op), target.max_cluster, 8):
             fits = busy + tiles * (s - 1) + (s - 1) <= grid  # s - 1: the first unit's alignment at most
             if (tile.wgmma_tile_warps(op) % s or grid % s or not fits or k // s < target.cluster_ksplit_min_k
                     or (s - 1) * tile.gemm_k_slice(k, s, bk) >= k):
                 break
-            splits = s
+            allowed.append(s)
             s *= 2
+
+        def split(s: int) -> float:  # the phase's estimate with `op` in s slices (and left so)
+            op.properties.update(tile.config(ksplit=s, items=tiles * s))
+            op.properties.pop("ksplit") if s == 1 else op.properties.update(tile.config(fixup="cluster"))
+            if s == 1:
+                op.properties.pop("fixup", None)
+            renumber_offsets(ops, align_splits=True)
+            return phase_us(ops, grid, target)
+
+        splits = min(allowed, key=lambda s: (split(s), s))
+        split(splits)
         if splits < 2:
             continue
-        op.properties.update(tile.config(ksplit=splits, items=tiles * splits))
-        if not target.cluster_fixup_through_l2:
-            op.properties.update(tile.config(fixup="cluster"))
+        if target.cluster_fixup_through_l2:  # the same slices, through split_k's workspace
+            op.properties.pop("fixup")
+        else:
             cluster = max(cluster, splits)
-        renumber_offsets(ops, align_splits=True)
     return cluster
 
 
