@@ -23,3 +23,18 @@ def parse_ptxas(output: str) -> list[dict]:
         elif rows and (m := _USED.search(line)):
             rows[-1]["registers"] = int(m.group(1))
     return rows
+
+
+def ptxas_kernel_rows(src: str, tmp_path) -> list[dict]:
+    """parse_ptxas's rows of a printed kernel's source, built to a cubin for its
+    architecture with the build's flags (asserts the build succeeds)."""
+    import subprocess
+
+    from trainkernel.backend.build import arch_for_source, nvcc_flags
+
+    cu = tmp_path / "k.cu"
+    cu.write_text(src)
+    out = subprocess.run(["nvcc", *nvcc_flags(arch_for_source(src, "sm_90")), "-Xptxas", "-v", "-cubin", str(cu),
+                          "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return parse_ptxas(out.stdout + out.stderr)

@@ -19,7 +19,7 @@ from trainkernel.dialects import tile
 from trainkernel.workloads import WORKLOADS
 
 from _nvcc import needs_nvcc, nvcc_errors
-from _ptxas import parse_ptxas
+from _ptxas import ptxas_kernel_rows
 from _variants import same_bits_off_and_on, stepped
 from _variants import suite_source as _source
 
@@ -140,20 +140,11 @@ def _args(name):
 def test_builds_for_sm90a_without_a_stack_frame(target_fields, tmp_path, name):
     """The pushed fragment and the summed float4s stay in registers (ptxas -v: no stack
     frame, as every kernel of the suite: test_cuda_compile.py)."""
-    import subprocess
-
-    from trainkernel.backend.build import arch_for_source, nvcc_flags
-
     target_fields(split_k_cluster_fixup=True)
     src = trainkernel.compile_training(*_args(name), build=False, resident="off").cuda_source
     assert "tk_fix}" in src
     assert nvcc_errors(src, tmp_path, host=False) == ""
-    cu = tmp_path / "k.cu"
-    cu.write_text(src)
-    out = subprocess.run(["nvcc", *nvcc_flags(arch_for_source(src, "sm_90")), "-Xptxas", "-v", "-cubin", str(cu),
-                          "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-4000:]
-    rows = parse_ptxas(out.stdout + out.stderr)
+    rows = ptxas_kernel_rows(src, tmp_path)
     assert rows and not any(r["stack"] for r in rows), rows
 
 

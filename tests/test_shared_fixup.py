@@ -15,7 +15,7 @@ import trainkernel
 from trainkernel.workloads import WORKLOADS
 
 from _nvcc import needs_nvcc, nvcc_errors
-from _ptxas import parse_ptxas
+from _ptxas import ptxas_kernel_rows
 from _variants import same_bits_off_and_on, stepped
 from _variants import suite_source as _source
 
@@ -117,18 +117,9 @@ def test_a_resident_kernel_has_no_fix_up_to_tag(target_fields):
 def test_builds_without_a_stack_frame(target_fields, tmp_path, name, field):
     """The kept float4s and the polled words stay in registers (ptxas -v: no stack
     frame, as every kernel of the suite: test_cuda_compile.py)."""
-    import subprocess
-
-    from trainkernel.backend.build import arch_for_source, nvcc_flags
-
     target_fields(split_k_shared_fixup=True, **{field: True})
     src = trainkernel.compile_training(*_args(name), build=False, resident="off").cuda_source
-    cu = tmp_path / "k.cu"
-    cu.write_text(src)
-    out = subprocess.run(["nvcc", *nvcc_flags(arch_for_source(src, "sm_90")), "-Xptxas", "-v", "-cubin", str(cu),
-                          "-o", str(tmp_path / "k.cubin")], capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-4000:]
-    rows = parse_ptxas(out.stdout + out.stderr)
+    rows = ptxas_kernel_rows(src, tmp_path)
     assert rows and not any(r["stack"] for r in rows), rows
 
 
