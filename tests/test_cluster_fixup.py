@@ -48,19 +48,28 @@ def test_off_by_default(target_fields):
 
 def test_small_splits_its_logits_in_clusters(target_fields):
     """small's logits (256 x 64 x 1024: 8 tiles of 64 x 32, 16 K steps a unit) split
-    4 ways, as many as the tile's consumer warps; its dW2 (1024 x 64 x 256, beside
-    the phase's dh units and reductions) stays whole: the phase's busiest block
-    is not its unit. The kernel runs in clusters of 4; the split gemm's first
-    unit on a multiple of its split; no workspace."""
+    2 ways: 4 (its tile's consumer warps) would run its grid of 128 in clusters of
+    4, of which an H100 or H200 holds 120 blocks at once (target.cluster_blocks).
+    Its dW2 (1024 x 64 x 256, beside the phase's dh units and reductions) stays
+    whole: the phase's busiest block is not its unit. The kernel runs in
+    clusters of 2; the split gemm's first unit on a multiple of its split; no
+    workspace."""
     target_fields(split_k_cluster_fixup=True)
     kernel = _kernel("small")
     split = _cluster_gemms(kernel)
-    assert [(tile.iteration_space(op), op.ksplit) for op in split] == [((256, 64, 1024), 4)]
-    assert kernel.fixup_cluster == 4 and kernel.grid % 4 == 0 and kernel.gemm_cluster is None
+    assert [(tile.iteration_space(op), op.ksplit) for op in split] == [((256, 64, 1024), 2)]
+    assert kernel.fixup_cluster == 2 and kernel.grid == 128 and kernel.gemm_cluster is None
     for op in split:
         assert op.workspace is None and op.offset % op.ksplit == 0 and op.items <= kernel.grid
     for ops in kernel.phases():
         assert sum(op in split for op in ops) <= 1
+
+
+def test_clusters_that_fit_at_once(target_fields):
+    """Where clusters of 4 hold as many blocks as the grid, small's logits split 4 ways."""
+    target_fields(split_k_cluster_fixup=True, cluster_blocks=(132, 132, 112))
+    kernel = _kernel("small")
+    assert [op.ksplit for op in _cluster_gemms(kernel)] == [4] and kernel.fixup_cluster == 4
 
 
 def test_the_split_is_priced(target_fields):
@@ -109,18 +118,18 @@ def test_through_l2_the_same_slices_with_a_workspace(target_fields):
 def test_the_printed_kernel(target_fields):
     """The fix-up's region after the pipeline, its barriers initialised and published
     to the cluster before any unit, GemmParams naming it instead of a workspace, a
-    launch in clusters of 4 that refuses a grid of fewer blocks than a split gemm's
+    launch in clusters of 2 that refuses a grid of fewer blocks than a split gemm's
     units."""
     target_fields(split_k_cluster_fixup=True)
     src = _source("small", resident="off")
     assert "static constexpr int kSmem = kFixSmem + 8224;" in src  # 4 warps' barriers, a 64 x 32 fp32 tile
     assert "tk::hopper::cluster_fixup_init(tk_fix);" in src and "  tk::cluster_sync();\n" in src
     calls = SPLIT.findall(src)
-    assert [(m, n, k, s) for m, n, k, s, _, _ in calls] == [("256", "64", "1024", "4")]
+    assert [(m, n, k, s) for m, n, k, s, _, _ in calls] == [("256", "64", "1024", "2")]
     assert all(params.endswith("nullptr, nullptr, tk_fix") for *_, params in calls)
-    assert 'extern "C" int tk_gemm_cluster() { return 4; }' in src
-    assert "val.clusterDim.x = 4;" in src and "val.cooperative = 1;" in src
-    assert "if (grid < 32 || grid % 4) return (int)cudaErrorInvalidConfiguration;" in src
+    assert 'extern "C" int tk_gemm_cluster() { return 2; }' in src
+    assert "val.clusterDim.x = 2;" in src and "val.cooperative = 1;" in src
+    assert "if (grid < 16 || grid % 2) return (int)cudaErrorInvalidConfiguration;" in src
     assert "TK_SPLITK_TAGGED" not in src  # no gemm left with a fix-up through L2 (p2's was the one)
 
 

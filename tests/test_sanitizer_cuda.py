@@ -229,7 +229,7 @@ def test_compute_sanitizer_on_a_chain_with_mixed_gemm_engines(tool: str, tmp_pat
 @pytest.mark.cuda
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
 def test_compute_sanitizer_on_a_chain_with_cluster_fixups(tool: str, tmp_path):
-    """small's grid kernel in clusters of 4, its narrow products' split-K slices meeting
+    """small's grid kernel in clusters, its logits' split-K slices meeting
     in the owners' shared memory by st.async (target.split_k_cluster_fixup, perf-log
     step 124); three steps captured as one chain of launches."""
     _step_loop_reports_nothing(tool, "small", tmp_path, launches="in 3 launches (a chain)",

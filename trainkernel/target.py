@@ -781,6 +781,14 @@ class TargetOptions:
     # Off until measured.
     split_k_cluster_fixup: bool = False
     cluster_ksplit_min_k: int = 128
+    # Blocks of one SM each that can run at once in clusters of 2, 4 and 8: a
+    # cluster's blocks share a GPC, and the GPCs' SM counts need not divide by
+    # the cluster (the ingress probe's clusters of 4 ran 120 blocks on the H200,
+    # perf-log step 91; a grid of 128 in clusters of 4 ran at 120 on an H100,
+    # its 128-unit phases in two rounds: step 124's run). 8: from the GPC sizes
+    # those imply (unmeasured). A cluster split whose kernel's grid exceeds
+    # its cluster's count is not made.
+    cluster_blocks: tuple[int, ...] = (132, 120, 112)
     # With split_k_cluster_fixup: the same slices meet through the workspace
     # (the shared or tagged fix-up), not the cluster: the probe's split without
     # the mechanism, and the tests' twin of the same additions (the same bits).

@@ -476,7 +476,8 @@ def cluster_split_k(phases: list[list[tile.TileWorkOp]], grid: int, target: Targ
     smallest estimate of the phase (`phase_us`, each unit paying
     GridCosts.cluster_fixup_cycles), 1 (no split) on a tie. Allowed: a power of
     two that divides its tile's consumer warps (each slice owns warps), the
-    grid (whole clusters), and at most target.max_cluster blocks, with slices
+    grid (whole clusters), and at most target.max_cluster blocks, on a grid
+    that clusters of S can hold at once (target.cluster_blocks), with slices
     of at least target.cluster_ksplit_min_k of K, none empty, and the phase's
     items (with the gemm's first unit moved to a multiple of S) within the
     grid: one round, a block a unit; and its slots (tile.cluster_fixup_bytes)
@@ -502,6 +503,7 @@ def cluster_split_k(phases: list[list[tile.TileWorkOp]], grid: int, target: Targ
         s = 2
         while s <= min(tile.wgmma_tile_warps(op), target.max_cluster, 8):
             fits = busy + tiles * (s - 1) + (s - 1) <= grid  # s - 1: the first unit's alignment at most
+            fits = fits and grid <= dict(zip((2, 4, 8), target.cluster_blocks)).get(s, 0)  # co-resident clusters
             if (tile.wgmma_tile_warps(op) % s or grid % s or not fits or k // s < target.cluster_ksplit_min_k
                     or (s - 1) * tile.gemm_k_slice(k, s, bk) >= k):
                 break

@@ -2,28 +2,33 @@
 // 124): in each phase the wgmma gemm with the most K steps a unit splits K into
 // slices that meet in a thread block cluster (fixup = "cluster", no workspace;
 // the kernel's fixup_cluster). Phase 0's 256 x 64 x 1024 product (8 tiles of
-// 64 x 32 on a grid of 128) splits 4 ways, as many as its tile's 4 consumer
+// 64 x 32 on a grid of 120) splits 4 ways, as many as its tile's 4 consumer
 // warps (a slice owns whole warps); phase 1's 1024 x 64 x 256 product (32 tiles)
 // beside a map of 31 items splits 2 ways (4 would take 162 blocks), its first
 // unit moved from block 31 to 32 (a tile's slices on one cluster). The arena
-// stays 0: no workspace. What does not split so: off (the default), the mma.sync
-// engine, one block. -t cuda: the slots after the pipeline (8224 bytes: 4 warps'
+// stays 0: no workspace. On a grid of 128 phase 0 splits 2 ways (GRID128): an
+// H100 or H200 holds 120 blocks at once in clusters of 4 (target.cluster_blocks).
+// What does not split so: off (the default), the mma.sync engine, one block. -t cuda: the slots after the pipeline (8224 bytes: 4 warps'
 // barriers, a 64 x 32 fp32 tile), their barriers initialised and published to
 // the cluster before any unit, GemmParams naming them, the launch in clusters
 // of 4 refusing a grid under 64 blocks (phase 1's units). An unknown value is
 // an error.
-// RUN: trainkernel-opt %s -p 'sched-to-tile{cluster_fixup=on grid=128 engine=wgmma rows=64}' | filecheck %s
+// RUN: trainkernel-opt %s -p 'sched-to-tile{cluster_fixup=on grid=120 engine=wgmma rows=64}' | filecheck %s
+// RUN: trainkernel-opt %s -p 'sched-to-tile{cluster_fixup=on grid=128 engine=wgmma rows=64}' | filecheck %s --check-prefix=GRID128
 // RUN: trainkernel-opt %s -p 'sched-to-tile{grid=128 engine=wgmma rows=64}' | filecheck %s --check-prefix=OFF
 // RUN: trainkernel-opt %s -p 'sched-to-tile{cluster_fixup=on grid=128 engine=mma}' | filecheck %s --check-prefix=OFF
 // RUN: trainkernel-opt %s -p 'sched-to-tile{cluster_fixup=on grid=1 engine=wgmma rows=64}' | filecheck %s --check-prefix=OFF
-// RUN: trainkernel-opt %s -p 'sched-to-tile{cluster_fixup=on grid=128 engine=wgmma rows=64}' -t cuda | filecheck %s --check-prefix=CUDA
+// RUN: trainkernel-opt %s -p 'sched-to-tile{cluster_fixup=on grid=120 engine=wgmma rows=64}' -t cuda | filecheck %s --check-prefix=CUDA
 // RUN: not trainkernel-opt %s -p 'sched-to-tile{cluster_fixup=yes}' 2>&1 | filecheck %s --check-prefix=BAD
 
-// CHECK:       tile.kernel @step({{.*}}) inputs 3 results [3, 4, 5] arena 0 config {grid = 128 : i64, threads = 256 : i64, smem = {{[0-9]+}} : i64, fixup_cluster = 4 : i64}
+// CHECK:       tile.kernel @step({{.*}}) inputs 3 results [3, 4, 5] arena 0 config {grid = 120 : i64, threads = 256 : i64, smem = {{[0-9]+}} : i64, fixup_cluster = 4 : i64}
 // CHECK:         tile.gemm {{.*}} config {tile = array<i64: 64, 32, 64>, mma = "mma.bf16", items = 32 : i64, offset = 0 : i64, engine = "wgmma", ksplit = 4 : i64, fixup = "cluster"} {
 // CHECK:         tile.sync grid
 // CHECK:         tile.map {{.*}} config {items = 31 : i64, offset = 0 : i64
 // CHECK:         tile.gemm {{.*}} config {tile = array<i64: 64, 32, 64>, mma = "mma.bf16", items = 64 : i64, offset = 32 : i64, engine = "wgmma", ksplit = 2 : i64, fixup = "cluster"} {
+
+// GRID128:     config {grid = 128 : i64, threads = 256 : i64, smem = {{[0-9]+}} : i64, fixup_cluster = 2 : i64}
+// GRID128:     items = 16 : i64, offset = 0 : i64, engine = "wgmma", ksplit = 2 : i64, fixup = "cluster"}
 
 // OFF-NOT:     fixup
 
