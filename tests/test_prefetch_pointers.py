@@ -3,7 +3,11 @@
 perf-log step 107). Step s loads its thread's pointer of step s + 2's row (tk_after) as it
 starts and leaves it in tk_rows[s % 2] after its last phase; step s + 1's prefetch reads its
 row from there (a launch's first step from tk_next, in global memory). Without it every
-thread waited for a global round trip per pointer before its copies."""
+thread waited for a global round trip per pointer before its copies.
+
+target.prefetch_pointer_copies (perf-log step 125): the same rows a step ahead, copied by
+an 8-byte cp.async a pointer into tk_rows beside the next step's batch copies (the next
+staging wait covers them) instead of a load held in a register through the step."""
 
 from __future__ import annotations
 
@@ -31,21 +35,26 @@ def test_off_as_measured():
     assert not T.DEFAULT.prefetch_step_pointers and T.DEFAULT.prefetch_step_inputs
 
 
-@pytest.fixture
-def pointers_on(target_fields):
-    """The printed form under test: the pointer rows on."""
-    target_fields(prefetch_step_pointers=True)
+MODES = {"loads": dict(prefetch_step_pointers=True), "copies": dict(prefetch_pointer_copies=True)}
+
+
+@pytest.fixture(params=list(MODES))
+def pointers_on(request, target_fields):
+    """The printed form under test: the pointer rows on, loaded or copied."""
+    target_fields(**MODES[request.param])
+    return request.param
 
 
 def _slot_plan(src: str) -> tuple[str, str, str]:
     """The slot expressions the step reads step s + 1's row from and writes step s + 2's to,
     and the row the loop passes as tk_after."""
     read = re.search(r"void\* const\* tk_row = tk_first \? tk_next : tk_rows\[(tk_odd \? \d : \d)\];", src)
-    write = re.search(r"if \(tk_after && threadIdx\.x < \d+\) tk_rows\[(tk_odd \? \d : \d)\]\[threadIdx\.x\] = "
-                      r"tk_after_ptr;", src)
+    write = re.search(r"if \(tk_after && threadIdx\.x < \d+\) (?:tk_rows\[(tk_odd \? \d : \d)\]\[threadIdx\.x\] = "
+                      r"tk_after_ptr;|tk::cp_async_ca<8>\(&tk_rows\[(tk_odd \? \d : \d)\]\[threadIdx\.x\], "
+                      r"&tk_after\[threadIdx\.x\]\);)", src)
     after = re.search(r", (tk_s \+ 2 < p\.steps \? p\.step_inputs \+ \(size_t\)\(tk_s \+ 2\) \* \d+ : nullptr)\);", src)
     assert read and write and after, "the pointer rows' read, write and loop argument"
-    return read.group(1), write.group(1), after.group(1)
+    return read.group(1), write.group(1) or write.group(2), after.group(1)
 
 
 def _slot(expr: str, odd: bool) -> int:
@@ -72,7 +81,8 @@ def test_every_step_after_the_first_reads_the_row_of_the_step_after_it(pointers_
             slots[_slot(write, odd)] = s + 2
 
 
-def test_the_loads_come_before_the_prologue_and_the_store_after_the_last_phase(pointers_on):
+def test_the_loads_come_before_the_prologue_and_the_store_after_the_last_phase(target_fields):
+    target_fields(**MODES["loads"])
     src = _source("classification")
     body = src[src.index("void tk_step("):src.index("extern \"C\" __global__")]
     load = body.index("void* const tk_after_ptr = tk_after && threadIdx.x < 2 ? tk_after[threadIdx.x] : nullptr;")
@@ -83,6 +93,19 @@ def test_the_loads_come_before_the_prologue_and_the_store_after_the_last_phase(p
     assert "__shared__ void* tk_rows[2][2];" in body
 
 
+def test_the_copies_go_with_the_next_batch_and_hold_no_register(target_fields):
+    """prefetch_pointer_copies: step s + 2's row copied after the next batch's copies,
+    inside the staging of the next step (after this step's wait); nothing loaded into
+    a register, nothing stored at the step's end."""
+    target_fields(**MODES["copies"])
+    src = _source("classification")
+    body = src[src.index("void tk_step("):src.index("extern \"C\" __global__")]
+    copy = body.index("if (tk_after && threadIdx.x < 2) tk::cp_async_ca<8>(&tk_rows[tk_odd ? 1 : 0][threadIdx.x], "
+                      "&tk_after[threadIdx.x]);")
+    assert body.index("tk::stage_wait();") < body.index("tk::stage_input_rows(") < copy < body.index("// ---- phase 0")
+    assert "tk_after_ptr" not in body
+
+
 def test_off_reads_tk_next(target_fields):
     target_fields(prefetch_step_pointers=False)
     src = _source("online")
@@ -90,8 +113,9 @@ def test_off_reads_tk_next(target_fields):
     assert "tk_from[0] = tk_next[0];" in src and "((__nv_bfloat16*)tk_from[0])" in src  # prefetch_pointers_first
 
 
-def test_none_without_prefetched_inputs(target_fields):
-    target_fields(prefetch_step_inputs=False, prefetch_step_pointers=True)
+@pytest.mark.parametrize("mode", list(MODES))
+def test_none_without_prefetched_inputs(target_fields, mode):
+    target_fields(prefetch_step_inputs=False, **MODES[mode])
     src = _source("online")
     assert "tk_rows" not in src and "tk_after" not in src and "tk_next" not in src
 
@@ -108,17 +132,22 @@ def test_compiles_for_sm90(pointers_on, tmp_path, name):
     assert nvcc_errors(src, tmp_path) == ""
 
 
+FIELDS = {"loads": "prefetch_step_pointers", "copies": "prefetch_pointer_copies"}
+
+
 @pytest.mark.cuda
+@pytest.mark.parametrize("mode", list(FIELDS))
 @pytest.mark.parametrize("name", ["tiny", "online", "classification", "online-adam", "odd"])
-def test_one_launch_of_k_steps_gives_the_same_bits_on_gpu(target_fields, name):
+def test_one_launch_of_k_steps_gives_the_same_bits_on_gpu(target_fields, name, mode):
     """7 steps in one launch over 3 batches (each step's next batch differs from its
     own): the pointers read a step ahead or in the prologue, the same bits."""
-    same, sources = same_bits_off_and_on(target_fields, "prefetch_step_pointers", _w(name), 7, seed=4, run=looped)
+    same, sources = same_bits_off_and_on(target_fields, FIELDS[mode], _w(name), 7, seed=4, run=looped)
     assert ["tk_rows" in s for s in sources] == [False, True]
     assert same
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("mode", list(FIELDS))
 @pytest.mark.parametrize("name", ["online", "classification"])
-def test_launches_of_one_step_give_the_same_bits_on_gpu(target_fields, name):
-    assert same_bits_off_and_on(target_fields, "prefetch_step_pointers", name, 4, seed=2, run=stepped)[0]
+def test_launches_of_one_step_give_the_same_bits_on_gpu(target_fields, name, mode):
+    assert same_bits_off_and_on(target_fields, FIELDS[mode], name, 4, seed=2, run=stepped)[0]

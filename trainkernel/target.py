@@ -500,6 +500,14 @@ class TargetOptions:
     # row's second pointer still after the first copies), the Adam twins
     # -0.06 and -0.17: off.
     prefetch_step_pointers: bool = False
+    # The same rows a step ahead, by an 8-byte cp.async a pointer into shared
+    # memory issued with the next step's batch copies (the same staging wait
+    # covers them) instead of a load held in a register through the step
+    # (prefetch_step_pointers' 122 registers against 109). classification's
+    # steps 2-4 spend 1.1-1.6k cycles in their prologue against 0.3k for the
+    # first (the phase timer, run 9df86ff-h100-a): the pointers' round trip
+    # before the copies. A probe knob until measured (perf-log step 125).
+    prefetch_pointer_copies: bool = False
     # With prefetch_step_inputs (and not prefetch_step_pointers): the next step's
     # input pointers all loaded before the first of its copies. cp.async is a
     # memory barrier to the compiler, so a pointer loaded after the first home's

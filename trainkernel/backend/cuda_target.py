@@ -2217,7 +2217,11 @@ class ResidentPrinter(CudaPrinter):
         # step s loads step s + 2's row (tk_after) as it starts and leaves it in
         # tk_rows[s % 2] as it ends; step s + 1 copies from there. The first step
         # of a launch reads its tk_next from global memory.
-        self.pointer_rows = len(self.step_inputs) if self.prefetched and TARGET.prefetch_step_pointers else 0
+        # With target.prefetch_pointer_copies step s copies that row by cp.async into
+        # tk_rows[s % 2] beside the next step's batch copies: no register held.
+        self.pointer_copies = TARGET.prefetch_pointer_copies and not TARGET.prefetch_step_pointers
+        self.pointer_rows = len(self.step_inputs) if self.prefetched and (
+            TARGET.prefetch_step_pointers or self.pointer_copies) else 0
         # Homes of 16-byte units by bulk copies on the mbarrier tk_inbar (target.prefetch_bulk_rows).
         self.bulk_rows = TARGET.prefetch_bulk_rows and any(self._stage_unit(h) == 16 for h in self.prefetched)
 
@@ -2252,6 +2256,9 @@ class ResidentPrinter(CudaPrinter):
             self._load_next_pointers(column)
             row = "tk_from"
         self._next_input_copies(column, row)
+        if self.pointer_rows and self.pointer_copies:  # step s + 2's row, waited by step s + 1's staging wait
+            self.w(f"    if (tk_after && threadIdx.x < {self.pointer_rows}) "
+                   "tk::cp_async_ca<8>(&tk_rows[tk_odd ? 1 : 0][threadIdx.x], &tk_after[threadIdx.x]);")
         self.w("  }")
 
     def _load_next_pointers(self, column: dict, at_step_scope: bool = False) -> None:
@@ -2394,7 +2401,8 @@ class ResidentPrinter(CudaPrinter):
         if self.pointer_rows:
             n = self.pointer_rows
             self.w(f"  __shared__ void* tk_rows[2][{n}];  // the next steps' input pointers (plan_prefetched_inputs)")
-            self.w(f"  void* const tk_after_ptr = tk_after && threadIdx.x < {n} ? tk_after[threadIdx.x] : nullptr;")
+            if not self.pointer_copies:
+                self.w(f"  void* const tk_after_ptr = tk_after && threadIdx.x < {n} ? tk_after[threadIdx.x] : nullptr;")
         # A later step restages the homes of what it reads anew: its batch, and
         # the state whose homes plan_kept_homes does not keep (where no home is
         # kept, every step stages every home, and one prologue serves them all).
@@ -2481,7 +2489,7 @@ class ResidentPrinter(CudaPrinter):
                 if timer:
                     labels.append(f"p{phase}:{op.name[5:]}/{op.split}")
                     self.w(f"  __syncthreads(); tk_t[{len(labels)}] = clock64();")
-        if self.pointer_rows:  # step s + 2's pointers, for step s + 1 (after the loop's barrier)
+        if self.pointer_rows and not self.pointer_copies:  # step s + 2's pointers, for step s + 1 (after the loop's barrier)
             self.w(f"  if (tk_after && threadIdx.x < {self.pointer_rows}) tk_rows[tk_odd ? 1 : 0][threadIdx.x] = tk_after_ptr;")
         if timer:
             # CUDA's printf takes at most 32 arguments: a long op list prints in lines of 30.
