@@ -131,6 +131,8 @@ def test_the_printed_kernel(target_fields):
     assert "val.clusterDim.x = 2;" in src and "val.cooperative = 1;" in src
     assert "if (grid < 16 || grid % 2) return (int)cudaErrorInvalidConfiguration;" in src
     assert "TK_SPLITK_TAGGED" not in src  # no gemm left with a fix-up through L2 (p2's was the one)
+    # The device path compiled in only here (the standalone gemm kernel carries none of it).
+    assert src.count("#define TK_CLUSTER_FIXUP 1\n") == 1 and "TK_CLUSTER_FIXUP" not in _source("medium")
 
 
 def test_a_resident_kernel_has_none(target_fields):

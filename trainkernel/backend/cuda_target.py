@@ -896,6 +896,8 @@ class CudaPrinter:
                     defines += "#define TK_SPLITK_KEEP_OWN 1\n"  # the shared fix-up keeps its own partial
                 if TARGET.split_k_tagged_partials:
                     defines += "#define TK_SPLITK_TAGGED 1\n"  # partials as tagged words, polled by their owner
+            if any(op.fixup == "cluster" for op in self.wgmma):
+                defines += "#define TK_CLUSTER_FIXUP 1\n"  # split-K slices that meet in the cluster
             # 64-row tiles: one consumer warpgroup (tk::hopper::kConsumers; two by default).
             if self.wgmma[0].tile_shape[0] != 128:
                 defines += f"#define TK_WGMMA_CONSUMERS {self.wgmma[0].tile_shape[0] // 64}\n"

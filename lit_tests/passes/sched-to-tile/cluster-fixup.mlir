@@ -32,6 +32,7 @@
 
 // OFF-NOT:     fixup
 
+// CUDA:       #define TK_CLUSTER_FIXUP 1
 // CUDA:       static constexpr int kFixSmem = (TkShape::SMEM_BYTES + 15) / 16 * 16;
 // CUDA-NEXT:  static constexpr int kSmem = kFixSmem + 8224;
 // CUDA:       const uint32_t tk_fix = (uint32_t)__cvta_generic_to_shared(smem + kFixSmem);

@@ -1436,10 +1436,17 @@ __device__ __forceinline__ void splitk_shared_fixup(const GemmParams& p, const W
 // The slots and barriers (`fix`, after the kernel's other shared memory) are
 // reused only across a grid barrier, by which every owner has read them: one
 // such gemm a phase (the kernel verifier's rule), so a sender never waits.
+// kClusterFixup (TK_CLUSTER_FIXUP, which the megakernel's printer defines where a
+// gemm has such a fix-up): without it the path is compiled out, so the standalone
+// kernel (whose GemmParams are run-time values) carries none of its code.
 // Layout: the consumer warps' mbarriers (count 1: the owner warp's
 // arrive.expect_tx), then a slot a (owned warp, sender slice): warp w's slot
 // for slice s at ((w / splits) * splits + s) * 64 * BN bytes, lane l's float4 q
 // of it at q * 512 + l * 16 (a warp's reads are 512 contiguous bytes).
+#if !defined(TK_CLUSTER_FIXUP)
+#define TK_CLUSTER_FIXUP 0
+#endif
+constexpr bool kClusterFixup = TK_CLUSTER_FIXUP;
 __device__ __forceinline__ uint32_t cluster_fixup_bar(uint32_t fix, int warp) { return fix + 8u * (uint32_t)warp; }
 template <int BN>
 __device__ __forceinline__ uint32_t cluster_fixup_slot(uint32_t fix, int warp, int splits, int split) {
@@ -1869,7 +1876,7 @@ __device__ __forceinline__ void consume_units(const GemmParams& p, const Epi& ep
                               has_column_partials<Epi>;
     const bool shared = kSharedFixup && kRowWalk && p.splits > 1 &&
                         (kPair ? p.splits < stride && pair_aligned : p.splits <= stride);
-    if (p.fix && p.splits > 1) {  // within the cluster: a warp whose rows another slice owns is done
+    if (kClusterFixup && p.fix && p.splits > 1) {  // within the cluster: a warp whose rows another slice owns is done
       if (!splitk_cluster_fixup<BM, BN>(p, w, acc, ctid, pipe.fix_parity)) continue;
     } else if (shared) {
       splitk_shared_fixup<BM, BN>(p, w, acc, ctid);
