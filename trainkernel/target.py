@@ -882,6 +882,10 @@ class TargetOptions:
                 elems //= 2
         return self.threads * elems
 
+    def blocks_in_clusters(self, size: int) -> int:
+        """Blocks that clusters of `size` (2, 4 or 8) hold at once (cluster_blocks; 0 otherwise)."""
+        return dict(zip((2, 4, 8), self.cluster_blocks)).get(size, 0)
+
     @property
     def max_grid(self) -> int:
         """The largest grid sched-to-tile sizes a kernel to."""

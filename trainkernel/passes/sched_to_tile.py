@@ -503,7 +503,7 @@ def cluster_split_k(phases: list[list[tile.TileWorkOp]], grid: int, target: Targ
         s = 2
         while s <= min(tile.wgmma_tile_warps(op), target.max_cluster, 8):
             fits = busy + tiles * (s - 1) + (s - 1) <= grid  # s - 1: the first unit's alignment at most
-            fits = fits and grid <= dict(zip((2, 4, 8), target.cluster_blocks)).get(s, 0)  # co-resident clusters
+            fits = fits and grid <= target.blocks_in_clusters(s)  # clusters that fit at once
             if (tile.wgmma_tile_warps(op) % s or grid % s or not fits or k // s < target.cluster_ksplit_min_k
                     or (s - 1) * tile.gemm_k_slice(k, s, bk) >= k):
                 break
@@ -511,10 +511,12 @@ def cluster_split_k(phases: list[list[tile.TileWorkOp]], grid: int, target: Targ
             s *= 2
 
         def split(s: int) -> float:  # the phase's estimate with `op` in s slices (and left so)
-            op.properties.update(tile.config(ksplit=s, items=tiles * s))
-            op.properties.pop("ksplit") if s == 1 else op.properties.update(tile.config(fixup="cluster"))
             if s == 1:
+                op.properties.update(tile.config(items=tiles))
+                op.properties.pop("ksplit", None)
                 op.properties.pop("fixup", None)
+            else:
+                op.properties.update(tile.config(ksplit=s, items=tiles * s, fixup="cluster"))
             renumber_offsets(ops, align_splits=True)
             return phase_us(ops, grid, target)
 
