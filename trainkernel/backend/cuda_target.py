@@ -655,6 +655,8 @@ class CudaPrinter:
         # kernel those that fit it), in order:
         # gemm g's operands have tensor maps 2g and 2g + 1.
         self.wgmma = [op for op in kernel.block.ops if isinstance(op, tile.GemmOp) and op.engine == "wgmma"]
+        # Those whose split-K slices meet in the kernel's clusters (tk::hopper::splitk_cluster_fixup).
+        self.cluster_fixups = [op for op in self.wgmma if op.fixup == "cluster"]
         # The gemms on mma.sync tiles: all of a kernel's, or in a mixed kernel
         # (target.mixed_gemm_engines) those beside the pipeline, after its shared memory.
         self.mma_gemms = [op for op in kernel.block.ops if isinstance(op, tile.GemmOp) and op.engine != "wgmma"]
@@ -896,7 +898,7 @@ class CudaPrinter:
                     defines += "#define TK_SPLITK_KEEP_OWN 1\n"  # the shared fix-up keeps its own partial
                 if TARGET.split_k_tagged_partials:
                     defines += "#define TK_SPLITK_TAGGED 1\n"  # partials as tagged words, polled by their owner
-            if any(op.fixup == "cluster" for op in self.wgmma):
+            if self.cluster_fixups:
                 defines += "#define TK_CLUSTER_FIXUP 1\n"  # split-K slices that meet in the cluster
             # 64-row tiles: one consumer warpgroup (tk::hopper::kConsumers; two by default).
             if self.wgmma[0].tile_shape[0] != 128:
@@ -915,10 +917,10 @@ class CudaPrinter:
             # A mixed kernel's mma.sync tiles after the pipeline (tk_mma_smem).
             terms = self._mma_smem_terms()
             before_fix = "TkShape::SMEM_BYTES" + (f" + {self._cmax(terms)}" if terms else "")
-            fix = [tile.cluster_fixup_bytes(op) for op in self.wgmma if op.fixup == "cluster"]
-            if fix:  # the cluster fix-up's barriers and slots after the rest (16-byte aligned: st.async.v4)
+            if self.cluster_fixups:  # the cluster fix-up's barriers and slots after the rest (16-byte aligned: st.async.v4)
+                fix = max(map(tile.cluster_fixup_bytes, self.cluster_fixups))
                 self.w(f"static constexpr int kFixSmem = ({before_fix} + 15) / 16 * 16;")
-                self.w(f"static constexpr int kSmem = kFixSmem + {max(fix)};")
+                self.w(f"static constexpr int kSmem = kFixSmem + {fix};")
             else:
                 self.w(f"static constexpr int kSmem = {before_fix};")
         else:
@@ -1845,9 +1847,9 @@ extern "C" int tk_launch(void** buffers, void* arena, int grid, void* stream) {{
         not each take a block of their own in one round (tile.kernel's
         fixup_cluster rule; the runtime's co-resident grid may be smaller than
         the compiled one): "" where the kernel has none."""
-        need = max((op.items for op in self.wgmma if op.fixup == "cluster"), default=0)
-        if not need:
+        if not self.cluster_fixups:
             return ""
+        need = max(op.items for op in self.cluster_fixups)
         return (f"\n  if (grid < {need} || grid % {self.kernel.fixup_cluster}) return (int)cudaErrorInvalidConfiguration;"
                 "  // a cluster fix-up's slices: a block each, one cluster a tile")
 
@@ -2221,9 +2223,9 @@ class ResidentPrinter(CudaPrinter):
         # of a launch reads its tk_next from global memory.
         # With target.prefetch_pointer_copies step s copies that row by cp.async into
         # tk_rows[s % 2] beside the next step's batch copies: no register held.
-        self.pointer_copies = TARGET.prefetch_pointer_copies and not TARGET.prefetch_step_pointers
         self.pointer_rows = len(self.step_inputs) if self.prefetched and (
-            TARGET.prefetch_step_pointers or self.pointer_copies) else 0
+            TARGET.prefetch_step_pointers or TARGET.prefetch_pointer_copies) else 0
+        self.pointer_copies = bool(self.pointer_rows) and not TARGET.prefetch_step_pointers
         # Homes of 16-byte units by bulk copies on the mbarrier tk_inbar (target.prefetch_bulk_rows).
         self.bulk_rows = TARGET.prefetch_bulk_rows and any(self._stage_unit(h) == 16 for h in self.prefetched)
 
@@ -2258,7 +2260,7 @@ class ResidentPrinter(CudaPrinter):
             self._load_next_pointers(column)
             row = "tk_from"
         self._next_input_copies(column, row)
-        if self.pointer_rows and self.pointer_copies:  # step s + 2's row, waited by step s + 1's staging wait
+        if self.pointer_copies:  # step s + 2's row, waited by step s + 1's staging wait
             self.w(f"    if (tk_after && threadIdx.x < {self.pointer_rows}) "
                    "tk::cp_async_ca<8>(&tk_rows[tk_odd ? 1 : 0][threadIdx.x], &tk_after[threadIdx.x]);")
         self.w("  }")

@@ -517,7 +517,7 @@ def cluster_split_k(phases: list[list[tile.TileWorkOp]], grid: int, target: Targ
                 op.properties.pop("fixup", None)
             else:
                 op.properties.update(tile.config(ksplit=s, items=tiles * s, fixup="cluster"))
-            renumber_offsets(ops, align_splits=True)
+            renumber_offsets(ops)
             return phase_us(ops, grid, target)
 
         splits = min(allowed, key=lambda s: (split(s), s))
@@ -531,18 +531,19 @@ def cluster_split_k(phases: list[list[tile.TileWorkOp]], grid: int, target: Targ
     return cluster
 
 
-def renumber_offsets(ops: list[tile.TileWorkOp], pairs: bool = False, align_splits: bool = False) -> None:
+def renumber_offsets(ops: list[tile.TileWorkOp], pairs: bool = False) -> None:
     """The offsets of a phase's ops after their items or order changed: each
     op's first item on the block after the previous op's last (split-K,
     tile-reductions-first). `pairs` (a kernel's gemm_cluster, target.gemm_cluster_pairs):
     each gemm's first unit on the next even block, so that a cluster's two
     blocks hold units 2q and 2q + 1 (tiles (m, n) and (m + 1, n) of a gemm
-    without split-K, which share B)."""
+    without split-K, which share B). A gemm whose split-K fix-up is the
+    cluster's starts on a multiple of its split (its tile's slices in one cluster)."""
     offset = 0
     for op in ops:
         if pairs and isinstance(op, tile.GemmOp):
             offset += offset % 2
-        if isinstance(op, tile.GemmOp) and (op.fixup == "cluster" or (align_splits and op.ksplit > 1)):
+        if isinstance(op, tile.GemmOp) and op.fixup == "cluster":
             offset += -offset % op.ksplit  # a tile's slices in one cluster
         op.properties["offset"] = tile.config(offset=offset)["offset"]
         offset += op.items

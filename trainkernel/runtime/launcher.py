@@ -17,10 +17,11 @@ and a grid kernel that carries casts from launch to launch (target.grid_carried_
     extern "C" int tk_launch_chain(void** buffers, void* arena, int grid, void* stream,
                                    int index, int count);  // launch `index` of a chain of `count`
 
-and a grid kernel launched in clusters whose gemms walk as pairs
-(target.gemm_cluster_pairs)::
+and a grid kernel launched in clusters, whose gemms walk as pairs
+(target.gemm_cluster_pairs) or whose split-K slices meet in the cluster
+(target.split_k_cluster_fixup)::
 
-    extern "C" int tk_gemm_cluster();         // blocks a cluster (2)
+    extern "C" int tk_gemm_cluster();         // blocks a cluster (2, 4 or 8)
     extern "C" int tk_max_active_clusters();  // clusters that can be co-resident
 
 `tk_launch` launches the cooperative kernel with cudaLaunchCooperativeKernel
@@ -183,7 +184,7 @@ class KernelLibrary:
         """Blocks of the one cluster a resident kernel runs as (`tk_cluster()`); 0 for a grid kernel."""
         return self._exported_count("tk_cluster")
 
-    def gemm_cluster(self) -> int:
+    def launch_cluster(self) -> int:
         """Blocks a cluster of a grid kernel launched in clusters (`tk_gemm_cluster()`:
         gemms that walk as pairs, target.gemm_cluster_pairs, or split gemms whose
         fix-up is the cluster's, target.split_k_cluster_fixup); 0 for any other kernel."""
@@ -221,7 +222,7 @@ class KernelLibrary:
         import torch
 
         sms = torch.cuda.get_device_properties(device_index).multi_processor_count
-        cluster = self.gemm_cluster()
+        cluster = self.launch_cluster()
         if cluster:
             grid = self._co_resident_cluster_grid(requested, cluster)
         else:
@@ -281,7 +282,7 @@ class KernelLibrary:
     def _clusters(self) -> str:
         """A failed launch's words on its clusters: a clustered grid kernel also asks
         the driver for the cooperative and cluster attributes together."""
-        c = self.gemm_cluster()
+        c = self.launch_cluster()
         return (f", in clusters of {c} (target.gemm_cluster_pairs or split_k_cluster_fixup; with the cooperative "
                 "attribute unless target.gemm_cluster_cooperative is off; a cluster fix-up also refuses a grid "
                 "under its split gemm's units: cudaErrorInvalidConfiguration)" if c else "")

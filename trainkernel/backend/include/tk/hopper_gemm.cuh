@@ -1442,7 +1442,8 @@ __device__ __forceinline__ void splitk_shared_fixup(const GemmParams& p, const W
 // Layout: the consumer warps' mbarriers (count 1: the owner warp's
 // arrive.expect_tx), then a slot a (owned warp, sender slice): warp w's slot
 // for slice s at ((w / splits) * splits + s) * 64 * BN bytes, lane l's float4 q
-// of it at q * 512 + l * 16 (a warp's reads are 512 contiguous bytes).
+// of it at q * 512 + l * 16 (a warp's reads are 512 contiguous bytes); the
+// printer sizes the region (tile.cluster_fixup_bytes).
 #if !defined(TK_CLUSTER_FIXUP)
 #define TK_CLUSTER_FIXUP 0
 #endif
@@ -1452,10 +1453,6 @@ template <int BN>
 __device__ __forceinline__ uint32_t cluster_fixup_slot(uint32_t fix, int warp, int splits, int split) {
   return fix + 8u * kTileWarps + (uint32_t)(((warp / splits) * splits + split) * 64 * BN);
 }
-// Bytes of a kernel's fix-up region for tiles up to BM x BN: the printer's
-// cluster_fixup_bytes, which sizes the region, mirrors it.
-constexpr int cluster_fixup_bytes(int bm, int bn) { return 8 * kTileWarps + 4 * bm * bn; }
-
 // One thread, before the cluster barrier that publishes the inits.
 __device__ __forceinline__ void cluster_fixup_init(uint32_t fix) {
   for (int w = 0; w < kTileWarps; ++w) ptx::mbar_init(cluster_fixup_bar(fix, w), 1);
