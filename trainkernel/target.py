@@ -136,6 +136,13 @@ class GridCosts:
     # fragment's 3/4 at DSMEM's ~18.6 B a cycle, perf-log step 94) and the
     # owner's mbarrier wait. A prediction (perf-log step 124) until measured.
     cluster_fixup_cycles: float = 600.0
+    # A unit's split-K fix-up through L2 (the tagged or shared fix-up: one or
+    # two L2 round trips of its fp32 partials and the tile's counter; small's
+    # logits, 64 x 32 tiles in 2 slices: 1.6-2.5k cycles, perf-log step 103's
+    # unit timer). Priced only where the cluster's fix-up is the alternative
+    # (sched_to_tile.cluster_split_k); split_k's rule by idle blocks is older
+    # than the model and measured as it is.
+    l2_fixup_cycles: float = 2000.0
     reduce_item_cycles: float = 900.0  # op timer: 1.2k at 1k elements
     reduce_element_cycles: float = 0.25  # 2.9k at 8k elements
 
@@ -788,7 +795,10 @@ class TargetOptions:
     # cycles) are what kept split-K at ksplit_min_k = 512 (perf-log step 124).
     # Off until measured.
     split_k_cluster_fixup: bool = False
-    cluster_ksplit_min_k: int = 128
+    # Slices of 128 (two 64-deep K steps) lost: mlp4's four 2-way splits of
+    # K = 256, +0.73 us a step, its units' first loads not shortened by the
+    # split (perf-log step 124's run 4e256d9-h100-c; 256: nothing split there).
+    cluster_ksplit_min_k: int = 256
     # Blocks of one SM each that can run at once in clusters of 2, 4 and 8: a
     # cluster's blocks share a GPC, and the GPCs' SM counts need not divide by
     # the cluster (the ingress probe's clusters of 4 ran 120 blocks on the H200,

@@ -139,7 +139,8 @@ def item_cost_us(op: tile.TileWorkOp, target: TargetOptions, mma_weight: float =
             k = tile.gemm_k_slice(k, op.ksplit, bk)
         if op.engine == "wgmma":
             if costs.unit_parts:
-                fixup = costs.cluster_fixup_cycles * costs.cycle_us if op.fixup == "cluster" else 0.0
+                fixup = 0.0 if op.ksplit < 2 else (
+                    costs.cluster_fixup_cycles if op.fixup == "cluster" else costs.l2_fixup_cycles) * costs.cycle_us
                 return costs.wgmma_unit_parts_us(bm, bn, bk, ceil_div(k, bk), epilogue_bytes(op)) + fixup
             return costs.wgmma_unit_fixed_us(bn) + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma, "wgmma", bn, bm)
         return mma_weight * (costs.item_overhead_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma))
@@ -452,12 +453,8 @@ def split_k(phases: list[list[tile.TileWorkOp]], grid: int, arena: int, target: 
                     op.properties.update(tile.config(workspace=arena))
                     arena += op.workspace_bytes()
                 continue
-            k = tile.iteration_space(op)[2]
-            bk = op.tile_shape[2]
             tiles = op.items
-            splits = min(grid // busy, target.max_ksplit, k // target.ksplit_min_k) if 2 * busy <= grid else 1
-            while splits > 1 and (splits - 1) * tile.gemm_k_slice(k, splits, bk) >= k:
-                splits -= 1
+            splits = l2_ksplit(op, busy, grid, target)
             if splits < 2:
                 continue
             arena = align_up(arena, 16)
@@ -467,6 +464,18 @@ def split_k(phases: list[list[tile.TileWorkOp]], grid: int, arena: int, target: 
         if changed:
             renumber_offsets(ops)
     return arena
+
+
+def l2_ksplit(op: tile.GemmOp, busy: int, grid: int, target: TargetOptions) -> int:
+    """The K slices split_k gives whole gemm `op` in a phase of `busy` work items
+    on `grid` blocks (1: none): as many as the idle blocks allow, at most
+    target.max_ksplit, each at least target.ksplit_min_k of K, none empty."""
+    k = tile.iteration_space(op)[2]
+    bk = op.tile_shape[2]
+    splits = min(grid // busy, target.max_ksplit, k // target.ksplit_min_k) if 2 * busy <= grid else 1
+    while splits > 1 and (splits - 1) * tile.gemm_k_slice(k, splits, bk) >= k:
+        splits -= 1
+    return max(splits, 1)
 
 
 def cluster_split_k(phases: list[list[tile.TileWorkOp]], grid: int, target: TargetOptions, smem: int) -> int:
@@ -481,8 +490,10 @@ def cluster_split_k(phases: list[list[tile.TileWorkOp]], grid: int, target: Targ
     of at least target.cluster_ksplit_min_k of K, none empty, and the phase's
     items (with the gemm's first unit moved to a multiple of S) within the
     grid: one round, a block a unit; and its slots (tile.cluster_fixup_bytes)
-    after the kernel's `smem` within a block's. Before split_k, whose busy
-    count then includes them.
+    after the kernel's `smem` within a block's. Unsplit here, the gemm is
+    priced as split_k would split it through L2 (`l2_ksplit`, each unit paying
+    GridCosts.l2_fixup_cycles). Before split_k, whose busy count then
+    includes them.
     With target.cluster_fixup_through_l2 (a probe's baseline, and the tests'
     same-bits twin) the same slices meet through split_k's workspace instead.
     Returns the kernel's cluster (the largest S; 0: none, or through L2)."""
@@ -510,18 +521,20 @@ def cluster_split_k(phases: list[list[tile.TileWorkOp]], grid: int, target: Targ
             allowed.append(s)
             s *= 2
 
-        def split(s: int) -> float:  # the phase's estimate with `op` in s slices (and left so)
-            if s == 1:
-                op.properties.update(tile.config(items=tiles))
-                op.properties.pop("ksplit", None)
-                op.properties.pop("fixup", None)
-            else:
-                op.properties.update(tile.config(ksplit=s, items=tiles * s, fixup="cluster"))
+        # No cluster split: the slices split_k would give it through L2 instead.
+        l2 = l2_ksplit(op, busy, grid, target)
+
+        def split(s: int, cluster: bool = True) -> float:  # the phase's estimate with `op` so (and left so)
+            op.properties.pop("fixup", None)
+            op.properties.pop("ksplit", None)
+            op.properties.update(tile.config(items=tiles * s))
+            if s > 1:
+                op.properties.update(tile.config(ksplit=s, **({"fixup": "cluster"} if cluster else {})))
             renumber_offsets(ops)
             return phase_us(ops, grid, target)
 
-        splits = min(allowed, key=lambda s: (split(s), s))
-        split(splits)
+        splits = min(allowed, key=lambda s: (split(s) if s > 1 else split(l2, cluster=False), s))
+        split(splits)  # 1: whole, for split_k
         if splits < 2:
             continue
         if target.cluster_fixup_through_l2:  # the same slices, through split_k's workspace
