@@ -42,7 +42,14 @@ def _cluster_gemms(kernel):
     return [op for op in kernel.block.ops if isinstance(op, tile.GemmOp) and op.fixup == "cluster"]
 
 
-def test_off_by_default(target_fields):
+def test_on_by_default_and_off(target_fields):
+    """On (perf-log step 126: small -0.35 us a step, its 200-row step -0.77); off,
+    small's logits split through the workspace."""
+    from trainkernel.target import DEFAULT
+
+    assert DEFAULT.split_k_cluster_fixup
+    assert _cluster_gemms(_kernel("small")) and _kernel("small").fixup_cluster == 2
+    target_fields(split_k_cluster_fixup=False)
     assert not _cluster_gemms(_kernel("small")) and _kernel("small").fixup_cluster is None
 
 
@@ -79,6 +86,7 @@ def test_the_split_is_priced(target_fields):
 
     from trainkernel.target import DEFAULT
 
+    target_fields(split_k_cluster_fixup=False)
     off = _source("small")
     target_fields(split_k_cluster_fixup=True,
                   grid_costs=dataclasses.replace(DEFAULT.grid_costs, cluster_fixup_cycles=1e6))
@@ -103,6 +111,7 @@ def test_priced_against_the_split_through_l2(target_fields):
     128-row tiles that measured 1.44 us a step slower (perf-log step 124, run
     9df86ff-h100-d)."""
     odd = WORKLOADS["small"].with_sizes(130, (264, 2048, 24))
+    target_fields(split_k_cluster_fixup=False)
     off = _source(odd)
     target_fields(split_k_cluster_fixup=True)
     assert _source(odd) == off
@@ -111,6 +120,7 @@ def test_priced_against_the_split_through_l2(target_fields):
 def test_no_slices_under_the_least_depth(target_fields):
     """mlp4's products (K = 256) would split in slices of 128, which lost
     (target.cluster_ksplit_min_k): its kernel as it is."""
+    target_fields(split_k_cluster_fixup=False)
     off = _source("mlp4")
     target_fields(split_k_cluster_fixup=True)
     assert _source("mlp4") == off
@@ -121,6 +131,7 @@ def test_no_slices_under_the_least_depth(target_fields):
 def test_no_room_no_cluster(target_fields):
     """medium's pipeline leaves no 16 KB for the slots: no cluster split, the
     workspace's split as before."""
+    target_fields(split_k_cluster_fixup=False)
     off = _source("medium")
     target_fields(split_k_cluster_fixup=True)
     assert _source("medium") == off
@@ -159,6 +170,7 @@ def test_the_printed_kernel(target_fields):
 
 
 def test_a_resident_kernel_has_none(target_fields):
+    target_fields(split_k_cluster_fixup=False)
     off = _source("online")
     target_fields(split_k_cluster_fixup=True)
     assert _source("online") == off

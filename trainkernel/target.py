@@ -793,8 +793,10 @@ class TargetOptions:
     # largest such split (tile.kernel's fixup_cluster; the gemm's fixup =
     # "cluster"). The L2 fix-ups' one or two round trips (small's p2: 1.6-2.5k
     # cycles) are what kept split-K at ksplit_min_k = 512 (perf-log step 124).
-    # Off until measured.
-    split_k_cluster_fixup: bool = False
+    # Measured with step 126's pricing (small -0.35 and its 200-row step -0.77
+    # us a step in clusters of 2, run 9df86ff-h100-d, and again in step 126's
+    # run; every other suite kernel unchanged): on.
+    split_k_cluster_fixup: bool = True
     # Slices of 128 (two 64-deep K steps) lost: mlp4's four 2-way splits of
     # K = 256, +0.73 us a step, its units' first loads not shortened by the
     # split (perf-log step 124's run 4e256d9-h100-c; 256: nothing split there).

@@ -9,15 +9,17 @@
 // 1024 x 64 x 256 product stays whole (slices of 128 are under
 // target.cluster_ksplit_min_k, and split_k's 512). The arena stays 0: no
 // workspace. On a grid of 128 phase 0 splits 2 ways (GRID128): an
-// H100 or H200 holds 120 blocks at once in clusters of 4 (target.cluster_blocks).
-// What does not split so: off (the default), the mma.sync engine, one block. -t cuda: the slots after the pipeline (8224 bytes: 4 warps'
+// H100 or H200 holds 120 blocks at once in clusters of 4 (target.cluster_blocks);
+// the target as it is (on: perf-log step 126) splits so too.
+// What does not split so: off, the mma.sync engine, one block. -t cuda: the slots after the pipeline (8224 bytes: 4 warps'
 // barriers, a 64 x 32 fp32 tile), their barriers initialised and published to
 // the cluster before any unit, GemmParams naming them, the launch in clusters
 // of 4 refusing a grid under 64 blocks (phase 1's units). An unknown value is
 // an error.
 // RUN: trainkernel-opt %s -p 'sched-to-tile{cluster_fixup=on grid=120 engine=wgmma rows=64}' | filecheck %s
 // RUN: trainkernel-opt %s -p 'sched-to-tile{cluster_fixup=on grid=128 engine=wgmma rows=64}' | filecheck %s --check-prefix=GRID128
-// RUN: trainkernel-opt %s -p 'sched-to-tile{grid=128 engine=wgmma rows=64}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %s -p 'sched-to-tile{grid=128 engine=wgmma rows=64}' | filecheck %s --check-prefix=GRID128
+// RUN: trainkernel-opt %s -p 'sched-to-tile{cluster_fixup=off grid=128 engine=wgmma rows=64}' | filecheck %s --check-prefix=OFF
 // RUN: trainkernel-opt %s -p 'sched-to-tile{cluster_fixup=on grid=128 engine=mma}' | filecheck %s --check-prefix=OFF
 // RUN: trainkernel-opt %s -p 'sched-to-tile{cluster_fixup=on grid=1 engine=wgmma rows=64}' | filecheck %s --check-prefix=OFF
 // RUN: trainkernel-opt %s -p 'sched-to-tile{cluster_fixup=on grid=120 engine=wgmma rows=64}' -t cuda | filecheck %s --check-prefix=CUDA

@@ -2,13 +2,14 @@
 // holds 2 MB of fp32 W1 and a replicated 256x512 input; no split plan fits
 // the shared memory of a cluster of 16, so tile-resident leaves sched-to-tile's
 // grid kernel unchanged (on the wgmma engine, 64 x 32 and 64 x 64 tiles: 256 threads, their
-// pipeline's shared memory), even when forced.
+// pipeline's shared memory and the logits' split-K slots: clusters of 2 for the
+// fix-up, target.split_k_cluster_fixup, not a resident cluster), even when forced.
 // RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident' | filecheck %s
 // RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident{mode=force}' | filecheck %s
 
 // CHECK:       tile.kernel @small_sgd_bf16(
-// CHECK-NOT:     cluster
-// CHECK-SAME:    arena {{[1-9][0-9]*}} config {grid = {{[0-9]+}} : i64, threads = 256 : i64, smem = 142464 : i64} {
+// CHECK-NOT:     {{[{ ]}}cluster =
+// CHECK-SAME:    arena {{[1-9][0-9]*}} config {grid = {{[0-9]+}} : i64, threads = 256 : i64, smem = 150688 : i64, fixup_cluster = 2 : i64} {
 // CHECK-NOT:     tile.smem
 // CHECK:         sched.buffer offset
 // CHECK:         tile.sync grid
