@@ -21,8 +21,9 @@ from _variants import suite_source as _source
 WAIT = "  tk::wait_prior_grid();"
 
 
-def test_off_until_measured():
+def test_off_until_measured(target_fields):
     assert T.DEFAULT.grid_programmatic_launch is False
+    target_fields(split_k_cluster_fixup=False)  # a cooperative launch without clusters
     src = _source("small")
     assert WAIT not in src and "cudaLaunchCooperativeKernel(" in src
 

@@ -22,8 +22,9 @@ through others) for every item before it: there flags only add loads; and
 where the phases around it are long against its cost
 (target.item_flags_min_share): there flags gain little.
 
-Grid kernels in clusters of two (gemm_cluster) and resident kernels keep
-their barriers. `mode`: on, off, or target (target.item_flags).
+Grid kernels launched in clusters (gemm_cluster's pairs, fixup_cluster's
+split-K slices: both walk a phase's units as the cluster's, in one round) and
+resident kernels keep their barriers. `mode`: on, off, or target (target.item_flags).
 """
 
 from __future__ import annotations
@@ -127,6 +128,6 @@ class TileItemFlagsPass(ModulePass):
             return
         target = pass_target(self.name, self.target)
         for kernel in op.walk():
-            if (isinstance(kernel, tile.KernelOp) and kernel.cluster is None and kernel.gemm_cluster is None
+            if (isinstance(kernel, tile.KernelOp) and kernel.cluster is None and kernel.launch_cluster is None
                     and kernel.grid > 1):
                 use_item_flags(kernel, target)
