@@ -3,7 +3,7 @@
 // trainkernel.item_deps), but where every item after the barrier needs every
 // item before it (there flags only add loads); temporaries sharing arena
 // bytes inside one run of flag-joined phases move to bytes of their own.
-// Resident kernels, kernels of cluster pairs and mode=off keep every barrier.
+// Resident kernels, kernels launched in clusters (pairs, split-K fix-ups) and mode=off keep every barrier.
 // RUN: trainkernel-opt %s --split-input-file -p 'tile-item-flags{mode=on}' | filecheck %s
 // RUN: trainkernel-opt %s --split-input-file -p 'tile-item-flags{mode=off}' | filecheck %s --check-prefix=OFF
 // RUN: trainkernel-opt %s --split-input-file -p tile-item-flags | filecheck %s --check-prefix=OFF
@@ -114,5 +114,27 @@ tile.kernel @one_block(%x: memref<64x64xbf16>, %o: memref<64x64xbf16>) inputs 1 
   ^bb0(%a: tensor<64x64xbf16>):
     %e = tk.exp %a : tensor<64x64xbf16>
     tk.yield %e : tensor<64x64xbf16>
+  }
+}
+
+// -----
+
+// A kernel launched in clusters for its split-K fix-ups (fixup_cluster): a
+// tile's slices meet in one cluster in one round, so its phases keep their
+// barriers (as cluster pairs do).
+// CHECK-LABEL: tile.kernel @cluster_fixup
+// CHECK:       tile.sync grid
+// CHECK-NOT:   tile.sync items
+tile.kernel @cluster_fixup(%h: memref<256x1024xbf16>, %w: memref<1024x64xbf16>, %x: memref<3000x41xf32>, %c: memref<256x64xbf16>, %y: memref<3000x41xf32>) inputs 3 results [3, 4] arena 0 config {grid = 128 : i64, threads = 256 : i64, smem = 117920 : i64, fixup_cluster = 4 : i64} {
+  tile.gemm ins(%h, %w : memref<256x1024xbf16>, memref<1024x64xbf16>) outs(%c : memref<256x64xbf16>) config {tile = array<i64: 64, 32, 64>, mma = "mma.bf16", items = 32 : i64, offset = 0 : i64, engine = "wgmma", ksplit = 4 : i64, fixup = "cluster"} {
+  ^bb0(%p: tensor<256x1024xbf16>, %q: tensor<1024x64xbf16>):
+    %m = tk.matmul %p, %q : (tensor<256x1024xbf16>, tensor<1024x64xbf16>) -> tensor<256x64xbf16>
+    tk.yield %m : tensor<256x64xbf16>
+  }
+  tile.sync grid
+  tile.map ins(%x : memref<3000x41xf32>) outs(%y : memref<3000x41xf32>) config {items = 31 : i64, offset = 0 : i64, chunk = 4096 : i64} {
+  ^bb0(%t: tensor<3000x41xf32>):
+    %r = tk.relu %t : tensor<3000x41xf32>
+    tk.yield %r : tensor<3000x41xf32>
   }
 }
