@@ -513,7 +513,10 @@ class TargetOptions:
     # (prefetch_step_pointers' 122 registers against 109). classification's
     # steps 2-4 spend 1.1-1.6k cycles in their prologue against 0.3k for the
     # first (the phase timer, run 9df86ff-h100-a): the pointers' round trip
-    # before the copies. A probe knob until measured (perf-log step 125).
+    # before the copies, it seemed. Measured (perf-log step 125, run
+    # f5ba586-h100-a): classification -0.05 (noise), classification at 50 x
+    # 100-300-10 +0.40, online-adam +0.15 us a step: the wait is not the
+    # pointers'. Off.
     prefetch_pointer_copies: bool = False
     # With prefetch_step_inputs (and not prefetch_step_pointers): the next step's
     # input pointers all loaded before the first of its copies. cp.async is a
@@ -794,8 +797,8 @@ class TargetOptions:
     # "cluster"). The L2 fix-ups' one or two round trips (small's p2: 1.6-2.5k
     # cycles) are what kept split-K at ksplit_min_k = 512 (perf-log step 124).
     # Measured with step 126's pricing (small -0.35 and its 200-row step -0.77
-    # us a step in clusters of 2, run 9df86ff-h100-d, and again in step 126's
-    # run; every other suite kernel unchanged): on.
+    # us a step in clusters of 2, run 9df86ff-h100-d; -0.31 and -0.60 in run
+    # f5ba586-h100-a; every other suite kernel unchanged): on.
     split_k_cluster_fixup: bool = True
     # Slices of 128 (two 64-deep K steps) lost: mlp4's four 2-way splits of
     # K = 256, +0.73 us a step, its units' first loads not shortened by the
