@@ -17,12 +17,12 @@
 // step's first phase with a product (phase 1 here), so that the pointers' round trip
 // overlaps that phase; nothing of the step's own staging moves.
 // Off: the batch is staged at every step's start into its one home.
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off cast_copies=off}' | filecheck %s --check-prefix=ON
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=off cast_copies=off}' | filecheck %s --check-prefix=OFF
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointers_first=off constant_threads=off cast_copies=off}' | filecheck %s --check-prefix=LATE
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off constant_threads=on cast_copies=off}' | filecheck %s --check-prefix=CONST
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off bulk_rows=on cast_copies=off}' | filecheck %s --check-prefix=BULK
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off late_prefetch=on cast_copies=off}' | filecheck %s --check-prefix=AFTER
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off cast_copies=off}' | filecheck %s --check-prefix=ON
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=off pointer_copies=off cast_copies=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off pointers_first=off constant_threads=off cast_copies=off}' | filecheck %s --check-prefix=LATE
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off constant_threads=on cast_copies=off}' | filecheck %s --check-prefix=CONST
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off bulk_rows=on cast_copies=off}' | filecheck %s --check-prefix=BULK
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off late_prefetch=on cast_copies=off}' | filecheck %s --check-prefix=AFTER
 
 // ON:       #define TK_BLOCK_THREADS
 // ON-NOT:   tk_inbar

@@ -5,8 +5,8 @@
 // 16-byte units) by tk::stage_rows as before, y by tk::stage_input_rows (4-byte
 // cp.async.ca). Off: the 16-byte rule, so nothing is prefetched and the batch is
 // staged at every step's start.
-// RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_small=on prefetch_pointers=off}' | filecheck %s --check-prefix=ON
-// RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_small=off}' | filecheck %s --check-prefix=OFF
+// RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_small=on prefetch_pointers=off pointer_copies=off}' | filecheck %s --check-prefix=ON
+// RUN: trainkernel-opt %s -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_small=off pointer_copies=off}' | filecheck %s --check-prefix=OFF
 
 // ON:       void tk_step(void* const* tk_in, bool tk_first, bool tk_more, bool tk_odd, void* const* tk_next) {
 // ON:       tk::stage_wait();

@@ -3802,6 +3802,8 @@ class CudaTarget(Target):
     by bulk copies (target.prefetch_bulk_rows); `late_prefetch`, the next step's
     copies after the step's first phase with a product
     (target.prefetch_copies_after_work).
+    `pointer_copies`, those rows copied a step ahead by cp.async
+    (target.prefetch_pointer_copies).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
     cp.async's 16-byte units (target.stage_loads_in_flight)."""
@@ -3838,6 +3840,7 @@ class CudaTarget(Target):
     constant_threads: str = "target"
     bulk_rows: str = "target"
     late_prefetch: str = "target"
+    pointer_copies: str = "target"
     stage_loads: int = 0
 
     # option -> the target field it sets
@@ -3857,7 +3860,7 @@ class CudaTarget(Target):
               "tagged": "split_k_tagged_partials", "prefetch_pointers": "prefetch_step_pointers",
               "column_lanes": "resident_column_lanes", "pointers_first": "prefetch_pointers_first",
               "constant_threads": "stage_constant_threads", "bulk_rows": "prefetch_bulk_rows",
-              "late_prefetch": "prefetch_copies_after_work"}
+              "late_prefetch": "prefetch_copies_after_work", "pointer_copies": "prefetch_pointer_copies"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}
 
