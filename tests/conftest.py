@@ -103,6 +103,16 @@ def before_step_106(monkeypatch):
 
 
 @pytest.fixture
+def splits_through_l2(monkeypatch):
+    """The default target with split-K's fix-ups through L2 only
+    (split_k_cluster_fixup off: small's logits would otherwise meet in a cluster),
+    for the tests of those fix-ups. target_fields then replaces fields of this target."""
+    import trainkernel.target as T
+
+    monkeypatch.setattr(T, "DEFAULT", _use_target_fields(monkeypatch, split_k_cluster_fixup=False))
+
+
+@pytest.fixture
 def before_steps_69_83(monkeypatch):
     """The default target and pipeline without the switches flipped after perf-log
     steps 69-83 were measured: the printed form that the tests of each of those

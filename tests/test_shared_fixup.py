@@ -19,8 +19,9 @@ from _ptxas import ptxas_kernel_rows
 from _variants import same_bits_off_and_on, stepped
 from _variants import suite_source as _source
 
-# Each switch against the target before the flips (test_measured_defaults.py: on).
-pytestmark = pytest.mark.usefixtures("before_steps_69_83")
+# Each switch against the target before the flips (test_measured_defaults.py: on),
+# with the fix-ups through L2 (small's logits would otherwise meet in a cluster).
+pytestmark = pytest.mark.usefixtures("before_steps_69_83", "splits_through_l2")
 
 # A narrowed gemm's shape argument nests a template (tk::hopper::TileShape<32, ...>).
 CALL = re.compile(r"// tile\.gemm [^\n]*?(, split-K: \d+ slices of \d+)?\n[^\n]*\n\s*tk::hopper::grid_gemm_units<([^\n]*?)>\(")
@@ -45,9 +46,8 @@ def _top_level_arguments(args: str) -> int:
 
 @pytest.mark.parametrize("name", ["medium", "small"])
 def test_only_split_gemms_share_their_fix_up(target_fields, name):
-    target_fields(split_k_cluster_fixup=False)  # small's logits: the split through L2
     off = _calls(_source(name))
-    target_fields(split_k_shared_fixup=True, split_k_cluster_fixup=False)
+    target_fields(split_k_shared_fixup=True)
     on = _calls(_source(name))
     assert [s for s, _ in on] == [s for s, _ in off] and any(s for s, _ in on)
     assert all(n == (7 if split else 5) for split, n in on)
@@ -55,7 +55,7 @@ def test_only_split_gemms_share_their_fix_up(target_fields, name):
 
 def test_resident_kernels_are_unchanged(target_fields):
     off = _source("online")
-    target_fields(split_k_shared_fixup=True, split_k_cluster_fixup=False)
+    target_fields(split_k_shared_fixup=True)
     assert _source("online") == off
 
 
@@ -65,7 +65,7 @@ def test_resident_kernels_are_unchanged(target_fields):
 def test_builds_for_sm90a(target_fields, tmp_path, name, fields):
     """With column partials on the split gemm's epilogue (small's loss) and with the
     producer as a call (both template arguments spelled out)."""
-    target_fields(split_k_shared_fixup=True, split_k_cluster_fixup=False, **fields)
+    target_fields(split_k_shared_fixup=True, **fields)
     src = trainkernel.compile_training(*_args(name), build=False, resident="off").cuda_source
     assert any(split and n == 7 for split, n in _calls(src))
     assert nvcc_errors(src, tmp_path, host=False) == ""
@@ -83,7 +83,7 @@ def _args(name):
                                         (ODD, {})], ids=str)
 def test_the_same_bits_on_gpu(target_fields, name, fixed):
     same, (src_off, src_on) = same_bits_off_and_on(target_fields, "split_k_shared_fixup", name, 4, 2, run=stepped,
-                                                   split_k_cluster_fixup=False, **fixed)
+                                                   **fixed)
     assert any(split and n == 7 for split, n in _calls(src_on))
     assert same
 
@@ -92,8 +92,6 @@ def test_the_same_bits_on_gpu(target_fields, name, fixed):
 # slice sums the passes it owns from its own registers and stores only the others.
 # target.split_k_tagged_partials (step 103): the partials as tagged 8-byte words
 # that the owner polls (no counters or fences), its own from registers too.
-# Every test here asks for the fix-ups through L2 (split_k_cluster_fixup off:
-# small's logits would otherwise meet in a cluster).
 SWITCHES = {"split_k_keep_own_partial": "TK_SPLITK_KEEP_OWN", "split_k_tagged_partials": "TK_SPLITK_TAGGED"}
 
 
@@ -101,11 +99,11 @@ SWITCHES = {"split_k_keep_own_partial": "TK_SPLITK_KEEP_OWN", "split_k_tagged_pa
 @pytest.mark.parametrize("name", ["medium", "small", ODD], ids=str)
 def test_a_define_of_kernels_with_a_shared_fix_up(target_fields, name, field):
     define = SWITCHES[field]
-    target_fields(split_k_shared_fixup=True, split_k_cluster_fixup=False, **{field: True})
+    target_fields(split_k_shared_fixup=True, **{field: True})
     src = trainkernel.compile_training(*_args(name), build=False, resident="off").cuda_source
     assert any(split for split, _ in _calls(src))
     assert src.count(f"#define {define} 1\n") == 1
-    target_fields(split_k_shared_fixup=False, split_k_cluster_fixup=False, **{field: True})  # nothing shared: nothing kept, nothing tagged
+    target_fields(split_k_shared_fixup=False, **{field: True})  # nothing shared: nothing kept, nothing tagged
     assert define not in trainkernel.compile_training(*_args(name), build=False, resident="off").cuda_source
 
 
@@ -120,7 +118,7 @@ def test_a_resident_kernel_has_no_fix_up_to_tag(target_fields):
 def test_builds_without_a_stack_frame(target_fields, tmp_path, name, field):
     """The kept float4s and the polled words stay in registers (ptxas -v: no stack
     frame, as every kernel of the suite: test_cuda_compile.py)."""
-    target_fields(split_k_shared_fixup=True, split_k_cluster_fixup=False, **{field: True})
+    target_fields(split_k_shared_fixup=True, **{field: True})
     src = trainkernel.compile_training(*_args(name), build=False, resident="off").cuda_source
     rows = ptxas_kernel_rows(src, tmp_path)
     assert rows and not any(r["stack"] for r in rows), rows
@@ -157,6 +155,6 @@ def test_the_same_bits_on_gpu_kept_or_tagged(target_fields, name, field):
     every output bit-equal. Tagged: the words zeroed by their owner are tagged
     again by the next launch's publishers (four launches of one arena)."""
     same, (src_off, src_on) = same_bits_off_and_on(target_fields, field, name, 4, 2, run=stepped,
-                                                   split_k_shared_fixup=True, split_k_cluster_fixup=False)
+                                                   split_k_shared_fixup=True)
     assert SWITCHES[field] in src_on and SWITCHES[field] not in src_off
     assert same

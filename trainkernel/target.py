@@ -139,9 +139,10 @@ class GridCosts:
     # A unit's split-K fix-up through L2 (the tagged or shared fix-up: one or
     # two L2 round trips of its fp32 partials and the tile's counter; small's
     # logits, 64 x 32 tiles in 2 slices: 1.6-2.5k cycles, perf-log step 103's
-    # unit timer). Priced only where the cluster's fix-up is the alternative
-    # (sched_to_tile.cluster_split_k); split_k's rule by idle blocks is older
-    # than the model and measured as it is.
+    # unit timer). Priced on every such unit (sched_to_tile.item_cost_us),
+    # which moved none of the suite's kernels; what it decides is the cluster
+    # split against the split through L2 (cluster_split_k). split_k's count
+    # stays its rule by idle blocks (l2_ksplit), older than the model.
     l2_fixup_cycles: float = 2000.0
     reduce_item_cycles: float = 900.0  # op timer: 1.2k at 1k elements
     reduce_element_cycles: float = 0.25  # 2.9k at 8k elements
