@@ -175,6 +175,16 @@ def test_compute_sanitizer_on_the_step_loop_with_late_prefetch(tool: str, worklo
     _step_loop_reports_nothing(tool, workload, tmp_path, TK_TARGET_FIELDS="prefetch_copies_after_work=1")
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
+@pytest.mark.parametrize("workload", ["online", "classification"])
+def test_compute_sanitizer_on_the_step_loop_with_multicast_rows(tool: str, workload: str, tmp_path):
+    """The next step's batch multicast across the cluster (target.prefetch_multicast_rows,
+    perf-log step 127), three steps in one launch: every block's copies into the other
+    blocks' homes of the other parity after the first exchange, the barrier's two parities."""
+    _step_loop_reports_nothing(tool, workload, tmp_path, TK_TARGET_FIELDS="prefetch_multicast_rows=1")
+
+
 # Every grid-kernel switch prepared in the twenty-first session (perf-log steps
 # 76-83) with those before it (74, 75, 70): casts carried through a chain of
 # launches (parity copies, their tensor maps), the loss from column partials on a

@@ -558,6 +558,15 @@ class TargetOptions:
     # +1.4, tiny +0.6 us a step, ~20-27 ns a row copy: warp 0's lanes wait while
     # the copy engine takes their bulk copies one after another. Off.
     prefetch_bulk_rows: bool = False
+    # With prefetch_step_inputs, in a cluster kernel with an exchange: the next
+    # step's batch homes that every block stages whole, in 16-byte units, copied
+    # once for the cluster: block r issues rows r, r + C, ... as bulk copies
+    # multicast into every block (tk::stage_rows_multicast), after the step's
+    # first exchange (every block has left the step before, which read the copy
+    # being filled). classification's prologue spends 1.1-1.6k cycles issuing
+    # 32 KB of cp.async in each of its 16 blocks, 0.3k at the step that issues
+    # none (phase timer, run 9df86ff-h100-a; perf-log step 127). Off until measured.
+    prefetch_multicast_rows: bool = False
     # A grid kernel's producer copies the operands of each phase's first wgmma
     # gemm that no op since the last grid barrier writes (the weights' casts,
     # the batch) into its first unit's stages before the barrier in front of

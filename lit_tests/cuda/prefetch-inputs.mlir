@@ -16,6 +16,13 @@
 // loaded where the copies were, and the copies wait until the barrier that closes the
 // step's first phase with a product (phase 1 here), so that the pointers' round trip
 // overlaps that phase; nothing of the step's own staging moves.
+// multicast_rows (target.prefetch_multicast_rows, off by default): x and y, which
+// every block of the cluster of 16 stages whole, in 16-byte rows, are copied once
+// for the cluster by tk::stage_rows_multicast (each block its share of the rows,
+// multicast into all) on tk_inbar, initialised before the block's first arrive
+// (other blocks' copies count on it); the copies wait for the barrier that closes
+// the first exchange's phase (phase 2: every block has left the step before, which
+// read the copies being filled), the pointers loaded at the step's start.
 // Off: the batch is staged at every step's start into its one home.
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off cast_copies=off}' | filecheck %s --check-prefix=ON
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=off pointer_copies=off cast_copies=off}' | filecheck %s --check-prefix=OFF
@@ -23,6 +30,7 @@
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off constant_threads=on cast_copies=off}' | filecheck %s --check-prefix=CONST
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off bulk_rows=on cast_copies=off}' | filecheck %s --check-prefix=BULK
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off late_prefetch=on cast_copies=off}' | filecheck %s --check-prefix=AFTER
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off multicast_rows=on cast_copies=off}' | filecheck %s --check-prefix=MULTICAST
 
 // ON:       #define TK_BLOCK_THREADS
 // ON-NOT:   tk_inbar
@@ -68,6 +76,7 @@
 
 // BULK:       __shared__ uint64_t tk_inbar;
 // BULK:       if (tk_first && threadIdx.x == 0) tk::init_stage_barrier(&tk_inbar);
+// BULK-NEXT:  if (tk_first) tk::cluster_arrive();
 // BULK-NEXT:  tk::stage_wait_bulk(&tk_inbar, !tk_first, !tk_odd);
 // BULK-NEXT:  if (tk_more) {  // the next step's batch, in flight through this step (plan_prefetched_inputs)
 // BULK:         tk::stage_rows_bulk((__nv_bfloat16*)(smem + (tk_odd ? 64704 : 67776)), ((__nv_bfloat16*)tk_from[1]), 64, 16, 16LL, 24, &tk_inbar);
@@ -93,3 +102,29 @@
 // AFTER-NEXT:   tk::stage_rows((__nv_bfloat16*)(smem + (tk_odd ? 0 : 70848)), ((__nv_bfloat16*)tk_from[0]), 64, 128, 128LL, 136);
 // AFTER-NEXT: }
 // AFTER-NEXT: // ---- phase 2
+
+// MULTICAST:       static constexpr int kCluster = 16;
+// MULTICAST:       __shared__ uint64_t tk_inbar;
+// MULTICAST:       tk::init_exchange_barriers(tk_xbar, 2);
+// MULTICAST-NEXT:  if (tk_first && threadIdx.x == 0) tk::init_stage_barrier(&tk_inbar);
+// MULTICAST-NEXT:  if (tk_first) tk::cluster_arrive();
+// MULTICAST-NEXT:  tk::stage_wait_bulk(&tk_inbar, !tk_first, !tk_odd);
+// MULTICAST-NEXT:  if (tk_first) tk::stage_fence_async();
+// MULTICAST-NEXT:  void* tk_from[2];
+// MULTICAST-NEXT:  if (tk_more) {
+// MULTICAST-NEXT:    tk_from[0] = tk_next[0];
+// MULTICAST-NEXT:    tk_from[1] = tk_next[1];
+// MULTICAST-NEXT:  }
+// MULTICAST-NOT:   tk::stage_rows_multicast
+// MULTICAST:       // ---- phase 2
+// MULTICAST:       tk::exchange_async_published<kCluster
+// MULTICAST-NOT:   // ---- phase
+// MULTICAST:       __syncthreads();
+// MULTICAST-NEXT:  if (tk_more) {  // the next step's batch, in flight through the rest of this step
+// MULTICAST-NEXT:    tk::stage_rows_multicast<kCluster>((__nv_bfloat16*)(smem + (tk_odd ? 64704 : 67776)), ((__nv_bfloat16*)tk_from[1]), 64, 16, 16LL, 24, &tk_inbar, rank);
+// MULTICAST-NEXT:    tk::stage_rows_multicast<kCluster>((__nv_bfloat16*)(smem + (tk_odd ? 0 : 70848)), ((__nv_bfloat16*)tk_from[0]), 64, 128, 128LL, 136, &tk_inbar, rank);
+// MULTICAST-NEXT:    tk::stage_bulk_arrive(&tk_inbar);
+// MULTICAST-NEXT:  }
+// MULTICAST-NEXT:  // ---- phase 3
+// MULTICAST-NOT:   tk::stage_rows_multicast
+// MULTICAST-NOT:   tk::stage_wait();

@@ -2228,6 +2228,31 @@ class ResidentPrinter(CudaPrinter):
         self.pointer_copies = bool(self.pointer_rows) and not TARGET.prefetch_step_pointers
         # Homes of 16-byte units by bulk copies on the mbarrier tk_inbar (target.prefetch_bulk_rows).
         self.bulk_rows = TARGET.prefetch_bulk_rows and any(self._stage_unit(h) == 16 for h in self.prefetched)
+        # Homes every block stages whole, in 16-byte units, copied once for the
+        # cluster by multicast after the step's first exchange (target.prefetch_multicast_rows).
+        self.multicast_rows = bool(TARGET.prefetch_multicast_rows and self.cluster > 1
+                                   and self._first_exchange_phase() is not None
+                                   and not self.pointer_rows and not self.bulk_rows
+                                   and any(self._multicast(h) for h in self.prefetched))
+        # The mbarrier the next step's staging wait waits on (tk_inbar).
+        self.inbar = self.bulk_rows or self.multicast_rows
+
+    def _first_exchange_phase(self) -> int | None:
+        """The phase of the kernel's first exchange, where a barrier closes it (None: none does)."""
+        phase, seen = 0, False
+        for op in self.kernel.block.ops:
+            if isinstance(op, tile.SyncOp):
+                if seen:
+                    return phase
+                phase += 1
+            elif self.exchanges and op is self.exchanges[0]:
+                seen = True
+        return None
+
+    def _multicast(self, home: tile.Home) -> bool:
+        """Whether `home` goes by tk::stage_rows_multicast: every block stages it
+        whole (not split) in 16-byte units."""
+        return home.split_axis < 0 and self._stage_unit(home) == 16
 
     def _parity_copies(self, home: tile.Home, at: int) -> tuple[tuple[int, int], int]:
         """The offsets of `home`'s even and odd copies, which the step's parity
@@ -2296,19 +2321,26 @@ class ResidentPrinter(CudaPrinter):
             # Rows of 16-byte units keep stage_rows (the same copies), or bulk
             # copies; the others take stage_input_rows' 8- and 4-byte cp.async.
             copy = ("stage_input_rows" if self._stage_unit(home) < 16
-                    else "stage_rows_bulk" if self.bulk_rows else "stage_rows")
-            bar = ", &tk_inbar" if copy == "stage_rows_bulk" else ""
+                    else "stage_rows_bulk" if self.bulk_rows
+                    else "stage_rows_multicast<kCluster>" if self.multicast_rows and self._multicast(home)
+                    else "stage_rows")
+            bar = {"stage_rows_bulk": ", &tk_inbar", "stage_rows_multicast<kCluster>": ", &tk_inbar, rank"}.get(copy, "")
             self.w(f"    tk::{copy}(({ct}*)(smem + (tk_odd ? {even} : {odd})), {nxt}, {rows}, "
                    f"{row_elems}, {src_stride}, {dst_stride}{bar});")
-        if self.bulk_rows:
+        if self.inbar:
             self.w("    tk::stage_bulk_arrive(&tk_inbar);")
 
     def _late_copies_phase(self) -> int | None:
-        """The phase after whose closing barrier the next step's copies go
-        (target.prefetch_copies_after_work): the first with a product that a
-        barrier closes; None (the copies right after the staging wait) where
-        the switch is off, nothing is prefetched, the pointers come a step ahead
-        or by bulk copies, or no such phase exists."""
+        """The phase after whose closing barrier the next step's copies go: with
+        `multicast_rows`, the first exchange's (each copy fills the other
+        blocks' copy of the other parity, which they read in the step before:
+        past this block's first exchange every block has pushed into it, so
+        has left that step); with target.prefetch_copies_after_work, the first
+        with a product that a barrier closes. None (the copies right after the
+        staging wait) where neither applies, nothing is prefetched, the pointers
+        come a step ahead or by bulk copies, or no such phase exists."""
+        if self.multicast_rows:
+            return self._first_exchange_phase()
         if not (TARGET.prefetch_copies_after_work and self.prefetched) or self.pointer_rows or self.bulk_rows:
             return None
         phase = 0
@@ -2400,7 +2432,7 @@ class ResidentPrinter(CudaPrinter):
                 self.w(f"  {c_type(op.result.type)}* {self.names[op.result]} = {self.names[op.source]};")
         if self.async_pushes:
             self.w(f"  __shared__ uint64_t tk_xbar[{self.barriers}];  // the exchanges' mbarriers (push_async)")
-        if self.bulk_rows:
+        if self.inbar:
             self.w("  __shared__ uint64_t tk_inbar;  // the next step's batch rows by bulk copies (plan_prefetched_inputs)")
         if self.pointer_rows:
             n = self.pointer_rows
@@ -2444,17 +2476,20 @@ class ResidentPrinter(CudaPrinter):
         self.step_block_barrier = self._steps_need_no_cluster_barrier()
         if self.async_pushes:  # before this block's first arrive: no push reaches an uninitialised one
             self.w(f"  if (tk_first && threadIdx.x == 0) tk::init_exchange_barriers(tk_xbar, {self.barriers});")
+        if self.inbar:  # (before the first arrive too: other blocks' multicast copies count on it)
+            self.w("  if (tk_first && threadIdx.x == 0) tk::init_stage_barrier(&tk_inbar);")
         if self.first_push is not None and self.receive_copies:
             self.w("  if (tk_first) tk::cluster_arrive();  // later steps push into the other copy")
         elif self.first_push is not None:
             # (released where no cluster barrier ends the previous step: this block's
             # accesses of that step come before anything another block pushes in this one)
             self.w("  tk::cluster_arrive_release();" if self.step_block_barrier else "  tk::cluster_arrive();")
-        if self.bulk_rows:  # step s waits for the bulk copies of step s - 1 (the phase of its parity)
-            self.w("  if (tk_first && threadIdx.x == 0) tk::init_stage_barrier(&tk_inbar);")
+        if self.inbar:  # step s waits for the bulk copies of step s - 1 (the phase of its parity)
             self.w("  tk::stage_wait_bulk(&tk_inbar, !tk_first, !tk_odd);")
         else:
             self.w("  tk::stage_wait();")
+        if self.multicast_rows:
+            self.w("  if (tk_first) tk::stage_fence_async();  // the first step's cp.async before later multicast copies")
         if prologue_sync == "always":
             # Rank 0 stores an argument other blocks stage before any exchange orders them.
             self.w("  tk::cluster_sync();")
@@ -3799,7 +3834,9 @@ class CudaTarget(Target):
     pointers all read before its copies (target.prefetch_pointers_first);
     `constant_threads`, the block size a constant of the staging loops
     (target.stage_constant_threads); `bulk_rows`, the next step's batch rows
-    by bulk copies (target.prefetch_bulk_rows); `late_prefetch`, the next step's
+    by bulk copies (target.prefetch_bulk_rows); `multicast_rows`, those that
+    every block of a cluster stages whole multicast across it
+    (target.prefetch_multicast_rows); `late_prefetch`, the next step's
     copies after the step's first phase with a product
     (target.prefetch_copies_after_work).
     `pointer_copies`, those rows copied a step ahead by cp.async
@@ -3839,6 +3876,7 @@ class CudaTarget(Target):
     pointers_first: str = "target"
     constant_threads: str = "target"
     bulk_rows: str = "target"
+    multicast_rows: str = "target"
     late_prefetch: str = "target"
     pointer_copies: str = "target"
     stage_loads: int = 0
@@ -3860,6 +3898,7 @@ class CudaTarget(Target):
               "tagged": "split_k_tagged_partials", "prefetch_pointers": "prefetch_step_pointers",
               "column_lanes": "resident_column_lanes", "pointers_first": "prefetch_pointers_first",
               "constant_threads": "stage_constant_threads", "bulk_rows": "prefetch_bulk_rows",
+              "multicast_rows": "prefetch_multicast_rows",
               "late_prefetch": "prefetch_copies_after_work", "pointer_copies": "prefetch_pointer_copies"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}

@@ -16,6 +16,10 @@
 //   stage_rows_bulk(dst, src, rows, row_elems, src_stride, dst_stride, bar)
 //       the same rows a bulk copy each, counted on the mbarrier `bar`
 //       (stage_bulk_arrive, stage_wait_bulk; measured slower, off).
+//   stage_rows_multicast<CLUSTER>(dst, src, rows, row_elems, src_stride, dst_stride, bar, rank)
+//       a home every block of the cluster stages whole, its rows shared out
+//       over the blocks as bulk copies multicast into all of them, counted on
+//       each block's `bar` (stage_fence_async once before; off, unmeasured).
 //   smem_gemm<NT, NV, T>(M, N, K, A, sam, sak, B, sbk, sbn, compute, store)
 //       C = A @ B with both operands in shared memory at any strides
 //       (A(i,k) = A[i*sam + k*sak], B(k,j) = B[k*sbk + j*sbn]): mma.sync
@@ -1157,6 +1161,57 @@ __device__ __forceinline__ void stage_rows_bulk(T* dst, const T* src, int rows, 
 __device__ __forceinline__ void stage_bulk_arrive(uint64_t* bar) {
   if (threadIdx.x == 0) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(cta_u32(bar)) : "memory");
 }
+
+// ---------------------------------------------------------------------------
+// The next step's batch multicast across the cluster (target.prefetch_multicast_rows, off)
+// ---------------------------------------------------------------------------
+// In a cluster every block stages the same batch home whole (classification's
+// x: 32 KB, 2048 cp.async a block, 16 times over): block `rank` copies pieces
+// rank, rank + CLUSTER, ... (the rows, or a dense home's bytes in CLUSTER
+// pieces of 16-byte units) as bulk copies multicast into the same offset of
+// every block, lane 0 of each warp a piece, each block's `bar` counting the
+// home's whole bytes (thread 0 expects them; another block's copy may land
+// first, which the transaction count allows: the phase completes only once
+// this block's stage_bulk_arrive has arrived). The caller issues it where
+// every block of the cluster has left the step that last read `dst` (after
+// the step's first exchange). The source is the same in every block, so
+// where its address or strides are not 16-byte units every block takes
+// stage_rows' cp.async instead, together.
+template <int CLUSTER, typename T>
+__device__ __forceinline__ void stage_rows_multicast(T* dst, const T* src, int rows, int row_elems,
+                                                     long long src_stride, int dst_stride, uint64_t* bar, int rank) {
+  if (rows <= 0 || row_elems <= 0) return;
+  const long long row_bytes = (long long)row_elems * sizeof(T);
+  if (!rows_in_units(dst, src, row_bytes, src_stride, dst_stride, 16)) {
+    stage_rows(dst, src, rows, row_elems, src_stride, dst_stride);
+    return;
+  }
+  const bool dense = src_stride == row_elems && dst_stride == row_elems;
+  const long long total = rows * row_bytes;
+  const int pieces = dense ? CLUSTER : rows;
+  const long long piece = dense ? (total / 16 + CLUSTER - 1) / CLUSTER * 16 : row_bytes;
+  if (threadIdx.x == 0)
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(cta_u32(bar)), "r"((uint32_t)total)
+                 : "memory");
+  if ((threadIdx.x & 31) != 0) return;
+  const unsigned short mask = (unsigned short)((1u << CLUSTER) - 1);
+  const int warps = (int)(blockDim.x >> 5);
+  for (int p = rank + CLUSTER * (int)(threadIdx.x >> 5); p < pieces; p += CLUSTER * warps) {
+    const long long at = dense ? p * piece : 0;
+    const long long bytes = dense ? (total - at < piece ? total - at : piece) : row_bytes;
+    if (bytes <= 0) continue;
+    const char* from = dense ? (const char*)src + at : (const char*)(src + p * src_stride);
+    char* to = dense ? (char*)dst + at : (char*)(dst + (long long)p * dst_stride);
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1], %2, [%3], %4;\n"
+        ::"r"(cta_u32(to)), "l"(from), "r"((uint32_t)bytes), "r"(cta_u32(bar)), "h"(mask) : "memory");
+  }
+}
+
+// Every thread, once a launch, after the first step's staging wait: its cp.async
+// writes of the homes (the generic proxy) ordered before the multicast copies
+// that later fill them (the async proxy).
+__device__ __forceinline__ void stage_fence_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 // stage_wait, and where `wait` (every step but a launch's first) the bulk copies
 // of the step before too: the phase of `parity` (the step before's parity).
