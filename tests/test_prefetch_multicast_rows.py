@@ -124,7 +124,9 @@ def test_compiles_for_sm90(multicast_on, tmp_path, name):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("name", ["online", "classification", "online-adam", "classification-adamw-ce", "odd"])
+# (classification-adamw-ce prefetches nothing: its homes and the batch's copies would take
+# 247 KB of shared memory against the 231 KB budget; run df23f2e-h100-a/a tried it.)
+@pytest.mark.parametrize("name", ["online", "classification", "online-adam", "odd"])
 def test_one_launch_of_k_steps_gives_the_same_bits_on_gpu(target_fields, name):
     """7 steps in one launch over 3 batches: both parities of the barrier, twice."""
     same, sources = same_bits_off_and_on(target_fields, "prefetch_multicast_rows", _w(name), 7, seed=5, run=looped)

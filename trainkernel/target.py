@@ -565,7 +565,13 @@ class TargetOptions:
     # first exchange (every block has left the step before, which read the copy
     # being filled). classification's prologue spends 1.1-1.6k cycles issuing
     # 32 KB of cp.async in each of its 16 blocks, 0.3k at the step that issues
-    # none (phase timer, run 9df86ff-h100-a; perf-log step 127). Off until measured.
+    # none (phase timer, run 9df86ff-h100-a; perf-log step 127). Measured (run
+    # df23f2e-h100-a, an H100): the prologue fell to 0.3k cycles as predicted, but
+    # issuing the copies now costs ~0.65-0.7k in the phase after the exchange (the
+    # copy engine takes each block's bulk copies one after another, ~40 ns each,
+    # while their warps wait): classification -0.15..-0.24 us a step, online +0.30
+    # and +0.35, online 24 x 64-200-8 +0.38 (8 copies a block of 256- and 32-byte
+    # rows). Off.
     prefetch_multicast_rows: bool = False
     # A grid kernel's producer copies the operands of each phase's first wgmma
     # gemm that no op since the last grid barrier writes (the weights' casts,
