@@ -139,3 +139,50 @@ def test_one_launch_of_k_steps_gives_the_same_bits_on_gpu(target_fields, name):
 def test_launches_of_one_step_give_the_same_bits_on_gpu(target_fields, name):
     """A launch a step: no later step, nothing multicast, the barrier never waited on."""
     assert same_bits_off_and_on(target_fields, "prefetch_multicast_rows", name, 4, seed=3, run=stepped)[0]
+
+
+# Step 128: the copies inside the first exchange's publish wait (prefetch_multicast_in_publish).
+
+
+@pytest.fixture
+def in_publish(target_fields):
+    target_fields(prefetch_multicast_rows=True, prefetch_multicast_in_publish=True)
+
+
+def test_in_publish_the_copies_are_the_exchanges_during_lambda(in_publish):
+    """classification: the copies are the last lambda of the first exchange's call (its
+    `during`), after the publish's copy lambda; no phase's barrier is followed by them."""
+    body = _step_body(_source("classification"))
+    call = body[body.index("tk::exchange_async_published<kCluster"):]
+    call = call[:call.index("\n    });\n") + 8]
+    during = call[call.index("}, [&]() {  // during the publish wait"):]
+    assert "tk::store_async_bytes" in call[:call.index(during)]
+    assert re.findall(r"tk::(stage_\w+(?:<kCluster>)?)\(", during) == [
+        "stage_rows_multicast<kCluster>", "stage_input_rows", "stage_bulk_arrive"]
+    assert body.count("tk::stage_rows_multicast") == 1
+    assert "__syncthreads();\n  if (tk_more) {  // the next step's batch" not in body
+
+
+def test_in_publish_needs_the_multicast(target_fields):
+    """Alone, the switch changes nothing: the copies stay every block's own cp.async at the prologue."""
+    target_fields(prefetch_multicast_rows=False)
+    off = _source("classification")
+    target_fields(prefetch_multicast_rows=False, prefetch_multicast_in_publish=True)
+    assert _source("classification") == off
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", ["classification", "odd"])
+def test_in_publish_compiles_for_sm90(in_publish, tmp_path, name):
+    src = _source(_w(name))
+    assert "during the publish wait" in src
+    assert nvcc_errors(src, tmp_path) == ""
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["online", "classification", "online-adam", "odd"])
+def test_in_publish_one_launch_of_k_steps_gives_the_same_bits_on_gpu(target_fields, name):
+    same, sources = same_bits_off_and_on(target_fields, "prefetch_multicast_in_publish", _w(name), 7, seed=5,
+                                         run=looped, prefetch_multicast_rows=True)
+    assert ["during the publish wait" in s for s in sources] == [False, True]
+    assert same

@@ -185,6 +185,16 @@ def test_compute_sanitizer_on_the_step_loop_with_multicast_rows(tool: str, workl
     _step_loop_reports_nothing(tool, workload, tmp_path, TK_TARGET_FIELDS="prefetch_multicast_rows=1")
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
+@pytest.mark.parametrize("workload", ["online", "classification"])
+def test_compute_sanitizer_on_the_step_loop_with_multicast_in_publish(tool: str, workload: str, tmp_path):
+    """The same copies issued inside the first exchange's publish wait
+    (target.prefetch_multicast_in_publish, perf-log step 128), three steps in one launch."""
+    _step_loop_reports_nothing(tool, workload, tmp_path,
+                               TK_TARGET_FIELDS="prefetch_multicast_rows=1;prefetch_multicast_in_publish=1")
+
+
 # Every grid-kernel switch prepared in the twenty-first session (perf-log steps
 # 76-83) with those before it (74, 75, 70): casts carried through a chain of
 # launches (parity copies, their tensor maps), the loss from column partials on a

@@ -573,6 +573,12 @@ class TargetOptions:
     # and +0.35, online 24 x 64-200-8 +0.38 (8 copies a block of 256- and 32-byte
     # rows). Off.
     prefetch_multicast_rows: bool = False
+    # With prefetch_multicast_rows: the multicast copies issued inside the first
+    # exchange's publish wait (tk::exchange_async_published's `during`), where every
+    # block has pushed and the block waits for the other owners' results anyway,
+    # instead of after the phase's barrier, where the issuing warps held the next
+    # phase ~0.7k cycles (run df23f2e-h100-a; perf-log step 128). Off until measured.
+    prefetch_multicast_in_publish: bool = False
     # A grid kernel's producer copies the operands of each phase's first wgmma
     # gemm that no op since the last grid barrier writes (the weights' casts,
     # the batch) into its first unit's stages before the barrier in front of

@@ -1989,7 +1989,7 @@ class ResidentBodyPrinter(BodyPrinter):
     remote_split_stores: bool = False
 
     def close_exchange_async(self, index_decls: list[str], var: str, step: int, esize: dict[str, int],
-                             bar: str) -> None:
+                             bar: str, during=None) -> None:
         """Close tk::exchange_async_published's epilogue lambda and print its copy
         lambda: elements var .. var + step - 1 of each published home into rank r's
         copy as st.async stores counted on r's publish mbarrier `bar`: 32-bit words
@@ -2011,6 +2011,9 @@ class ResidentBodyPrinter(BodyPrinter):
         for guard, each, at in stores:
             self.line(f"{guard}tk::store_async_b32(&{at}, r, tk::bits32(&{at}), {bar});" if words
                       else f"{guard}tk::store_async_bytes<{each}>(&{at}, r, {bar});")
+        if during is not None:  # the call's `during` lambda (its body printed by `during()`)
+            self.out.write(outer + "}, [&]() {  // during the publish wait: every block has left the step before\n")
+            during()
         self.out.write(outer + "});\n")
 
     def close_exchange(self, index_decls: list[str], var: str) -> None:
@@ -2249,6 +2252,12 @@ class ResidentPrinter(CudaPrinter):
                 seen = True
         return None
 
+    def _copies_in_publish(self) -> bool:
+        """Whether the multicast copies go inside the first exchange's publish wait
+        (target.prefetch_multicast_in_publish; an exchange whose publish is asynchronous)."""
+        return bool(self.multicast_rows and TARGET.prefetch_multicast_in_publish
+                    and TARGET.exchange_async_pushes and TARGET.exchange_async_publish)
+
     def _multicast(self, home: tile.Home) -> bool:
         """Whether `home` goes by tk::stage_rows_multicast: every block stages it
         whole (not split) in 16-byte units."""
@@ -2340,7 +2349,8 @@ class ResidentPrinter(CudaPrinter):
         staging wait) where neither applies, nothing is prefetched, the pointers
         come a step ahead or by bulk copies, or no such phase exists."""
         if self.multicast_rows:
-            return self._first_exchange_phase()
+            # (-1: no phase's barrier; _print_exchange prints them in the publish wait)
+            return -1 if self._copies_in_publish() else self._first_exchange_phase()
         if not (TARGET.prefetch_copies_after_work and self.prefetched) or self.pointer_rows or self.bulk_rows:
             return None
         phase = 0
@@ -2392,6 +2402,7 @@ class ResidentPrinter(CudaPrinter):
         # (tk_launch_steps); inlined or not and where it reads its buffers'
         # pointers from, as the target says (resident_step_inline/_pointers).
         column = {a: c for c, a in enumerate(self.step_inputs)}
+        self.input_column = column
         # The table shares the 1 KiB that ResidentCosts.smem_budget leaves for static
         # arrays with the 256-byte scratch: up to 96 buffers (more read the parameters).
         table = TARGET.resident_step_pointers == "smem" and \
@@ -2985,10 +2996,18 @@ class ResidentPrinter(CudaPrinter):
         else:
             self.w(f"    tk::exchange<kCluster, {combine}>({args}, [&]({params}) {{")
         self.out.write(body)
+        during = k == 0 and self.late_copies and self._copies_in_publish()
         if step:
-            bp.close_exchange_async(index_decls, var, step, self.home_esize, f"tk_xbar + {len(self.exchanges) + k}")
+            bp.close_exchange_async(index_decls, var, step, self.home_esize, f"tk_xbar + {len(self.exchanges) + k}",
+                                    self._copies_lambda if during else None)
         else:
             bp.close_exchange(index_decls, var)
+            if during:  # no publish wait to fill: right after the exchange (every block past its pushes)
+                self._copies_lambda()
+
+    def _copies_lambda(self) -> None:
+        """exchange_async_published's `during`: the next step's copies (multicast_rows)."""
+        self.copy_next_inputs(self.input_column)
 
     def _publish_step(self, bp: "ResidentBodyPrinter", n: int) -> int | None:
         """Elements a call of the asynchronous publish's copy carries
@@ -3836,7 +3855,9 @@ class CudaTarget(Target):
     (target.stage_constant_threads); `bulk_rows`, the next step's batch rows
     by bulk copies (target.prefetch_bulk_rows); `multicast_rows`, those that
     every block of a cluster stages whole multicast across it
-    (target.prefetch_multicast_rows); `late_prefetch`, the next step's
+    (target.prefetch_multicast_rows); `multicast_in_publish`, those copies
+    issued in the first exchange's publish wait (target.prefetch_multicast_in_publish);
+    `late_prefetch`, the next step's
     copies after the step's first phase with a product
     (target.prefetch_copies_after_work).
     `pointer_copies`, those rows copied a step ahead by cp.async
@@ -3877,6 +3898,7 @@ class CudaTarget(Target):
     constant_threads: str = "target"
     bulk_rows: str = "target"
     multicast_rows: str = "target"
+    multicast_in_publish: str = "target"
     late_prefetch: str = "target"
     pointer_copies: str = "target"
     stage_loads: int = 0
@@ -3898,7 +3920,7 @@ class CudaTarget(Target):
               "tagged": "split_k_tagged_partials", "prefetch_pointers": "prefetch_step_pointers",
               "column_lanes": "resident_column_lanes", "pointers_first": "prefetch_pointers_first",
               "constant_threads": "stage_constant_threads", "bulk_rows": "prefetch_bulk_rows",
-              "multicast_rows": "prefetch_multicast_rows",
+              "multicast_rows": "prefetch_multicast_rows", "multicast_in_publish": "prefetch_multicast_in_publish",
               "late_prefetch": "prefetch_copies_after_work", "pointer_copies": "prefetch_pointer_copies"}
     # option -> the integer target field it sets
     COUNTS = {"stage_loads": "stage_loads_in_flight"}

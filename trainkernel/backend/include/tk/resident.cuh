@@ -911,6 +911,11 @@ struct NoPublish {
   __device__ void operator()(int, int) const {}
 };
 
+// exchange_async_published's `during`: nothing.
+struct NoWork {
+  __device__ void operator()() const {}
+};
+
 // The owner's chunk of an exchange once every push has landed: each element summed
 // over the ranks in rank order, then its epilogue.
 template <int CLUSTER, class Op, class Epi>
@@ -1098,15 +1103,20 @@ __device__ __forceinline__ void exchange_async(float* recv, int n, int rank, uin
 // owner publishes into a block only after that block's pushes of the same step,
 // which come after its reads of the step before. The kernel ends with a cluster
 // barrier (no block leaves while another's stores may be in flight).
-template <int CLUSTER, int STEP, class Op, class Epi, class Copy>
+// `during()`: work issued while the block waits for the other owners' results,
+// past every block's pushes of this step (so every block has left the step
+// before): the next step's multicast copies (target.prefetch_multicast_in_publish).
+template <int CLUSTER, int STEP, class Op, class Epi, class Copy, class During = NoWork>
 __device__ __forceinline__ void exchange_async_published(float* recv, int n, int rank, uint64_t* bar, uint64_t* pub,
-                                                         bool parity, uint32_t elem_bytes, Epi epi, Copy copy) {
+                                                         bool parity, uint32_t elem_bytes, Epi epi, Copy copy,
+                                                         During during = {}) {
   const int count = owned_count<CLUSTER>(n, rank);
   if (threadIdx.x == 0) arrive_expect_tx(pub, (uint32_t)(n - count) * elem_bytes);
   await_pushes<CLUSTER>(n, rank, bar, parity);
   exchange_sum<CLUSTER, Op>(recv, n, rank, epi);
   __syncthreads();  // the owner's results in its own copies
   publish<CLUSTER, STEP>(rank * exchange_chunk<CLUSTER>(n), count, rank, copy);
+  during();
   wait_exchange_barrier(pub, parity);  // every other owner's results in this block's copies
 }
 
