@@ -2240,15 +2240,22 @@ class ResidentPrinter(CudaPrinter):
         # The mbarrier the next step's staging wait waits on (tk_inbar).
         self.inbar = self.bulk_rows or self.multicast_rows
 
+    def _step_exchange(self) -> tile.TileWorkOp | None:
+        """The kernel's first exchange: every step runs it (plan_last_step_ops keeps
+        every exchange in every step, all blocks taking part), so past it every block
+        has left the step before."""
+        return self.exchanges[0] if self.exchanges else None
+
     def _first_exchange_phase(self) -> int | None:
-        """The phase of the kernel's first exchange, where a barrier closes it (None: none does)."""
+        """The phase of _step_exchange, where a barrier closes it (None: none does)."""
+        first = self._step_exchange()
         phase, seen = 0, False
         for op in self.kernel.block.ops:
             if isinstance(op, tile.SyncOp):
                 if seen:
                     return phase
                 phase += 1
-            elif self.exchanges and op is self.exchanges[0]:
+            elif first is not None and op is first:
                 seen = True
         return None
 
@@ -2996,7 +3003,7 @@ class ResidentPrinter(CudaPrinter):
         else:
             self.w(f"    tk::exchange<kCluster, {combine}>({args}, [&]({params}) {{")
         self.out.write(body)
-        during = k == 0 and self.late_copies and self._copies_in_publish()
+        during = op is self._step_exchange() and self.late_copies and self._copies_in_publish()
         if step:
             bp.close_exchange_async(index_decls, var, step, self.home_esize, f"tk_xbar + {len(self.exchanges) + k}",
                                     self._copies_lambda if during else None)
