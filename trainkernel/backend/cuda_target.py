@@ -2409,7 +2409,6 @@ class ResidentPrinter(CudaPrinter):
         # (tk_launch_steps); inlined or not and where it reads its buffers'
         # pointers from, as the target says (resident_step_inline/_pointers).
         column = {a: c for c, a in enumerate(self.step_inputs)}
-        self.input_column = column
         # The table shares the 1 KiB that ResidentCosts.smem_budget leaves for static
         # arrays with the 256-byte scratch: up to 96 buffers (more read the parameters).
         table = TARGET.resident_step_pointers == "smem" and \
@@ -3006,15 +3005,15 @@ class ResidentPrinter(CudaPrinter):
         during = op is self._step_exchange() and self.late_copies and self._copies_in_publish()
         if step:
             bp.close_exchange_async(index_decls, var, step, self.home_esize, f"tk_xbar + {len(self.exchanges) + k}",
-                                    self._copies_lambda if during else None)
+                                    self._next_copies if during else None)
         else:
             bp.close_exchange(index_decls, var)
             if during:  # no publish wait to fill: right after the exchange (every block past its pushes)
-                self._copies_lambda()
+                self._next_copies()
 
-    def _copies_lambda(self) -> None:
-        """exchange_async_published's `during`: the next step's copies (multicast_rows)."""
-        self.copy_next_inputs(self.input_column)
+    def _next_copies(self) -> None:
+        """The next step's copies where the first exchange prints them (multicast_in_publish)."""
+        self.copy_next_inputs({a: c for c, a in enumerate(self.step_inputs)})
 
     def _publish_step(self, bp: "ResidentBodyPrinter", n: int) -> int | None:
         """Elements a call of the asynchronous publish's copy carries

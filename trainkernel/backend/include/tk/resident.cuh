@@ -19,7 +19,7 @@
 //   stage_rows_multicast<CLUSTER>(dst, src, rows, row_elems, src_stride, dst_stride, bar, rank)
 //       a home every block of the cluster stages whole, its rows shared out
 //       over the blocks as bulk copies multicast into all of them, counted on
-//       each block's `bar` (stage_fence_async once before; off, unmeasured).
+//       each block's `bar` (stage_fence_async once before; measured slower, off).
 //   smem_gemm<NT, NV, T>(M, N, K, A, sam, sak, B, sbk, sbn, compute, store)
 //       C = A @ B with both operands in shared memory at any strides
 //       (A(i,k) = A[i*sam + k*sak], B(k,j) = B[k*sbk + j*sbn]): mma.sync
@@ -1139,6 +1139,11 @@ __device__ __forceinline__ void exchange_async_published(float* recv, int n, int
 // (An mbarrier of one arrival, as each exchange's.)
 __device__ __forceinline__ void init_stage_barrier(uint64_t* bar) { init_exchange_barriers(bar, 1); }
 
+// Thread 0: the bytes of a home's bulk copies that `bar`'s phase waits for.
+__device__ __forceinline__ void expect_stage_bytes(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(cta_u32(bar)), "r"(bytes) : "memory");
+}
+
 template <typename T>
 __device__ __forceinline__ void stage_rows_bulk(T* dst, const T* src, int rows, int row_elems, long long src_stride,
                                                 int dst_stride, uint64_t* bar) {
@@ -1157,8 +1162,7 @@ __device__ __forceinline__ void stage_rows_bulk(T* dst, const T* src, int rows, 
   // before: the proxy fence orders those accesses before the copy engine's writes.
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   if (threadIdx.x == 0)
-    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(cta_u32(bar)), "r"(total)
-                 : "memory");
+    expect_stage_bytes(bar, total);
   __syncwarp();
   for (int r = threadIdx.x; r < copies; r += 32)
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
@@ -1201,8 +1205,7 @@ __device__ __forceinline__ void stage_rows_multicast(T* dst, const T* src, int r
   const int pieces = dense ? CLUSTER : rows;
   const long long piece = dense ? (total / 16 + CLUSTER - 1) / CLUSTER * 16 : row_bytes;
   if (threadIdx.x == 0)
-    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(cta_u32(bar)), "r"((uint32_t)total)
-                 : "memory");
+    expect_stage_bytes(bar, (uint32_t)total);
   if ((threadIdx.x & 31) != 0) return;
   const unsigned short mask = (unsigned short)((1u << CLUSTER) - 1);
   const int warps = (int)(blockDim.x >> 5);
