@@ -23,6 +23,9 @@
 // (other blocks' copies count on it); the copies wait for the barrier that closes
 // the first exchange's phase (phase 2: every block has left the step before, which
 // read the copies being filled), the pointers loaded at the step's start.
+// multicast_in_publish (target.prefetch_multicast_in_publish): the same copies are
+// the first exchange's `during` lambda, issued inside its publish wait, and no
+// barrier of a phase is followed by them.
 // Off: the batch is staged at every step's start into its one home.
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off cast_copies=off}' | filecheck %s --check-prefix=ON
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=off pointer_copies=off cast_copies=off}' | filecheck %s --check-prefix=OFF
@@ -30,7 +33,8 @@
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off constant_threads=on cast_copies=off}' | filecheck %s --check-prefix=CONST
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off bulk_rows=on cast_copies=off}' | filecheck %s --check-prefix=BULK
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off late_prefetch=on cast_copies=off}' | filecheck %s --check-prefix=AFTER
-// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off multicast_rows=on cast_copies=off}' | filecheck %s --check-prefix=MULTICAST
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off multicast_rows=on multicast_in_publish=off cast_copies=off}' | filecheck %s --check-prefix=MULTICAST
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off multicast_rows=on multicast_in_publish=on cast_copies=off}' | filecheck %s --check-prefix=INPUBLISH
 
 // ON:       #define TK_BLOCK_THREADS
 // ON-NOT:   tk_inbar
@@ -128,3 +132,21 @@
 // MULTICAST-NEXT:  // ---- phase 3
 // MULTICAST-NOT:   tk::stage_rows_multicast
 // MULTICAST-NOT:   tk::stage_wait();
+
+// INPUBLISH:       tk::init_exchange_barriers(tk_xbar, 2);
+// INPUBLISH-NEXT:  if (tk_first && threadIdx.x == 0) tk::init_stage_barrier(&tk_inbar);
+// INPUBLISH-NOT:   tk::stage_rows_multicast
+// INPUBLISH:       // ---- phase 2
+// INPUBLISH:       tk::exchange_async_published<kCluster
+// INPUBLISH:       tk::store_async_bytes<8>
+// INPUBLISH-NEXT:  }, [&]() {  // during the publish wait: every block has left the step before
+// INPUBLISH-NEXT:  if (tk_more) {
+// INPUBLISH-NEXT:    tk::stage_rows_multicast<kCluster>({{.*}}tk_from[1]{{.*}}, &tk_inbar, rank);
+// INPUBLISH-NEXT:    tk::stage_rows_multicast<kCluster>({{.*}}tk_from[0]{{.*}}, &tk_inbar, rank);
+// INPUBLISH-NEXT:    tk::stage_bulk_arrive(&tk_inbar);
+// INPUBLISH-NEXT:  }
+// INPUBLISH-NEXT:  });
+// INPUBLISH-NEXT:  }
+// INPUBLISH-NEXT:  __syncthreads();
+// INPUBLISH-NEXT:  // ---- phase 3
+// INPUBLISH-NOT:   tk::stage_rows_multicast
