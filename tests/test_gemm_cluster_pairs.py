@@ -183,13 +183,27 @@ def test_the_tile_interpreter_gives_the_unpaired_results(paired):
     assert all(torch.equal(a, b) for a, b in zip(*outs))
 
 
+@pytest.mark.parametrize("name", ["small", "medium", "mlp4-adamw-ce"])
+def test_the_bits_compared_on_gpu_differ_only_in_the_pairing(target_fields, name):
+    """What the GPU test below compares: unpaired, no cluster at all (small's split-K
+    cluster fix-up, which sums the slices in another order, is off on both sides)."""
+    target_fields(gemm_cluster_pairs=False, wgmma_gemm_widths=False, split_k_cluster_fixup=False)
+    off = _source(ALL[name])
+    target_fields(gemm_cluster_pairs=True, wgmma_gemm_widths=False, split_k_cluster_fixup=False)
+    on = _source(ALL[name])
+    assert "tk_gemm_cluster" not in off and "TK_CLUSTER_FIXUP" not in off and "tk_gemm_cluster" in on
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("name", ["small", "medium", "mlp4-adamw-ce"])
 def test_the_same_bits_on_gpu(target_fields, name):
     # One width a kernel: a paired kernel keeps its gemms' width (sched-to-tile), and an
     # unpaired medium would narrow h @ W2 and split its K another way (other fp32 sums).
+    # The split-K fix-up through L2 on both sides: unpaired, small's split gemms would
+    # sum their slices in a cluster instead (split_k_cluster_fixup, perf-log step 126),
+    # in another order, and a paired kernel's clusters are its pairs.
     same, (src_off, src_on) = same_bits_off_and_on(target_fields, "gemm_cluster_pairs", name, 4, 2, run=stepped,
-                                                   wgmma_gemm_widths=False)
+                                                   wgmma_gemm_widths=False, split_k_cluster_fixup=False)
     assert "tk_gemm_cluster" in src_on and "tk_gemm_cluster" not in src_off
     assert same
 
@@ -197,5 +211,6 @@ def test_the_same_bits_on_gpu(target_fields, name):
 @pytest.mark.cuda
 def test_the_same_bits_on_an_unseen_step_on_gpu(target_fields):
     w = WORKLOADS["mlp4"].with_sizes(130, (256, 264, 128, 72))
-    same, _ = same_bits_off_and_on(target_fields, "gemm_cluster_pairs", w, 3, 5, run=stepped, wgmma_gemm_widths=False)
+    same, _ = same_bits_off_and_on(target_fields, "gemm_cluster_pairs", w, 3, 5, run=stepped, wgmma_gemm_widths=False,
+                                   split_k_cluster_fixup=False)
     assert same
