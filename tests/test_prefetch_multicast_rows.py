@@ -186,3 +186,47 @@ def test_in_publish_one_launch_of_k_steps_gives_the_same_bits_on_gpu(target_fiel
                                          run=looped, prefetch_multicast_rows=True)
     assert ["during the publish wait" in s for s in sources] == [False, True]
     assert same
+
+
+# Step 129: only homes whose copies are at least prefetch_multicast_min_copy_bytes go by multicast.
+
+
+def test_short_rows_keep_their_cp_async(target_fields):
+    """online at 64 bytes: x's 256-byte rows multicast, the labels' 32-byte rows by the
+    block's own cp.async into the same copy, both before the one arrival."""
+    target_fields(prefetch_multicast_rows=True, prefetch_multicast_in_publish=True, prefetch_multicast_min_copy_bytes=64)
+    body = _step_body(_source("online"))
+    during = body[body.index("}, [&]() {  // during the publish wait"):]
+    during = during[:during.index("\n    });\n")]
+    copies = re.findall(r"tk::(stage_\w+(?:<kCluster>)?)\((.*)\);", during)
+    assert sorted(name for name, _ in copies[:-1]) == ["stage_rows", "stage_rows_multicast<kCluster>"]
+    assert copies[-1][0] == "stage_bulk_arrive"
+    by = dict(copies)
+    assert ", 64, 128, 128LL," in by["stage_rows_multicast<kCluster>"] and ", 64, 16, 16LL," in by["stage_rows"]
+
+
+def test_rows_all_below_the_threshold_leave_the_multicast_off(target_fields):
+    """odd at 512 bytes (x's 128-byte rows; y dense, one copy of 384 bytes): nothing to
+    multicast, the source of the switch off."""
+    target_fields(prefetch_multicast_rows=False)
+    off = _source(ODD)
+    target_fields(prefetch_multicast_rows=True, prefetch_multicast_in_publish=True, prefetch_multicast_min_copy_bytes=512)
+    assert _source(ODD) == off
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", ["online", "odd"])
+def test_short_rows_kept_compile_for_sm90(target_fields, tmp_path, name):
+    target_fields(prefetch_multicast_rows=True, prefetch_multicast_in_publish=True, prefetch_multicast_min_copy_bytes=64)
+    src = _source(_w(name))
+    assert "stage_rows_multicast" in src
+    assert nvcc_errors(src, tmp_path) == ""
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["online", "odd"])
+def test_short_rows_kept_give_the_same_bits_on_gpu(target_fields, name):
+    same, sources = same_bits_off_and_on(target_fields, "prefetch_multicast_rows", _w(name), 7, seed=5, run=looped,
+                                         prefetch_multicast_in_publish=True, prefetch_multicast_min_copy_bytes=64)
+    assert ["stage_rows_multicast" in s for s in sources] == [False, True]
+    assert same

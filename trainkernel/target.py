@@ -579,6 +579,14 @@ class TargetOptions:
     # instead of after the phase's barrier, where the issuing warps held the next
     # phase ~0.7k cycles (run df23f2e-h100-a; perf-log step 128). Off until measured.
     prefetch_multicast_in_publish: bool = False
+    # With prefetch_multicast_rows: only homes whose bulk copies (a row of a padded
+    # home, a cluster's share of a dense one, a home without rows whole) are at
+    # least this many bytes go by multicast; the others keep every block's own
+    # cp.async. The copy engine takes a block's bulk copies one after another
+    # (~40 ns each): online's labels (32-byte rows) took 4 of each block's 8
+    # copies for 2 KB (run df23f2e-h100-a; perf-log step 129). 16: every home of
+    # 16-byte units.
+    prefetch_multicast_min_copy_bytes: int = 16
     # A grid kernel's producer copies the operands of each phase's first wgmma
     # gemm that no op since the last grid barrier writes (the weights' casts,
     # the batch) into its first unit's stages before the barrier in front of

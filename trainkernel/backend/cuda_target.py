@@ -2267,8 +2267,23 @@ class ResidentPrinter(CudaPrinter):
 
     def _multicast(self, home: tile.Home) -> bool:
         """Whether `home` goes by tk::stage_rows_multicast: every block stages it
-        whole (not split) in 16-byte units."""
-        return home.split_axis < 0 and self._stage_unit(home) == 16
+        whole (not split) in 16-byte units, in copies of at least
+        target.prefetch_multicast_min_copy_bytes (the copy engine takes a block's
+        bulk copies one after another, ~40 ns each: step 127)."""
+        return (home.split_axis < 0 and self._stage_unit(home) == 16
+                and self._multicast_copy_bytes(home) >= TARGET.prefetch_multicast_min_copy_bytes)
+
+    def _multicast_copy_bytes(self, home: tile.Home) -> int:
+        """The bytes of each of tk::stage_rows_multicast's copies of an unsplit `home`:
+        a row of a padded home; a cluster's share of a dense one (its rows `pitch`
+        = their length apart); a home without rows is one copy."""
+        shape = tuple(home.result.type.get_shape())
+        size = byte_size(home.result.type)
+        if home.pitch_value is None:
+            return numel(shape) * size
+        if home.pitch_value != shape[-1]:
+            return shape[-1] * size
+        return ceil_div(numel(shape) * size // 16, self.cluster) * 16
 
     def _parity_copies(self, home: tile.Home, at: int) -> tuple[tuple[int, int], int]:
         """The offsets of `home`'s even and odd copies, which the step's parity
@@ -3870,7 +3885,9 @@ class CudaTarget(Target):
     (target.prefetch_pointer_copies).
     `stage_loads`, a count (0: as the target
     says): the loads a thread issues at once where a home's rows are not
-    cp.async's 16-byte units (target.stage_loads_in_flight)."""
+    cp.async's 16-byte units (target.stage_loads_in_flight).
+    `multicast_min_copy_bytes`, a count (0: as the target says): the smallest bulk
+    copy that multicast_rows issues (target.prefetch_multicast_min_copy_bytes)."""
 
     name = "cuda"
     thread_rows: str = "target"
@@ -3908,6 +3925,7 @@ class CudaTarget(Target):
     late_prefetch: str = "target"
     pointer_copies: str = "target"
     stage_loads: int = 0
+    multicast_min_copy_bytes: int = 0
 
     # option -> the target field it sets
     FIELDS = {"thread_rows": "resident_thread_rows", "spread_ops": "resident_spread_ops",
@@ -3929,7 +3947,7 @@ class CudaTarget(Target):
               "multicast_rows": "prefetch_multicast_rows", "multicast_in_publish": "prefetch_multicast_in_publish",
               "late_prefetch": "prefetch_copies_after_work", "pointer_copies": "prefetch_pointer_copies"}
     # option -> the integer target field it sets
-    COUNTS = {"stage_loads": "stage_loads_in_flight"}
+    COUNTS = {"stage_loads": "stage_loads_in_flight", "multicast_min_copy_bytes": "prefetch_multicast_min_copy_bytes"}
 
     def emit(self, ctx: Context, module: builtin.ModuleOp, output: IO[str]) -> None:
         global TARGET
