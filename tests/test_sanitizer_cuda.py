@@ -195,6 +195,15 @@ def test_compute_sanitizer_on_the_step_loop_with_multicast_in_publish(tool: str,
                                TK_TARGET_FIELDS="prefetch_multicast_rows=1;prefetch_multicast_in_publish=1")
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
+def test_compute_sanitizer_on_the_step_loop_with_short_rows_kept(tool: str, tmp_path):
+    """online with only x's 256-byte rows multicast (prefetch_multicast_min_copy_bytes,
+    perf-log step 129), the labels' rows by each block's cp.async into the same copy."""
+    _step_loop_reports_nothing(tool, "online", tmp_path, TK_TARGET_FIELDS=(
+        "prefetch_multicast_rows=1;prefetch_multicast_in_publish=1;prefetch_multicast_min_copy_bytes=64"))
+
+
 # Every grid-kernel switch prepared in the twenty-first session (perf-log steps
 # 76-83) with those before it (74, 75, 70): casts carried through a chain of
 # launches (parity copies, their tensor maps), the loss from column partials on a
