@@ -26,6 +26,9 @@
 // multicast_in_publish (target.prefetch_multicast_in_publish): the same copies are
 // the first exchange's `during` lambda, issued inside its publish wait, and no
 // barrier of a phase is followed by them.
+// multicast_min_copy_bytes=64 (target.prefetch_multicast_min_copy_bytes): y's 32-byte
+// rows are copied by the block's own cp.async (tk::stage_rows) into the same copy,
+// x's 256-byte rows multicast, one arrival after both.
 // Off: the batch is staged at every step's start into its one home.
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off cast_copies=off}' | filecheck %s --check-prefix=ON
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=off pointer_copies=off cast_copies=off}' | filecheck %s --check-prefix=OFF
@@ -35,6 +38,7 @@
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off late_prefetch=on cast_copies=off}' | filecheck %s --check-prefix=AFTER
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off multicast_rows=on multicast_in_publish=off cast_copies=off}' | filecheck %s --check-prefix=MULTICAST
 // RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off multicast_rows=on multicast_in_publish=on cast_copies=off}' | filecheck %s --check-prefix=INPUBLISH
+// RUN: trainkernel-opt %S/resident-exchange.mlir -p 'sched-to-tile,tile-resident' -t 'cuda{prefetch_inputs=on prefetch_pointers=off pointer_copies=off multicast_rows=on multicast_in_publish=on multicast_min_copy_bytes=64 cast_copies=off}' | filecheck %s --check-prefix=MINCOPY
 
 // ON:       #define TK_BLOCK_THREADS
 // ON-NOT:   tk_inbar
@@ -150,3 +154,11 @@
 // INPUBLISH-NEXT:  __syncthreads();
 // INPUBLISH-NEXT:  // ---- phase 3
 // INPUBLISH-NOT:   tk::stage_rows_multicast
+
+// MINCOPY:       // during the publish wait
+// MINCOPY-NEXT:  if (tk_more) {
+// MINCOPY-NEXT:    tk::stage_rows({{.*}}tk_from[1]{{.*}}, 64, 16, 16LL, 24);
+// MINCOPY-NEXT:    tk::stage_rows_multicast<kCluster>({{.*}}tk_from[0]{{.*}}, 64, 128, 128LL, 136, &tk_inbar, rank);
+// MINCOPY-NEXT:    tk::stage_bulk_arrive(&tk_inbar);
+// MINCOPY-NEXT:  }
+// MINCOPY-NOT:   tk::stage_rows_multicast
