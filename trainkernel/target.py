@@ -577,7 +577,10 @@ class TargetOptions:
     # exchange's publish wait (tk::exchange_async_published's `during`), where every
     # block has pushed and the block waits for the other owners' results anyway,
     # instead of after the phase's barrier, where the issuing warps held the next
-    # phase ~0.7k cycles (run df23f2e-h100-a; perf-log step 128). Off until measured.
+    # phase ~0.7k cycles (run df23f2e-h100-a; perf-log step 128). Measured (run
+    # f336e9e-h100-a, an H100) against as is: classification -0.23 us a step,
+    # online-adam -0.22, online +0.37, online 24 x 64-200-8 +0.12: issuing the
+    # copies costs ~0.5k cycles in the exchange instead of after it. Off.
     prefetch_multicast_in_publish: bool = False
     # With prefetch_multicast_rows: only homes whose bulk copies (a row of a padded
     # home, a cluster's share of a dense one, a home without rows whole) are at
