@@ -144,8 +144,16 @@ class GridCosts:
     # split against the split through L2 (cluster_split_k). split_k's count
     # stays its rule by idle blocks (l2_ksplit), older than the model.
     l2_fixup_cycles: float = 2000.0
-    reduce_item_cycles: float = 900.0  # op timer: 1.2k at 1k elements
-    reduce_element_cycles: float = 0.25  # 2.9k at 8k elements
+    # A reduce item: a fixed part and each element folded (op timer: 1.2k cycles
+    # at 1k elements, 2.9k at 8k, column sums of 32 columns an item on 256
+    # threads, so 8 slices of rows). A column sum's slices' partials are folded
+    # by one thread group in slice order from shared memory (a dependent load
+    # and add each): each slice past those 8 adds reduce_fold_cycles, each one
+    # short of them saves it (a prediction: perf-log step 131).
+    reduce_item_cycles: float = 900.0
+    reduce_element_cycles: float = 0.25
+    reduce_fold_cycles: float = 30.0
+    reduce_measured_slices: int = 8
 
     def sync_us(self, scope: str) -> float:
         """A barrier of `scope` (grid or block)."""
@@ -177,9 +185,11 @@ class GridCosts:
         wide = self.wide_unit_cycles if wgmma_hands_registers_back(bn) else 0.0
         return (self.unit_first_cycles + ksteps * step + passes * per_pass + wide) * self.cycle_us
 
-    def reduce_parts_us(self, elements: int) -> float:
-        """A reduce item folding `elements` (unit_parts)."""
-        return (self.reduce_item_cycles + self.reduce_element_cycles * elements) * self.cycle_us
+    def reduce_parts_us(self, elements: int, slices: int | None = None) -> float:
+        """A reduce item folding `elements`, then (a column sum) the partials of
+        its `slices` slices of rows (unit_parts)."""
+        folds = 0.0 if slices is None else self.reduce_fold_cycles * (slices - self.reduce_measured_slices)
+        return (self.reduce_item_cycles + self.reduce_element_cycles * elements + folds) * self.cycle_us
 
     def wgmma_unit_fixed_us(self, bn: int) -> float:
         """A wgmma work unit's time outside its K loop, for a `bn`-wide tile (a
@@ -723,6 +733,13 @@ class TargetOptions:
     # Measured with 32 offered (perf-log step 101, an H100): medium 88.22 ->
     # 81.37 us (h @ W2 at 128 x 32, K split 2), the small steps as with 32 alone.
     wgmma_gemm_widths: bool = True
+    # The columns an item a grid kernel's column sum may take (each a divisor of
+    # the threads): sched-to-tile takes the one with the smallest estimate of its
+    # phase on the chosen grid, the widest on a tie. Fewer columns an item: more
+    # items, each folding fewer rows a thread but more slices. small's db1 (32
+    # items of 32 columns, 2.9k cycles in front of dW1's units on blocks 0-31):
+    # 16 columns, ~2.1k (perf-log step 131). Empty: reduce_columns everywhere.
+    column_sum_widths: tuple[int, ...] = ()
     # A grid kernel's wgmma gemms of tiles up to 128 wide call their producer
     # part out of line (tk::hopper::produce_units_call): one copy for each
     # layout instead of one for each gemm. Compile time (perf-log step 74, CI

@@ -149,9 +149,18 @@ def item_cost_us(op: tile.TileWorkOp, target: TargetOptions, mma_weight: float =
         n_in, n_out = numel(tk.shape_of(red.input)), numel(tk.shape_of(red.result))
         elements = (n_in // max(n_out, 1)) * op.rows
         if costs.unit_parts:
-            return costs.reduce_parts_us(elements)
+            return costs.reduce_parts_us(elements, target.threads // op.rows if is_column_sum(op) else None)
         return costs.item_overhead_us + elements * costs.reduce_us_per_element
     return costs.map_chunk_us
+
+
+def is_column_sum(op: tile.TileWorkOp) -> bool:
+    """A reduction over leading axes, `rows` columns an item (CudaPrinter.column_reduce)."""
+    if not isinstance(op, tile.ReduceOp):
+        return False
+    red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp | tk.MeanOp))
+    return not isinstance(red, tk.ArgmaxOp) and tile.reduced_axes_position(
+        red.axes_list, len(tk.shape_of(red.input))) == "leading"
 
 
 def epilogue_bytes(op: tile.GemmOp) -> float:
@@ -370,6 +379,8 @@ def _lower(program: sched.ProgramOp, max_grid: int, grid: int, target: TargetOpt
     pairs = pairs and grid > 1 and grid % 2 == 0  # a forced odd grid runs unpaired
     if engine == "wgmma" and target.wgmma_gemm_widths and not pairs:
         narrow_wgmma_gemms(phases, grid, target)
+    if grid > 1:
+        narrow_column_sums(phases, grid, target)
     fixup_cluster = cluster_split_k(phases, grid, target, smem) if engine == "wgmma" and not pairs else 0
     if fixup_cluster:  # the fix-ups' barriers and slots after the rest (16-byte aligned)
         smem = align_up(smem, 16) + max(tile.cluster_fixup_bytes(op) for ops in phases for op in ops
@@ -430,6 +441,31 @@ def narrow_wgmma_gemms(phases: list[list[tile.TileWorkOp]], grid: int, target: T
                        key=lambda w: (width(w), -w))
             width(best)
             changed |= best != bn
+        if changed:
+            renumber_offsets(ops)
+
+
+def narrow_column_sums(phases: list[list[tile.TileWorkOp]], grid: int, target: TargetOptions) -> None:
+    """target.column_sum_widths: each column sum takes the columns an item (of
+    those offered that divide the threads) with the smallest estimate of its
+    phase on `grid` blocks, the widest on a tie. Before split-K, which counts
+    the phases' items."""
+    widths = [c for c in target.column_sum_widths if target.threads % c == 0]
+    if not widths:
+        return
+    for ops in phases:
+        changed = False
+        for op in (op for op in ops if is_column_sum(op)):
+            red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.MeanOp))
+            n_out, rows = numel(tk.shape_of(red.result)), op.rows
+
+            def columns(c: int) -> float:  # the phase's estimate with `op` c columns an item (and left so)
+                op.properties.update(tile.config(rows=c, items=ceil_div(n_out, c)))
+                return phase_us(ops, grid, target)
+
+            best = min(widths, key=lambda c: (columns(c), -c))
+            columns(best)
+            changed |= best != rows
         if changed:
             renumber_offsets(ops)
 
@@ -587,6 +623,9 @@ class SchedToTilePass(ModulePass):
     # split-K whose slices meet in a thread block cluster (cluster_split_k): on,
     # off, or as the target says (split_k_cluster_fixup)
     cluster_fixup: str = "target"
+    # the columns an item a column sum may take, the cost model choosing among
+    # them (column_sums=32,16,8); none given: as the target says (column_sum_widths)
+    column_sums: tuple[int, ...] = ()
 
     def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
         target = pass_target(self.name, self.target)
@@ -613,6 +652,11 @@ class SchedToTilePass(ModulePass):
                 f"sched-to-tile: cluster_fixup must be target, on or off, got {self.cluster_fixup!r}")
         if self.cluster_fixup != "target":
             target = dataclasses.replace(target, split_k_cluster_fixup=self.cluster_fixup == "on")
+        if self.column_sums:
+            if any(c < 1 or target.threads % c for c in self.column_sums):
+                raise DiagnosticException(f"sched-to-tile: column_sums must divide the {target.threads} threads, "
+                                          f"got {','.join(map(str, self.column_sums))}")
+            target = dataclasses.replace(target, column_sum_widths=self.column_sums)
         max_grid = self.max_grid or target.max_grid
         for program in list(op.ops):
             if isinstance(program, sched.ProgramOp):
