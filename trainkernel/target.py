@@ -738,7 +738,8 @@ class TargetOptions:
     # phase on the chosen grid, the widest on a tie. Fewer columns an item: more
     # items, each folding fewer rows a thread but more slices. small's db1 (32
     # items of 32 columns, 2.9k cycles in front of dW1's units on blocks 0-31):
-    # 16 columns, ~2.1k (perf-log step 131). Empty: reduce_columns everywhere.
+    # 16 or 8 columns, ~2.1k by the model (perf-log step 131). Empty:
+    # reduce_columns everywhere.
     column_sum_widths: tuple[int, ...] = ()
     # A grid kernel's wgmma gemms of tiles up to 128 wide call their producer
     # part out of line (tk::hopper::produce_units_call): one copy for each
