@@ -415,6 +415,11 @@ class ReduceOp(TileWorkOp):
         red = self.reduction()
         return self.rows > 1 and reduced_axes_position(red.axes_list, len(red.input.type.get_shape())) == "trailing"
 
+    def is_column_sum(self) -> bool:
+        """Over leading axes, `rows` columns an item (a bias gradient; an argmax takes one)."""
+        red = self.reduction()
+        return not self.is_argmax() and reduced_axes_position(red.axes_list, len(red.input.type.get_shape())) == "leading"
+
     def splits_a_sum(self) -> bool:
         return self.split is not None and self.split in self.reduction().axes_list
 

@@ -145,22 +145,13 @@ def item_cost_us(op: tile.TileWorkOp, target: TargetOptions, mma_weight: float =
             return costs.wgmma_unit_fixed_us(bn) + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma, "wgmma", bn, bm)
         return mma_weight * (costs.item_overhead_us + 2 * bm * bn * k / costs.gemm_flop_per_us(op.mma))
     if isinstance(op, tile.ReduceOp):
-        red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp))
+        red = op.reduction()
         n_in, n_out = numel(tk.shape_of(red.input)), numel(tk.shape_of(red.result))
         elements = (n_in // max(n_out, 1)) * op.rows
         if costs.unit_parts:
-            return costs.reduce_parts_us(elements, target.threads // op.rows if is_column_sum(op) else None)
+            return costs.reduce_parts_us(elements, target.threads // op.rows if op.is_column_sum() else None)
         return costs.item_overhead_us + elements * costs.reduce_us_per_element
     return costs.map_chunk_us
-
-
-def is_column_sum(op: tile.TileWorkOp) -> bool:
-    """A reduction over leading axes, `rows` columns an item (CudaPrinter.column_reduce)."""
-    if not isinstance(op, tile.ReduceOp):
-        return False
-    red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.ArgmaxOp | tk.MeanOp))
-    return not isinstance(red, tk.ArgmaxOp) and tile.reduced_axes_position(
-        red.axes_list, len(tk.shape_of(red.input))) == "leading"
 
 
 def epilogue_bytes(op: tile.GemmOp) -> float:
@@ -455,9 +446,8 @@ def narrow_column_sums(phases: list[list[tile.TileWorkOp]], grid: int, target: T
         return
     for ops in phases:
         changed = False
-        for op in (op for op in ops if is_column_sum(op)):
-            red = next(o for o in op.body.block.ops if isinstance(o, tk.SumOp | tk.MaxOp | tk.MeanOp))
-            n_out, rows = numel(tk.shape_of(red.result)), op.rows
+        for op in (op for op in ops if isinstance(op, tile.ReduceOp) and op.is_column_sum()):
+            n_out, rows = numel(tk.shape_of(op.reduction().result)), op.rows
 
             def columns(c: int) -> float:  # the phase's estimate with `op` c columns an item (and left so)
                 op.properties.update(tile.config(rows=c, items=ceil_div(n_out, c)))
