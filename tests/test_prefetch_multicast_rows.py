@@ -115,25 +115,6 @@ def test_off_prints_cp_async(target_fields):
     assert "tk_inbar" not in src and "stage_rows_multicast" not in src and "tk::stage_wait();" in src
 
 
-@needs_nvcc
-@pytest.mark.parametrize("name", ["classification", "online-adam", "odd"])
-def test_compiles_for_sm90(multicast_on, tmp_path, name):
-    src = _source(_w(name))
-    assert "stage_rows_multicast" in src
-    assert nvcc_errors(src, tmp_path) == ""
-
-
-@pytest.mark.cuda
-# (classification-adamw-ce prefetches nothing: its homes and the batch's copies would take
-# 247 KB of shared memory against the 231 KB budget; run df23f2e-h100-a/a tried it.)
-@pytest.mark.parametrize("name", ["online", "classification", "online-adam", "odd"])
-def test_one_launch_of_k_steps_gives_the_same_bits_on_gpu(target_fields, name):
-    """7 steps in one launch over 3 batches: both parities of the barrier, twice."""
-    same, sources = same_bits_off_and_on(target_fields, "prefetch_multicast_rows", _w(name), 7, seed=5, run=looped)
-    assert ["stage_rows_multicast" in s for s in sources] == [False, True]
-    assert same
-
-
 @pytest.mark.cuda
 @pytest.mark.parametrize("name", ["online", "classification"])
 def test_launches_of_one_step_give_the_same_bits_on_gpu(target_fields, name):
@@ -171,23 +152,6 @@ def test_in_publish_needs_the_multicast(target_fields):
     assert _source("classification") == off
 
 
-@needs_nvcc
-@pytest.mark.parametrize("name", ["classification", "odd"])
-def test_in_publish_compiles_for_sm90(in_publish, tmp_path, name):
-    src = _source(_w(name))
-    assert "during the publish wait" in src
-    assert nvcc_errors(src, tmp_path) == ""
-
-
-@pytest.mark.cuda
-@pytest.mark.parametrize("name", ["online", "classification", "online-adam", "odd"])
-def test_in_publish_one_launch_of_k_steps_gives_the_same_bits_on_gpu(target_fields, name):
-    same, sources = same_bits_off_and_on(target_fields, "prefetch_multicast_in_publish", _w(name), 7, seed=5,
-                                         run=looped, prefetch_multicast_rows=True)
-    assert ["during the publish wait" in s for s in sources] == [False, True]
-    assert same
-
-
 # Step 129: only homes whose copies are at least prefetch_multicast_min_copy_bytes go by multicast.
 
 
@@ -214,19 +178,36 @@ def test_rows_all_below_the_threshold_leave_the_multicast_off(target_fields):
     assert _source(ODD) == off
 
 
+# Each form: the switch its GPU test turns off and on, the fields it holds, what its
+# source prints, the steps its nvcc build and its GPU run take.
+# (classification-adamw-ce prefetches nothing: its homes and the batch's copies would take
+# 247 KB of shared memory against the 231 KB budget; run df23f2e-h100-a/a tried it.)
+FORMS = {
+    "after_exchange": ("prefetch_multicast_rows", {}, "stage_rows_multicast",
+                       ["classification", "online-adam", "odd"], ["online", "classification", "online-adam", "odd"]),
+    "in_publish": ("prefetch_multicast_in_publish", {"prefetch_multicast_rows": True}, "during the publish wait",
+                   ["classification", "odd"], ["online", "classification", "online-adam", "odd"]),
+    "short_rows_kept": ("prefetch_multicast_rows", {"prefetch_multicast_in_publish": True,
+                                                    "prefetch_multicast_min_copy_bytes": 64},
+                        "stage_rows_multicast", ["online", "odd"], ["online", "odd"]),
+}
+
+
 @needs_nvcc
-@pytest.mark.parametrize("name", ["online", "odd"])
-def test_short_rows_kept_compile_for_sm90(target_fields, tmp_path, name):
-    target_fields(prefetch_multicast_rows=True, prefetch_multicast_in_publish=True, prefetch_multicast_min_copy_bytes=64)
+@pytest.mark.parametrize("form, name", [(f, n) for f, v in FORMS.items() for n in v[3]])
+def test_compiles_for_sm90(target_fields, tmp_path, form, name):
+    switch, fixed, marker, _, _ = FORMS[form]
+    target_fields(**fixed, **{switch: True})
     src = _source(_w(name))
-    assert "stage_rows_multicast" in src
+    assert marker in src
     assert nvcc_errors(src, tmp_path) == ""
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("name", ["online", "odd"])
-def test_short_rows_kept_give_the_same_bits_on_gpu(target_fields, name):
-    same, sources = same_bits_off_and_on(target_fields, "prefetch_multicast_rows", _w(name), 7, seed=5, run=looped,
-                                         prefetch_multicast_in_publish=True, prefetch_multicast_min_copy_bytes=64)
-    assert ["stage_rows_multicast" in s for s in sources] == [False, True]
+@pytest.mark.parametrize("form, name", [(f, n) for f, v in FORMS.items() for n in v[4]])
+def test_one_launch_of_k_steps_gives_the_same_bits_on_gpu(target_fields, form, name):
+    """7 steps in one launch over 3 batches: both parities of the barrier, twice."""
+    switch, fixed, marker, _, _ = FORMS[form]
+    same, sources = same_bits_off_and_on(target_fields, switch, _w(name), 7, seed=5, run=looped, **fixed)
+    assert [marker in s for s in sources] == [False, True]
     assert same

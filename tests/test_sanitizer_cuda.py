@@ -175,33 +175,24 @@ def test_compute_sanitizer_on_the_step_loop_with_late_prefetch(tool: str, worklo
     _step_loop_reports_nothing(tool, workload, tmp_path, TK_TARGET_FIELDS="prefetch_copies_after_work=1")
 
 
-@pytest.mark.cuda
-@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
-@pytest.mark.parametrize("workload", ["online", "classification"])
-def test_compute_sanitizer_on_the_step_loop_with_multicast_rows(tool: str, workload: str, tmp_path):
-    """The next step's batch multicast across the cluster (target.prefetch_multicast_rows,
-    perf-log step 127), three steps in one launch: every block's copies into the other
-    blocks' homes of the other parity after the first exchange, the barrier's two parities."""
-    _step_loop_reports_nothing(tool, workload, tmp_path, TK_TARGET_FIELDS="prefetch_multicast_rows=1")
+# The next step's batch multicast across the cluster (perf-log steps 127-129), three steps
+# in one launch: every block's copies into the other blocks' homes of the other parity,
+# the barrier's two parities. Copies after the first exchange's barrier; inside its
+# publish wait; the labels' short rows by each block's cp.async beside x's multicast.
+MULTICAST_FORMS = [
+    ("online", "prefetch_multicast_rows=1"),
+    ("classification", "prefetch_multicast_rows=1"),
+    ("online", "prefetch_multicast_rows=1;prefetch_multicast_in_publish=1"),
+    ("classification", "prefetch_multicast_rows=1;prefetch_multicast_in_publish=1"),
+    ("online", "prefetch_multicast_rows=1;prefetch_multicast_in_publish=1;prefetch_multicast_min_copy_bytes=64"),
+]
 
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
-@pytest.mark.parametrize("workload", ["online", "classification"])
-def test_compute_sanitizer_on_the_step_loop_with_multicast_in_publish(tool: str, workload: str, tmp_path):
-    """The same copies issued inside the first exchange's publish wait
-    (target.prefetch_multicast_in_publish, perf-log step 128), three steps in one launch."""
-    _step_loop_reports_nothing(tool, workload, tmp_path,
-                               TK_TARGET_FIELDS="prefetch_multicast_rows=1;prefetch_multicast_in_publish=1")
-
-
-@pytest.mark.cuda
-@pytest.mark.parametrize("tool", ["memcheck", "racecheck", "synccheck"])
-def test_compute_sanitizer_on_the_step_loop_with_short_rows_kept(tool: str, tmp_path):
-    """online with only x's 256-byte rows multicast (prefetch_multicast_min_copy_bytes,
-    perf-log step 129), the labels' rows by each block's cp.async into the same copy."""
-    _step_loop_reports_nothing(tool, "online", tmp_path, TK_TARGET_FIELDS=(
-        "prefetch_multicast_rows=1;prefetch_multicast_in_publish=1;prefetch_multicast_min_copy_bytes=64"))
+@pytest.mark.parametrize("workload, fields", MULTICAST_FORMS)
+def test_compute_sanitizer_on_the_step_loop_with_multicast_rows(tool: str, workload: str, fields: str, tmp_path):
+    _step_loop_reports_nothing(tool, workload, tmp_path, TK_TARGET_FIELDS=fields)
 
 
 # Every grid-kernel switch prepared in the twenty-first session (perf-log steps
